@@ -1,0 +1,97 @@
+//! Fabric selection and the options of each fabric.
+
+use std::sync::Arc;
+
+use super::sim::SimNetwork;
+
+/// Environment variable overriding the configured fabric: `verbs`, `sim` or `auto`.
+pub const ENV_FABRIC: &str = "IBDXNET_FABRIC";
+
+/// Which fabric implementation to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FabricKind {
+    /// Verbs if an RDMA device is present, else sim.
+    #[default]
+    Auto,
+    /// Real libibverbs.
+    Verbs,
+    /// The in-process simulator.
+    Sim,
+}
+
+impl FabricKind {
+    /// Parses `auto`, `verbs` or `sim` (case-insensitive).
+    pub fn parse(s: &str) -> Result<FabricKind, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(FabricKind::Auto),
+            "verbs" | "ib" | "rdma" => Ok(FabricKind::Verbs),
+            "sim" => Ok(FabricKind::Sim),
+            other => Err(format!("unknown fabric '{other}' (expected auto, verbs or sim)")),
+        }
+    }
+
+    /// The name as accepted by [`FabricKind::parse`].
+    pub fn name(self) -> &'static str {
+        match self {
+            FabricKind::Auto => "auto",
+            FabricKind::Verbs => "verbs",
+            FabricKind::Sim => "sim",
+        }
+    }
+
+    /// Resolves the kind to use: the environment variable `IBDXNET_FABRIC`
+    /// wins over `self`; `Auto` becomes `Verbs` when an RDMA device exists.
+    pub fn resolve(self) -> Result<FabricKind, String> {
+        let kind = match std::env::var(ENV_FABRIC) {
+            Ok(v) if !v.trim().is_empty() => FabricKind::parse(&v).map_err(|e| format!("{ENV_FABRIC}: {e}"))?,
+            _ => self,
+        };
+        Ok(match kind {
+            FabricKind::Auto if super::verbs::device_names().map(|d| !d.is_empty()).unwrap_or(false) => {
+                FabricKind::Verbs
+            }
+            FabricKind::Auto => FabricKind::Sim,
+            k => k,
+        })
+    }
+}
+
+/// Options of the simulated fabric.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// The network the device joins; `None` = the process-wide default network.
+    pub network: Option<Arc<SimNetwork>>,
+    /// Path MTU the simulated port reports.
+    pub mtu: u32,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions { network: None, mtu: 4096 }
+    }
+}
+
+/// Which device and port to open.
+#[derive(Debug, Clone, Default)]
+pub struct FabricConfig {
+    /// Device name; `None` = the first device.
+    pub device: Option<String>,
+    /// Port number; 0 = the default, port 1.
+    pub port: u8,
+    /// GID index for RoCE; `None` = the RoCE v2 IPv4-mapped entry if there is
+    /// one, else the first RoCE v2 entry, else index 0.
+    pub gid_index: Option<u8>,
+    /// Simulator options (ignored by verbs).
+    pub sim: SimOptions,
+}
+
+impl FabricConfig {
+    /// The port to open (1 unless set).
+    pub fn port_or_default(&self) -> u8 {
+        if self.port == 0 {
+            1
+        } else {
+            self.port
+        }
+    }
+}

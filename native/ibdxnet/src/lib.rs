@@ -1,0 +1,32 @@
+//! # ibdxnet
+//!
+//! A Rust port of Ibdxnet, the native InfiniBand engine of the Java
+//! messaging library DXNet.
+//!
+//! * [`fabric`]: RDMA resources behind one trait, with a real libibverbs
+//!   implementation ([`fabric::verbs`]) and an in-process simulator
+//!   ([`fabric::sim`]).
+//! * [`layout`]: the `#[repr(C)]` structures shared with Java and C.
+//!
+//! ## Quick start
+//! ```
+//! use ibdxnet::fabric::{Fabric, FabricConfig, sim::SimFabric};
+//! let fabric = SimFabric::open(&FabricConfig::default()).unwrap();
+//! assert!(fabric.info().max_qp_wr > 0);
+//! ```
+//!
+//! ## Thread safety
+//! Every fabric resource is `Send + Sync`; posting and polling may happen
+//! from any thread, as with libibverbs.
+//!
+//! ## Cleanup
+//! Resources keep what they depend on alive (a queue pair its completion
+//! queues, everything the device), so they can be dropped in any order.
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(improper_ctypes_definitions)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod fabric;
+pub mod layout;
+pub(crate) mod util;
