@@ -86,7 +86,8 @@ pub struct FieldLayout {
 /// The layout of one shared struct.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StructLayout {
-    /// Struct name as in Rust and C.
+    /// Struct name as in C (and Java); equal to the Rust name unless the
+    /// Rust type is exported under a prefixed name.
     pub name: &'static str,
     /// `sizeof`.
     pub size: usize,
@@ -99,7 +100,10 @@ pub struct StructLayout {
 /// Describes a `#[repr(C)]` struct's fields with the compiler's own numbers.
 /// Field types are spelled out and type-checked against the struct.
 macro_rules! describe {
-    ($ty:ident { $($field:ident : $fty:ty),* $(,)? }) => {{
+    ($ty:ident { $($field:ident : $fty:ty),* $(,)? }) => {
+        describe!($ty as $ty { $($field: $fty),* })
+    };
+    ($ty:ident as $cname:ident { $($field:ident : $fty:ty),* $(,)? }) => {{
         const FIELDS: &[FieldLayout] = &[$(FieldLayout {
             name: stringify!($field),
             offset: std::mem::offset_of!($ty, $field),
@@ -107,7 +111,7 @@ macro_rules! describe {
         }),*];
         $(let _: fn(&$ty) -> &$fty = |s: &$ty| &s.$field;)*
         StructLayout {
-            name: stringify!($ty),
+            name: stringify!($cname),
             size: std::mem::size_of::<$ty>(),
             align: std::mem::align_of::<$ty>(),
             fields: FIELDS,
@@ -118,7 +122,7 @@ macro_rules! describe {
 /// Every struct shared across the language boundary.
 pub fn layouts() -> Vec<StructLayout> {
     vec![
-        describe!(Sge { addr: u64, length: u32, lkey: u32 }),
+        describe!(Sge as IbdxnetSge { addr: u64, length: u32, lkey: u32 }),
         describe!(IbdxnetDeviceInfo {
             max_qp_wr: u32,
             max_sge: u32,

@@ -147,21 +147,32 @@ fn send_queue_depth_is_enforced<F: TestFabric>(test: &str) {
     assert!(depth >= 16);
     // The receiver has no receive requests: nothing completes, every slot stays used.
     let sges = [(0usize, 8usize)];
-    let wrs: Vec<_> = (0..depth as u64 + 4).map(|i| (i, &sges[..], None, S)).collect();
-    let err = a.post_sends(&wrs).unwrap_err();
-    assert_eq!(err.posted, depth, "{err}");
-    assert!(err.is_queue_full(), "{err}");
-    assert!(a.post_sends(&[(99, &sges[..], None, S)]).unwrap_err().is_queue_full());
-    // Receives make room: all `depth` complete, in order, and posting works again.
-    let rs: Vec<[(usize, usize); 1]> = (0..depth).map(|i| [(i * 64, 64)]).collect();
+    let wrs: Vec<_> = (0..depth as u64).map(|i| (i, &sges[..], None, S)).collect();
+    a.post_sends(&wrs).expect("the granted depth can be posted");
+    // Beyond it the queue must report full (`ENOMEM`). The sim does so at
+    // exactly `depth`; providers may round their queues up (Soft-RoCE does).
+    let mut accepted = depth;
+    let err = loop {
+        match a.post_sends(&[(accepted as u64, &sges[..], None, S)]) {
+            Ok(()) => accepted += 1,
+            Err(e) => break e,
+        }
+        assert!(accepted <= 4 * depth + 64, "{accepted} requests accepted on a queue of {depth}");
+    };
+    assert!(err.is_queue_full() && err.posted == 0, "{err}");
+    if F::KIND == FabricKind::Sim {
+        assert_eq!(accepted, depth);
+    }
+    // Receives make room: everything accepted completes, in order, and posting works again.
+    let rs: Vec<[(usize, usize); 1]> = (0..accepted).map(|i| [(i * 64, 64)]).collect();
     let recvs: Vec<(u64, &[(usize, usize)])> = rs.iter().enumerate().map(|(i, s)| (i as u64, &s[..])).collect();
     b.post_recvs(&recvs);
-    let done = poll_n(&a.send_cq, depth);
+    let done = poll_n(&a.send_cq, accepted);
     assert!(done.iter().all(|c| c.status == WcStatus::Success));
-    assert_eq!(done.iter().map(|c| c.wr_id).collect::<Vec<_>>(), (0..depth as u64).collect::<Vec<_>>());
+    assert_eq!(done.iter().map(|c| c.wr_id).collect::<Vec<_>>(), (0..accepted as u64).collect::<Vec<_>>());
     b.post_recvs(&[(500, &[(0, 64)])]);
-    a.post_sends(&[(100, &sges[..], None, S)]).unwrap();
-    assert_eq!(poll_n(&a.send_cq, 1)[0].wr_id, 100);
+    a.post_sends(&[(1000, &sges[..], None, S)]).unwrap();
+    assert_eq!(poll_n(&a.send_cq, 1)[0].wr_id, 1000);
 }
 
 fn unsignaled_slots_are_freed_by_later_signaled_completion<F: TestFabric>(test: &str) {
@@ -196,7 +207,9 @@ fn receive_too_small_is_a_length_error_on_both_sides<F: TestFabric>(test: &str) 
     b.post_recvs(&[(1, &[(0, 16)]), (2, &[(64, 4096)])]);
     a.post_sends(&[(10, &[(0, 64)], None, S), (11, &[(0, 8)], None, S)]).unwrap();
     let r = poll_n(&b.recv_cq, 1)[0];
-    assert_eq!((r.wr_id, r.status), (1, WcStatus::LocLenErr));
+    // Hardware reports a local length error; Soft-RoCE a local QP operation error.
+    assert_eq!(r.wr_id, 1);
+    assert!(matches!(r.status, WcStatus::LocLenErr | WcStatus::LocQpOpErr), "{r:?}");
     let s = poll_n(&a.send_cq, 2);
     assert_eq!(s[0].wr_id, 10);
     assert!(matches!(s[0].status, WcStatus::RemInvReqErr | WcStatus::RemOpErr), "{s:?}");

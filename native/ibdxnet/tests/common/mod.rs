@@ -147,7 +147,7 @@ impl<F: Fabric> Node<F> {
     }
 
     /// Posts a chain of sends: (wr_id, [(offset, len)], imm, flags).
-    pub fn post_sends(&self, wrs: &[(u64, &[(usize, usize)], Option<u32>, SendFlags)]) -> Result<(), PostError> {
+    pub fn post_sends(&self, wrs: &[TestSend<'_>]) -> Result<(), PostError> {
         let mut b = SendBatch::default();
         for (id, sges, imm, flags) in wrs {
             let s: Vec<Sge> = sges.iter().map(|&(o, l)| self.buf.sge(o, l)).collect();
@@ -157,6 +157,9 @@ impl<F: Fabric> Node<F> {
         unsafe { self.qp.post_send(&b) }
     }
 }
+
+/// A test send request: (wr_id, [(offset, len)], imm, flags).
+pub type TestSend<'a> = (u64, &'a [(usize, usize)], Option<u32>, SendFlags);
 
 /// Two connected nodes.
 pub fn connected_pair<F: TestFabric>(test: &str, spec: NodeSpec) -> Option<(Node<F>, Node<F>)> {

@@ -23,10 +23,14 @@ pub use resources::{VerbsCq, VerbsMr, VerbsSrq};
 
 use super::{DeviceInfo, Fabric, FabricConfig, FabricError, FabricKind, Gid, LinkLayer, QpCaps};
 
-/// Names of the RDMA devices on this host (empty if there are none).
+/// Names of the RDMA devices on this host (empty if there are none, also
+/// when the kernel has no RDMA subsystem at all).
 pub fn device_names() -> Result<Vec<String>, FabricError> {
-    let list = DeviceList::get()?;
-    Ok(list.iter().map(device_name).collect())
+    match DeviceList::get() {
+        Ok(list) => Ok(list.iter().map(device_name).collect()),
+        Err(FabricError::Verbs { errno: libc::ENOSYS, .. }) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The device list, freed on drop.
@@ -301,7 +305,10 @@ impl Fabric for VerbsFabric {
     const KIND: FabricKind = FabricKind::Verbs;
 
     fn open(cfg: &FabricConfig) -> Result<Self, FabricError> {
-        let list = DeviceList::get()?;
+        let list = match DeviceList::get() {
+            Err(FabricError::Verbs { errno: libc::ENOSYS, .. }) => return Err(FabricError::NoDevice),
+            r => r?,
+        };
         let devices: Vec<_> = list.iter().map(|d| (d, device_name(d))).collect();
         if devices.is_empty() {
             return Err(FabricError::NoDevice);

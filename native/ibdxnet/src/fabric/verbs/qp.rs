@@ -10,10 +10,11 @@ use super::{mtu_enum, Ctx, Scratch};
 use crate::fabric::{FabricError, LinkLayer, PostError, QpCaps, QpEndpoint, QpState, QueuePair, SendBatch, SendFlags};
 use crate::util::lock;
 
-/// RC timeouts: 4.096 µs × 2^14 ≈ 67 ms per try, 7 tries: a dead peer is
-/// reported (retry exceeded) after about half a second.
+/// RC timeouts: 4.096 µs × 2^14 ≈ 67 ms per try, 1 + 6 tries: a dead peer
+/// is reported (retry exceeded) after about half a second. (Not 7: Soft-RoCE
+/// treats a retry count of 7 as "retry forever".)
 const ACK_TIMEOUT: u8 = 14;
-const RETRY_CNT: u8 = 7;
+const RETRY_CNT: u8 = 6;
 /// 7 = retry forever on receiver-not-ready: an empty SRQ never loses data.
 const RNR_RETRY: u8 = 7;
 /// 12 = 0.64 ms minimal RNR NAK timer.

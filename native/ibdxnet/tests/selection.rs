@@ -1,0 +1,31 @@
+//! `auto` fabric selection and the `IBDXNET_FABRIC` override. One test: the
+//! environment is process-wide.
+
+use ibdxnet::fabric::verbs::device_names;
+use ibdxnet::fabric::{FabricKind, ENV_FABRIC};
+
+#[test]
+fn auto_selection_and_environment_override() {
+    std::env::remove_var(ENV_FABRIC);
+    let has_device = !device_names().unwrap().is_empty();
+    let auto = FabricKind::Auto.resolve().unwrap();
+    assert_eq!(auto, if has_device { FabricKind::Verbs } else { FabricKind::Sim });
+    assert_eq!(FabricKind::Sim.resolve().unwrap(), FabricKind::Sim);
+    assert_eq!(FabricKind::Verbs.resolve().unwrap(), FabricKind::Verbs);
+
+    std::env::set_var(ENV_FABRIC, "sim");
+    assert_eq!(FabricKind::Verbs.resolve().unwrap(), FabricKind::Sim, "environment wins over configuration");
+    std::env::set_var(ENV_FABRIC, "VERBS");
+    assert_eq!(FabricKind::Sim.resolve().unwrap(), FabricKind::Verbs);
+    std::env::set_var(ENV_FABRIC, "infiniband-please");
+    let e = FabricKind::Auto.resolve().unwrap_err();
+    assert!(e.contains(ENV_FABRIC) && e.contains("infiniband-please"), "{e}");
+    std::env::set_var(ENV_FABRIC, "");
+    assert_eq!(FabricKind::Sim.resolve().unwrap(), FabricKind::Sim, "empty means unset");
+    std::env::remove_var(ENV_FABRIC);
+
+    for (s, k) in [("auto", FabricKind::Auto), ("sim", FabricKind::Sim), ("verbs", FabricKind::Verbs)] {
+        assert_eq!(FabricKind::parse(s).unwrap(), k);
+        assert_eq!(k.name(), s);
+    }
+}
