@@ -12,7 +12,7 @@ fn table_is_consistent() {
         let mut end = 0;
         for f in l.fields {
             assert!(f.offset >= end, "{}.{} overlaps the field before", l.name, f.name);
-            assert_eq!(f.offset % f.size.min(8).max(1), 0, "{}.{} misaligned", l.name, f.name);
+            assert_eq!(f.offset % f.size.clamp(1, 8), 0, "{}.{} misaligned", l.name, f.name);
             end = f.offset + f.size;
         }
         assert!(end <= l.size && l.size % l.align == 0, "{}", l.name);
@@ -24,7 +24,10 @@ fn table_is_consistent() {
 fn device_info_matches_documented_diagram() {
     let l = layout_of("IbdxnetDeviceInfo").unwrap();
     let off = |n: &str| l.fields.iter().find(|f| f.name == n).unwrap().offset;
-    assert_eq!((l.size, off("lid"), off("port"), off("link_layer"), off("gid"), off("sim_addr")), (64, 28, 30, 31, 32, 48));
+    assert_eq!(
+        (l.size, off("lid"), off("port"), off("link_layer"), off("gid"), off("sim_addr")),
+        (64, 28, 30, 31, 32, 48)
+    );
     assert_eq!(std::mem::size_of::<IbdxnetDeviceInfo>(), 64);
 }
 

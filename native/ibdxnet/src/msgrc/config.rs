@@ -1,0 +1,161 @@
+//! Engine configuration: one struct, the paper's Table 2 values as defaults,
+//! validated before any thread starts.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::con::NodeId;
+use crate::fabric::{FabricConfig, FabricKind};
+use crate::sys::parking::ParkingConfig;
+
+/// Default UDP port of the connection manager.
+pub const DEFAULT_UDP_PORT: u16 = 5730;
+
+/// Everything an engine instance needs.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// This node's id.
+    pub node_id: NodeId,
+    /// Local UDP address of the connection manager.
+    pub listen: SocketAddr,
+    /// Which fabric; `IBDXNET_FABRIC` overrides it.
+    pub fabric: FabricKind,
+    /// Device, port and GID selection (and sim options).
+    pub device: FabricConfig,
+    /// Most connections open at once; the least recently used is evicted beyond it.
+    pub max_connections: u32,
+    /// Bytes of each connection's send ring (power of two).
+    pub send_ring_size: u32,
+    /// Send queue depth per connection (Table 2: 20).
+    pub sq_size: u32,
+    /// Shared receive queue depth (Table 2: 2000).
+    pub srq_size: u32,
+    /// Bytes of one receive buffer (Table 2: 32 KiB for small messages).
+    pub recv_buffer_size: u32,
+    /// Receive buffers (SGEs) per receive request (Table 2: 4).
+    pub recv_sges_per_wr: u32,
+    /// Receive buffers in the pool.
+    pub recv_buffer_count: u32,
+    /// Entries of the incoming ring buffer (power of two).
+    pub incoming_ring_size: u32,
+    /// Signal every k-th send request (and the last of each batch).
+    pub signal_interval: u32,
+    /// Send requests up to this many bytes inline (capped by the device).
+    pub max_inline: u32,
+    /// Completions polled per call.
+    pub poll_batch: u32,
+    /// How long a caller waits for a connection to come up.
+    pub connect_timeout: Duration,
+    /// Interval of exchange retransmissions while a connection is pending.
+    pub exchange_retry: Duration,
+    /// Interval of discovery rounds for not yet discovered nodes.
+    pub discovery_interval: Duration,
+    /// Thread parking of the send and receive threads.
+    pub parking: ParkingConfig,
+}
+
+impl EngineConfig {
+    /// Defaults (Table 2) for node `node_id` listening on `listen`.
+    pub fn new(node_id: NodeId, listen: SocketAddr) -> Self {
+        EngineConfig {
+            node_id,
+            listen,
+            fabric: FabricKind::Auto,
+            device: FabricConfig::default(),
+            max_connections: 100,
+            send_ring_size: 4 << 20,
+            sq_size: 20,
+            srq_size: 2000,
+            recv_buffer_size: 32 << 10,
+            recv_sges_per_wr: 4,
+            recv_buffer_count: 16 << 10,
+            incoming_ring_size: 8192,
+            signal_interval: 4,
+            max_inline: 128,
+            poll_batch: 32,
+            connect_timeout: Duration::from_secs(10),
+            exchange_retry: Duration::from_millis(100),
+            discovery_interval: Duration::from_secs(1),
+            parking: ParkingConfig::default(),
+        }
+    }
+
+    /// Largest payload of one send request: what one receive request holds.
+    pub fn max_wr_bytes(&self) -> u32 {
+        self.recv_buffer_size.saturating_mul(self.recv_sges_per_wr)
+    }
+
+    /// Checks every field; the error names the field and the rule.
+    pub fn validate(&self) -> Result<(), String> {
+        let pow2 = |name: &str, v: u32, min: u32| {
+            if v < min || !v.is_power_of_two() {
+                Err(format!("{name} = {v} must be a power of two and at least {min}"))
+            } else {
+                Ok(())
+            }
+        };
+        let range = |name: &str, v: u64, min: u64, max: u64| {
+            if v < min || v > max {
+                Err(format!("{name} = {v} must be in [{min}, {max}]"))
+            } else {
+                Ok(())
+            }
+        };
+        if !self.node_id.is_valid() {
+            return Err("node_id 0xFFFF is reserved as invalid".into());
+        }
+        range("max_connections", self.max_connections.into(), 1, 0xFFFE)?;
+        pow2("send_ring_size", self.send_ring_size, 4096)?;
+        range("sq_size", self.sq_size.into(), 1, 1 << 16)?;
+        range("srq_size", self.srq_size.into(), 1, 1 << 20)?;
+        range("recv_buffer_size", self.recv_buffer_size.into(), 64, 1 << 30)?;
+        range("recv_sges_per_wr", self.recv_sges_per_wr.into(), 1, 32)?;
+        let in_srq = u64::from(self.srq_size) * u64::from(self.recv_sges_per_wr);
+        range("recv_buffer_count", self.recv_buffer_count.into(), in_srq + 1, 1 << 24)
+            .map_err(|e| format!("{e} (the SRQ alone holds srq_size × recv_sges_per_wr buffers)"))?;
+        pow2("incoming_ring_size", self.incoming_ring_size, 2)?;
+        range("signal_interval", self.signal_interval.into(), 1, self.sq_size.into())
+            .map_err(|e| format!("{e} (at most sq_size)"))?;
+        range("poll_batch", self.poll_batch.into(), 1, 4096)?;
+        if self.connect_timeout.is_zero() || self.exchange_retry.is_zero() || self.discovery_interval.is_zero() {
+            return Err("connect_timeout, exchange_retry and discovery_interval must be positive".into());
+        }
+        self.parking.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> EngineConfig {
+        EngineConfig::new(NodeId(1), "127.0.0.1:5730".parse().unwrap())
+    }
+
+    #[test]
+    fn defaults_are_valid_and_follow_table_2() {
+        let c = cfg();
+        c.validate().unwrap();
+        assert_eq!((c.sq_size, c.srq_size, c.recv_buffer_size, c.recv_sges_per_wr, c.max_connections), (20, 2000, 32768, 4, 100));
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        let cases: Vec<(&str, Box<dyn Fn(&mut EngineConfig)>)> = vec![
+            ("node_id", Box::new(|c| c.node_id = NodeId::INVALID)),
+            ("send_ring_size", Box::new(|c| c.send_ring_size = 5000)),
+            ("sq_size", Box::new(|c| c.sq_size = 0)),
+            ("recv_buffer_count", Box::new(|c| c.recv_buffer_count = 100)),
+            ("incoming_ring_size", Box::new(|c| c.incoming_ring_size = 3)),
+            ("signal_interval", Box::new(|c| c.signal_interval = 21)),
+            ("recv_sges_per_wr", Box::new(|c| c.recv_sges_per_wr = 33)),
+            ("max_connections", Box::new(|c| c.max_connections = 0)),
+        ];
+        for (field, change) in cases {
+            let mut c = cfg();
+            change(&mut c);
+            let e = c.validate().unwrap_err();
+            assert!(e.contains(field), "{field}: {e}");
+        }
+    }
+}

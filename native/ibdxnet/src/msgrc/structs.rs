@@ -1,0 +1,146 @@
+//! The `#[repr(C)]` structures the engine shares with its user (Java maps
+//! them with `Unsafe`; their layout is in [`crate::layout`]).
+//!
+//! Send side, one round trip per send-thread iteration:
+//! the engine passes [`PrevWorkResults`] (what happened to the last package)
+//! and a [`CompletedWorkList`] (bytes and flow-control data confirmed per
+//! node since the last call); the user answers with a [`NextWorkPackage`].
+//!
+//! Receive side: the receive thread fills the [`IncomingRing`] with
+//! [`IncomingEntry`]s and hands the ring to the user, who consumes entries
+//! from the front and later returns each entry's buffer.
+
+/// Bit 0 of [`NextWorkPackage::flags`]: the package is valid (send something).
+pub const NWP_VALID: u8 = 1;
+
+/// The next data to send (user → engine). 16 bytes.
+///
+/// ```text
+/// 0 node_id u16  2 fc_data u8  3 flags u8  4 offset u32  8 length u32  12 reserved u32
+/// ```
+/// `offset` is the position in the node's send ring where the data starts
+/// (the ring's *front posted* pointer), `length` how many bytes follow
+/// (wrapping around the ring's end). `fc_data` is a flow-control count to
+/// piggy-back (0–255); with `length == 0` it goes out as a zero-length send.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NextWorkPackage {
+    /// Target node.
+    pub node_id: u16,
+    /// Flow-control data to send.
+    pub fc_data: u8,
+    /// [`NWP_VALID`] or 0.
+    pub flags: u8,
+    /// Start offset in the send ring.
+    pub offset: u32,
+    /// Bytes to send.
+    pub length: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// What the engine did with the previous package (engine → user). 16 bytes.
+///
+/// ```text
+/// 0 node_id u16  2 fc_posted u8  3 fc_not_posted u8  4 bytes_posted u32  8 bytes_not_posted u32  12 reserved u32
+/// ```
+/// `node_id` is `0xFFFF` when there was no package.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrevWorkResults {
+    /// Node of the previous package, or `0xFFFF`.
+    pub node_id: u16,
+    /// Flow-control data posted.
+    pub fc_posted: u8,
+    /// Flow-control data not posted (send queue full or no connection).
+    pub fc_not_posted: u8,
+    /// Bytes posted (advance the front-posted pointer by this).
+    pub bytes_posted: u32,
+    /// Bytes not posted; offer them again.
+    pub bytes_not_posted: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+impl Default for PrevWorkResults {
+    fn default() -> Self {
+        PrevWorkResults { node_id: 0xFFFF, fc_posted: 0, fc_not_posted: 0, bytes_posted: 0, bytes_not_posted: 0, reserved: 0 }
+    }
+}
+
+/// Bytes and flow-control data confirmed sent for one node. 8 bytes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompletedWork {
+    /// Node the data went to.
+    pub node_id: u16,
+    /// Flow-control data confirmed.
+    pub fc_data: u16,
+    /// Bytes confirmed (advance the ring's front pointer by this).
+    pub bytes: u32,
+}
+
+/// Header of the completion list (engine → user); `count` entries of
+/// [`CompletedWork`] follow it directly, at most `capacity` (= the
+/// connection limit), one per node. 8 bytes + entries.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompletedWorkList {
+    /// Valid entries.
+    pub count: u32,
+    /// Room for entries.
+    pub capacity: u32,
+}
+
+/// One received buffer (engine → user). 24 bytes.
+///
+/// ```text
+/// 0 source_node_id u16  2 fc_data u8  3 reserved u8  4 data_length u32  8 buffer_id u32  12 reserved2 u32  16 data_address u64
+/// ```
+/// `buffer_id` is `0xFFFF_FFFF` for an entry that carries only flow-control
+/// data; every other buffer must be returned to the engine once processed.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IncomingEntry {
+    /// Sender.
+    pub source_node_id: u16,
+    /// Flow-control data of the message (on its first buffer only).
+    pub fc_data: u8,
+    /// Zero.
+    pub reserved: u8,
+    /// Bytes in this buffer.
+    pub data_length: u32,
+    /// Handle to return the buffer with.
+    pub buffer_id: u32,
+    /// Zero.
+    pub reserved2: u32,
+    /// Address of the first byte.
+    pub data_address: u64,
+}
+
+/// No buffer (flow-control-only entry).
+pub const NO_BUFFER: u32 = 0xFFFF_FFFF;
+
+/// Header of the incoming ring (engine ↔ user); `size` entries of
+/// [`IncomingEntry`] follow it directly. Entries `[front, front + used)`
+/// (modulo `size`) are valid. 16 bytes + entries.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IncomingRingHeader {
+    /// Valid entries.
+    pub used: u32,
+    /// Index of the oldest valid entry.
+    pub front: u32,
+    /// Index where the next entry goes.
+    pub back: u32,
+    /// Number of entry slots (power of two).
+    pub size: u32,
+}
+
+// Pinned sizes: Java maps these.
+const _: () = assert!(std::mem::size_of::<NextWorkPackage>() == 16);
+const _: () = assert!(std::mem::size_of::<PrevWorkResults>() == 16);
+const _: () = assert!(std::mem::size_of::<CompletedWork>() == 8);
+const _: () = assert!(std::mem::size_of::<CompletedWorkList>() == 8);
+const _: () = assert!(std::mem::size_of::<IncomingEntry>() == 24);
+const _: () = assert!(std::mem::size_of::<IncomingRingHeader>() == 16);

@@ -1,0 +1,4 @@
+//! Operating system and concurrency helpers.
+
+pub mod parking;
+pub mod queue;

@@ -1,0 +1,140 @@
+//! Load adaptive thread parking (paper §7.2.5): busy-poll while there is
+//! work; after `yield_after` without work, yield on every idle iteration;
+//! after `park_after`, sleep `park_for` per idle iteration. Any work resets
+//! it to busy polling.
+//!
+//! The shortest sleep is bounded by the kernel's timer slack (50 µs by
+//! default for normal threads on Linux), so a parked thread reacts within
+//! about that; the wake-up latency of each phase is measured by the
+//! `parking` benchmark in the loopback tool (`--measure-parking`).
+
+use std::time::{Duration, Instant};
+
+/// Parking thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParkingConfig {
+    /// Idle time before yielding (paper: 100 ms).
+    pub yield_after: Duration,
+    /// Idle time before sleeping (paper: 1 s).
+    pub park_after: Duration,
+    /// Sleep per idle iteration once parked (paper: 1 ns, i.e. the minimum).
+    pub park_for: Duration,
+}
+
+impl Default for ParkingConfig {
+    fn default() -> Self {
+        ParkingConfig {
+            yield_after: Duration::from_millis(100),
+            park_after: Duration::from_secs(1),
+            park_for: Duration::from_nanos(1),
+        }
+    }
+}
+
+impl ParkingConfig {
+    /// Checks the thresholds are ordered.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.park_after < self.yield_after {
+            return Err(format!(
+                "parking.park_after ({:?}) must not be shorter than parking.yield_after ({:?})",
+                self.park_after, self.yield_after
+            ));
+        }
+        if self.park_for > Duration::from_millis(100) {
+            return Err(format!("parking.park_for = {:?} must be at most 100 ms", self.park_for));
+        }
+        Ok(())
+    }
+}
+
+/// The phase a parking thread is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Busy polling.
+    Busy,
+    /// Yielding on idle iterations.
+    Yield,
+    /// Sleeping on idle iterations.
+    Park,
+}
+
+/// Per-thread idle strategy state.
+#[derive(Debug)]
+pub struct Parking {
+    cfg: ParkingConfig,
+    idle_since: Option<Instant>,
+    phase: Phase,
+}
+
+impl Parking {
+    /// Starts busy.
+    pub fn new(cfg: ParkingConfig) -> Self {
+        Parking { cfg, idle_since: None, phase: Phase::Busy }
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Call once per loop iteration with the work it did.
+    pub fn idle(&mut self, work: usize) {
+        if work > 0 {
+            self.idle_since = None;
+            self.phase = Phase::Busy;
+            return;
+        }
+        let now = Instant::now();
+        let since = *self.idle_since.get_or_insert(now);
+        let idle = now - since;
+        self.phase = if idle >= self.cfg.park_after {
+            Phase::Park
+        } else if idle >= self.cfg.yield_after {
+            Phase::Yield
+        } else {
+            Phase::Busy
+        };
+        match self.phase {
+            Phase::Busy => std::hint::spin_loop(),
+            Phase::Yield => std::thread::yield_now(),
+            Phase::Park => std::thread::sleep(self.cfg.park_for),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_follow_idle_time_and_work_resets() {
+        let cfg = ParkingConfig {
+            yield_after: Duration::from_millis(5),
+            park_after: Duration::from_millis(15),
+            park_for: Duration::from_nanos(1),
+        };
+        let mut p = Parking::new(cfg);
+        p.idle(0);
+        assert_eq!(p.phase(), Phase::Busy);
+        let t0 = Instant::now();
+        while p.phase() != Phase::Yield {
+            p.idle(0);
+            assert!(t0.elapsed() < Duration::from_secs(5));
+        }
+        assert!(t0.elapsed() >= Duration::from_millis(5));
+        while p.phase() != Phase::Park {
+            p.idle(0);
+        }
+        assert!(t0.elapsed() >= Duration::from_millis(15));
+        p.idle(3);
+        assert_eq!(p.phase(), Phase::Busy);
+        p.idle(0);
+        assert_eq!(p.phase(), Phase::Busy, "idle time restarts after work");
+    }
+
+    #[test]
+    fn misordered_thresholds_are_refused() {
+        let c = ParkingConfig { yield_after: Duration::from_secs(2), ..Default::default() };
+        assert!(c.validate().unwrap_err().contains("park_after"));
+    }
+}
