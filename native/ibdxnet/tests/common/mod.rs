@@ -39,6 +39,16 @@ pub fn rdma_required() -> bool {
     std::env::var("IBDXNET_REQUIRE_RDMA").is_ok_and(|v| v == "1")
 }
 
+/// Writes straight to file descriptor 2, which the test harness's output
+/// capture does not intercept, so skips are visible in every run.
+pub fn skip_notice(msg: &str) {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    // SAFETY: fd 2 is open for the whole process; ManuallyDrop keeps it open.
+    let mut err = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(2) });
+    let _ = err.write_all(msg.as_bytes());
+}
+
 /// The device config for verbs tests: `IBDXNET_DEVICE` or the first device.
 pub fn verbs_config() -> FabricConfig {
     FabricConfig { device: std::env::var("IBDXNET_DEVICE").ok().filter(|s| !s.is_empty()), ..Default::default() }
