@@ -59,9 +59,9 @@ impl TestFabric for VerbsFabric {
         let devices = verbs::device_names().unwrap_or_default();
         if devices.is_empty() {
             assert!(!rdma_required(), "IBDXNET_REQUIRE_RDMA=1 but this host has no RDMA device ({test})");
-            eprintln!(
-                "SKIPPED verbs::{test}: no RDMA device on this host (set IBDXNET_REQUIRE_RDMA=1 to fail instead)"
-            );
+            skip_notice(&format!(
+                "SKIPPED verbs::{test}: no RDMA device on this host (set IBDXNET_REQUIRE_RDMA=1 to fail instead)\n"
+            ));
             return None;
         }
         let cfg = verbs_config();
