@@ -6,6 +6,10 @@
 //! * [`fabric`]: RDMA resources behind one trait, with a real libibverbs
 //!   implementation ([`fabric::verbs`]) and an in-process simulator
 //!   ([`fabric::sim`]).
+//! * [`con`]: connection management: node ids, UDP discovery and queue pair
+//!   exchange, the job thread.
+//! * [`msgrc`]: the messaging engine: send and receive threads.
+//! * [`sys`]: thread parking, a lock-free queue, registered memory.
 //! * [`layout`]: the `#[repr(C)]` structures shared with Java and C.
 //!
 //! ## Quick start
@@ -27,6 +31,9 @@
 #![deny(improper_ctypes_definitions)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod con;
 pub mod fabric;
 pub mod layout;
+pub mod msgrc;
+pub mod sys;
 pub(crate) mod util;

@@ -213,7 +213,12 @@ mod tests {
 
     fn exchange() -> Packet {
         let endpoint = QpEndpoint { qpn: 0x12345, psn: 0xABCDE, lid: 7, gid: Gid([3; 16]), mtu: 4096, sim_addr: 99 };
-        Packet { src: NodeId(1), dst: NodeId(2), instance: 0xDEAD_BEEF, body: Body::Exchange { endpoint, peer_qpn: 17 } }
+        Packet {
+            src: NodeId(1),
+            dst: NodeId(2),
+            instance: 0xDEAD_BEEF,
+            body: Body::Exchange { endpoint, peer_qpn: 17 },
+        }
     }
 
     #[test]

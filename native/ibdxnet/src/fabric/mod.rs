@@ -49,6 +49,10 @@ pub trait Fabric: Send + Sync + Sized + std::fmt::Debug + 'static {
     /// Device limits and port attributes, read once at open.
     fn info(&self) -> &DeviceInfo;
 
+    /// The largest `max_inline_data` a queue pair of this device accepts
+    /// (probed once on verbs; 0 if inline sends are not supported).
+    fn max_inline_data(&self) -> u32;
+
     /// Registers `len` bytes at `addr` for local access by the device.
     ///
     /// # Safety

@@ -136,12 +136,16 @@ mod tests {
     fn defaults_are_valid_and_follow_table_2() {
         let c = cfg();
         c.validate().unwrap();
-        assert_eq!((c.sq_size, c.srq_size, c.recv_buffer_size, c.recv_sges_per_wr, c.max_connections), (20, 2000, 32768, 4, 100));
+        assert_eq!(
+            (c.sq_size, c.srq_size, c.recv_buffer_size, c.recv_sges_per_wr, c.max_connections),
+            (20, 2000, 32768, 4, 100)
+        );
     }
 
     #[test]
     fn each_bad_field_is_named() {
-        let cases: Vec<(&str, Box<dyn Fn(&mut EngineConfig)>)> = vec![
+        type Change = Box<dyn Fn(&mut EngineConfig)>;
+        let cases: Vec<(&str, Change)> = vec![
             ("node_id", Box::new(|c| c.node_id = NodeId::INVALID)),
             ("send_ring_size", Box::new(|c| c.send_ring_size = 5000)),
             ("sq_size", Box::new(|c| c.sq_size = 0)),

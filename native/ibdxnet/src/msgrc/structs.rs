@@ -64,7 +64,14 @@ pub struct PrevWorkResults {
 
 impl Default for PrevWorkResults {
     fn default() -> Self {
-        PrevWorkResults { node_id: 0xFFFF, fc_posted: 0, fc_not_posted: 0, bytes_posted: 0, bytes_not_posted: 0, reserved: 0 }
+        PrevWorkResults {
+            node_id: 0xFFFF,
+            fc_posted: 0,
+            fc_not_posted: 0,
+            bytes_posted: 0,
+            bytes_not_posted: 0,
+            reserved: 0,
+        }
     }
 }
 

@@ -2,3 +2,4 @@
 
 pub mod parking;
 pub mod queue;
+pub mod region;

@@ -42,7 +42,12 @@ impl IndexQueue {
     pub fn new(capacity: usize) -> IndexQueue {
         let cap = capacity.max(2).next_power_of_two();
         let slots = (0..cap).map(|i| Slot { seq: AtomicUsize::new(i), value: AtomicU32::new(0) }).collect();
-        IndexQueue { slots, mask: cap - 1, head: CachePadded::new(AtomicUsize::new(0)), tail: CachePadded::new(AtomicUsize::new(0)) }
+        IndexQueue {
+            slots,
+            mask: cap - 1,
+            head: CachePadded::new(AtomicUsize::new(0)),
+            tail: CachePadded::new(AtomicUsize::new(0)),
+        }
     }
 
     /// Slots.

@@ -320,6 +320,10 @@ impl Fabric for SimFabric {
         &self.dev.info
     }
 
+    fn max_inline_data(&self) -> u32 {
+        SIM_MAX_INLINE
+    }
+
     unsafe fn register(&self, addr: *mut u8, len: usize) -> Result<SimMr, FabricError> {
         if addr.is_null() {
             return Err(FabricError::InvalidArgument("cannot register a null address".into()));

@@ -291,7 +291,7 @@ impl VerbsFabric {
 
     /// The largest `max_inline_data` a queue pair of this device accepts,
     /// probed once by creating throw-away queue pairs.
-    pub fn max_inline_data(&self) -> Result<u32, FabricError> {
+    pub fn probe_max_inline(&self) -> Result<u32, FabricError> {
         qp::max_inline(&self.ctx)
     }
 }
@@ -327,6 +327,13 @@ impl Fabric for VerbsFabric {
 
     fn info(&self) -> &DeviceInfo {
         &self.ctx.info
+    }
+
+    fn max_inline_data(&self) -> u32 {
+        self.probe_max_inline().unwrap_or_else(|e| {
+            log::warn!("probing max_inline_data on {} failed ({e}); not sending inline", self.ctx.info.name);
+            0
+        })
     }
 
     unsafe fn register(&self, addr: *mut u8, len: usize) -> Result<VerbsMr, FabricError> {

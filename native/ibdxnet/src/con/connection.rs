@@ -1,0 +1,153 @@
+//! One connection: an RC queue pair to a remote node plus the send ring the
+//! engine posts from. Handed out as `Arc` (the reference count is the handle
+//! count); the queue pair and ring are released when the last handle goes.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::time::Instant;
+
+use super::node::NodeId;
+use crate::fabric::{Fabric, FabricError, MemoryRegion, QpEndpoint, QueuePair};
+use crate::sys::region::Region;
+
+/// Connection states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ConState {
+    /// Queue pair created, waiting for the peer's endpoint.
+    Pending = 0,
+    /// Queue pair connected; the peer has not yet confirmed it is connected to us.
+    Connected = 1,
+    /// Both sides connected: data may flow.
+    Established = 2,
+    /// Closing: no new data; waiting for handles to be returned.
+    Closing = 3,
+    /// Closed: the queue pair is in the error state.
+    Closed = 4,
+}
+
+impl ConState {
+    fn from_u8(v: u8) -> ConState {
+        match v {
+            0 => ConState::Pending,
+            1 => ConState::Connected,
+            2 => ConState::Established,
+            3 => ConState::Closing,
+            _ => ConState::Closed,
+        }
+    }
+}
+
+/// The registered send ring of a connection. Field order = drop order.
+pub struct SendRing<F: Fabric> {
+    mr: F::Mr,
+    region: Region,
+}
+
+impl<F: Fabric> std::fmt::Debug for SendRing<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SendRing({:?})", self.region)
+    }
+}
+
+impl<F: Fabric> SendRing<F> {
+    /// Allocates and registers `size` bytes.
+    pub fn new(fabric: &F, size: u32) -> Result<Self, FabricError> {
+        let region = Region::new(size as usize)?;
+        // SAFETY: `region` is owned by the ring and dropped after `mr`.
+        let mr = unsafe { fabric.register(region.ptr(), size as usize) }?;
+        Ok(SendRing { mr, region })
+    }
+    /// First byte.
+    pub fn address(&self) -> *mut u8 {
+        self.region.ptr()
+    }
+    /// Size in bytes (a power of two).
+    pub fn size(&self) -> u32 {
+        self.region.len() as u32
+    }
+    /// Local key for SGEs.
+    pub fn lkey(&self) -> u32 {
+        self.mr.lkey()
+    }
+}
+
+/// A connection to one remote node.
+#[derive(Debug)]
+pub struct Connection<F: Fabric> {
+    node: NodeId,
+    qp: F::Qp,
+    ring: SendRing<F>,
+    state: AtomicU8,
+    peer_qpn: AtomicU32,
+    peer_instance: AtomicU32,
+    created: Instant,
+    /// Milliseconds since `created` of the last use (for LRU eviction).
+    last_used_ms: AtomicU64,
+}
+
+impl<F: Fabric> Connection<F> {
+    pub(crate) fn new(node: NodeId, qp: F::Qp, ring: SendRing<F>) -> Self {
+        Connection {
+            node,
+            qp,
+            ring,
+            state: AtomicU8::new(ConState::Pending as u8),
+            peer_qpn: AtomicU32::new(0),
+            peer_instance: AtomicU32::new(0),
+            created: Instant::now(),
+            last_used_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// The remote node.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+    /// The queue pair.
+    pub fn qp(&self) -> &F::Qp {
+        &self.qp
+    }
+    /// The send ring.
+    pub fn ring(&self) -> &SendRing<F> {
+        &self.ring
+    }
+    /// Current state.
+    pub fn state(&self) -> ConState {
+        ConState::from_u8(self.state.load(Ordering::Acquire))
+    }
+    pub(crate) fn set_state(&self, s: ConState) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+    /// True if data may be posted.
+    pub fn is_established(&self) -> bool {
+        self.state() == ConState::Established
+    }
+    /// The peer's queue pair number (0 until known).
+    pub fn peer_qpn(&self) -> u32 {
+        self.peer_qpn.load(Ordering::Acquire)
+    }
+    /// The peer's instance id (0 until known).
+    pub fn peer_instance(&self) -> u32 {
+        self.peer_instance.load(Ordering::Acquire)
+    }
+    /// This side's endpoint.
+    pub fn endpoint(&self) -> QpEndpoint {
+        self.qp.endpoint()
+    }
+    /// Connects the queue pair to the peer's endpoint.
+    pub(crate) fn connect(&self, remote: &QpEndpoint, instance: u32) -> Result<(), FabricError> {
+        self.qp.connect(remote)?;
+        self.peer_qpn.store(remote.qpn, Ordering::Release);
+        self.peer_instance.store(instance, Ordering::Release);
+        self.set_state(ConState::Connected);
+        Ok(())
+    }
+    /// Records a use (send or receive) for LRU eviction.
+    pub fn touch(&self) {
+        self.last_used_ms.store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+    /// When the connection was last used.
+    pub fn last_used(&self) -> Instant {
+        self.created + std::time::Duration::from_millis(self.last_used_ms.load(Ordering::Relaxed))
+    }
+}

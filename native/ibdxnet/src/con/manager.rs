@@ -1,0 +1,595 @@
+//! The connection manager (paper §7.1): one job thread owns every change of
+//! the connection table. Other threads read the table (established
+//! connections, lock-shared) and post jobs into a bounded lock-free queue.
+//!
+//! Queue pair exchange over UDP converges to one connection per node pair,
+//! also when both ends start at once: each side has at most one queue pair
+//! per peer and connects it to whatever endpoint the peer announces; a
+//! connection is established once the peer confirms it is connected to our
+//! queue pair (`peer_qpn` in its packet). Lost packets are covered by
+//! retransmission while a connection is not established. A peer announcing
+//! a new instance id (restart) or a new queue pair replaces the stale one.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use super::connection::{ConState, Connection, SendRing};
+use super::node::{NodeId, NodeTable};
+use super::proto::{Body, Packet, MAX_PACKET};
+use crate::fabric::{Fabric, FabricError, QpCaps, QueuePair};
+use crate::msgrc::config::EngineConfig;
+use crate::sys::queue::IndexQueue;
+use crate::util::lock;
+
+/// What the manager tells its user about nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeEvent {
+    /// A node answered for the first time (or again after a failure).
+    Discovered(NodeId),
+    /// A node was removed from the node table.
+    Invalidated(NodeId),
+    /// An established connection to the node closed or failed.
+    Disconnected(NodeId),
+}
+
+/// Receives node events (called on the job thread).
+pub type EventSink = Arc<dyn Fn(NodeEvent) + Send + Sync>;
+
+/// Why a connection could not be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConError {
+    /// The connection did not come up in time.
+    Timeout {
+        /// Target node.
+        node: NodeId,
+        /// How long the caller waited.
+        waited: Duration,
+    },
+    /// The node is not in the node table.
+    UnknownNode(NodeId),
+    /// A node cannot connect to itself (use the loopback transport).
+    SelfConnection,
+    /// The engine is shutting down.
+    ShutDown,
+    /// The job queue is full.
+    Busy,
+}
+
+impl std::fmt::Display for ConError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConError::Timeout { node, waited } => {
+                write!(f, "connection to node {node} not established after {waited:?}")
+            }
+            ConError::UnknownNode(n) => write!(f, "node {n} is not in the node table"),
+            ConError::SelfConnection => f.write_str("a node cannot connect to itself"),
+            ConError::ShutDown => f.write_str("the engine is shutting down"),
+            ConError::Busy => f.write_str("the connection manager's job queue is full"),
+        }
+    }
+}
+
+impl std::error::Error for ConError {}
+
+/// The shared queues every connection's queue pair is attached to.
+#[derive(Debug)]
+pub struct QueueSet<F: Fabric> {
+    /// The opened device.
+    pub fabric: F,
+    /// Shared send completion queue.
+    pub send_cq: F::Cq,
+    /// Shared receive completion queue.
+    pub recv_cq: F::Cq,
+    /// Shared receive queue.
+    pub srq: F::Srq,
+    /// Capabilities of every queue pair.
+    pub caps: QpCaps,
+}
+
+/// Counters of the connection manager.
+#[derive(Debug, Default)]
+pub struct ConStats {
+    /// Packets received and accepted.
+    pub packets_in: AtomicU64,
+    /// Packets sent.
+    pub packets_out: AtomicU64,
+    /// Packets dropped as malformed (bad magic, version, type, lengths, fields).
+    pub dropped_malformed: AtomicU64,
+    /// Packets dropped because of an unknown source or a wrong destination.
+    pub dropped_foreign: AtomicU64,
+    /// Connections created.
+    pub created: AtomicU64,
+    /// Connections closed.
+    pub closed: AtomicU64,
+    /// Jobs that did not fit the job queue.
+    pub jobs_dropped: AtomicU64,
+}
+
+const JOB_CREATE: u32 = 1;
+const JOB_CLOSE: u32 = 2;
+const JOB_CLOSE_FORCE: u32 = 3;
+const JOB_NODE_REMOVED: u32 = 4;
+const JOB_WAKE: u32 = 5;
+/// A datagram of one zero byte wakes the job thread (not a protocol packet).
+const KICK: [u8; 1] = [0];
+
+/// The connection manager of one engine.
+pub struct ConManager<F: Fabric> {
+    me: NodeId,
+    instance: u32,
+    cfg: Arc<EngineConfig>,
+    queues: Arc<QueueSet<F>>,
+    nodes: NodeTable,
+    table: RwLock<HashMap<NodeId, Arc<Connection<F>>>>,
+    by_qpn: RwLock<HashMap<u32, NodeId>>,
+    discovered: Mutex<HashSet<NodeId>>,
+    jobs: IndexQueue,
+    create_requested: Mutex<HashSet<NodeId>>,
+    changed: (Mutex<u64>, Condvar),
+    socket: UdpSocket,
+    local_addr: SocketAddr,
+    events: EventSink,
+    running: AtomicBool,
+    /// Counters.
+    pub stats: ConStats,
+}
+
+impl<F: Fabric> std::fmt::Debug for ConManager<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ConManager(node {}, {})", self.me, self.local_addr)
+    }
+}
+
+/// State only the job thread touches.
+struct JobState<F: Fabric> {
+    last_exchange: HashMap<NodeId, Instant>,
+    pending_since: HashMap<NodeId, Instant>,
+    closing: Vec<(Arc<Connection<F>>, Instant)>,
+    last_discovery: Instant,
+    buf: Vec<u8>,
+}
+
+impl<F: Fabric> ConManager<F> {
+    /// Binds the UDP socket; the job thread is started with [`ConManager::run`].
+    pub fn new(cfg: Arc<EngineConfig>, queues: Arc<QueueSet<F>>, events: EventSink) -> std::io::Result<Self> {
+        let socket = UdpSocket::bind(cfg.listen)?;
+        socket.set_read_timeout(Some(Duration::from_millis(20)))?;
+        let local_addr = socket.local_addr()?;
+        let me = cfg.node_id;
+        Ok(ConManager {
+            me,
+            instance: crate::util::random_u32() | 1,
+            queues,
+            nodes: NodeTable::default(),
+            table: RwLock::new(HashMap::new()),
+            by_qpn: RwLock::new(HashMap::new()),
+            discovered: Mutex::new(HashSet::new()),
+            jobs: IndexQueue::new(4096),
+            create_requested: Mutex::new(HashSet::new()),
+            changed: (Mutex::new(0), Condvar::new()),
+            socket,
+            local_addr,
+            events,
+            running: AtomicBool::new(true),
+            stats: ConStats::default(),
+            cfg,
+        })
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> NodeId {
+        self.me
+    }
+    /// This engine's instance id (random per start).
+    pub fn instance(&self) -> u32 {
+        self.instance
+    }
+    /// The bound UDP address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+    /// The shared queues.
+    pub fn queues(&self) -> &Arc<QueueSet<F>> {
+        &self.queues
+    }
+
+    /// Adds (or moves) a node.
+    pub fn add_node(&self, id: NodeId, addr: SocketAddr) -> Result<(), String> {
+        if id == self.me {
+            return Err(format!("node {id} is this node"));
+        }
+        self.nodes.add(id, addr)?;
+        Ok(())
+    }
+
+    /// Removes a node: its connection is closed and `Invalidated` reported.
+    pub fn remove_node(&self, id: NodeId) -> bool {
+        let known = self.nodes.remove(id).is_some();
+        if known {
+            self.post_job(JOB_NODE_REMOVED, id);
+        }
+        known
+    }
+
+    /// Nodes in the table.
+    pub fn nodes(&self) -> Vec<(NodeId, SocketAddr)> {
+        self.nodes.all()
+    }
+
+    /// The established connection to `node`, if there is one. Never blocks
+    /// on the network.
+    pub fn established(&self, node: NodeId) -> Option<Arc<Connection<F>>> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        t.get(&node).filter(|c| c.is_established()).cloned()
+    }
+
+    /// The node a local queue pair number belongs to.
+    pub fn node_of_qpn(&self, qpn: u32) -> Option<NodeId> {
+        self.by_qpn.read().unwrap_or_else(|p| p.into_inner()).get(&qpn).copied()
+    }
+
+    /// Number of connections in the table (any state).
+    pub fn connection_count(&self) -> usize {
+        self.table.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// The established connection to `node`, creating it if needed and
+    /// waiting up to `timeout`.
+    pub fn connect(&self, node: NodeId, timeout: Duration) -> Result<Arc<Connection<F>>, ConError> {
+        if node == self.me {
+            return Err(ConError::SelfConnection);
+        }
+        if self.nodes.get(node).is_none() {
+            return Err(ConError::UnknownNode(node));
+        }
+        let start = Instant::now();
+        loop {
+            if !self.running.load(Ordering::Acquire) {
+                return Err(ConError::ShutDown);
+            }
+            if let Some(c) = self.established(node) {
+                return Ok(c);
+            }
+            self.request_create(node)?;
+            let waited = start.elapsed();
+            if waited >= timeout {
+                return Err(ConError::Timeout { node, waited });
+            }
+            let (m, cv) = &self.changed;
+            let g = lock(m);
+            let wait = (timeout - waited).min(Duration::from_millis(50));
+            drop(cv.wait_timeout(g, wait).unwrap_or_else(|p| p.into_inner()));
+        }
+    }
+
+    /// Asks the job thread to create a connection (once per node until it
+    /// exists); does not wait.
+    pub fn request_create(&self, node: NodeId) -> Result<(), ConError> {
+        if lock(&self.create_requested).insert(node) && !self.post_job(JOB_CREATE, node) {
+            lock(&self.create_requested).remove(&node);
+            return Err(ConError::Busy);
+        }
+        Ok(())
+    }
+
+    /// Closes the connection to `node`: with `force`, at once; otherwise
+    /// after outstanding handles are returned (bounded by the connect timeout).
+    pub fn close(&self, node: NodeId, force: bool) -> bool {
+        self.post_job(if force { JOB_CLOSE_FORCE } else { JOB_CLOSE }, node)
+    }
+
+    fn post_job(&self, kind: u32, node: NodeId) -> bool {
+        let ok = self.jobs.push((kind << 16) | u32::from(node.0)).is_ok();
+        if ok {
+            let _ = self.socket.send_to(&KICK, self.local_addr);
+        } else {
+            self.stats.jobs_dropped.fetch_add(1, Ordering::Relaxed);
+            log::error!("node {}: job queue full, job {kind} for node {node} dropped", self.me);
+        }
+        ok
+    }
+
+    /// Stops the job thread's loop.
+    pub fn shutdown(&self) {
+        self.running.store(false, Ordering::Release);
+        let _ = self.jobs.push(JOB_WAKE << 16);
+        let _ = self.socket.send_to(&KICK, self.local_addr);
+        self.notify();
+    }
+
+    fn notify(&self) {
+        let (m, cv) = &self.changed;
+        *lock(m) += 1;
+        cv.notify_all();
+    }
+
+    fn send(&self, node: NodeId, body: Body, buf: &mut Vec<u8>) {
+        let Some(addr) = self.nodes.get(node) else { return };
+        Packet { src: self.me, dst: node, instance: self.instance, body }.encode(buf);
+        match self.socket.send_to(buf, addr) {
+            Ok(_) => {
+                self.stats.packets_out.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => log::debug!("node {}: UDP send to {node} at {addr} failed: {e}", self.me),
+        }
+    }
+
+    /// The job thread's loop; returns after [`ConManager::shutdown`], having
+    /// closed every connection.
+    pub fn run(&self) {
+        let mut st = JobState::<F> {
+            last_exchange: HashMap::new(),
+            pending_since: HashMap::new(),
+            closing: Vec::new(),
+            last_discovery: Instant::now() - self.cfg.discovery_interval,
+            buf: Vec::with_capacity(MAX_PACKET),
+        };
+        let mut rx = [0u8; MAX_PACKET + 1];
+        while self.running.load(Ordering::Acquire) {
+            while let Some(job) = self.jobs.pop() {
+                self.handle_job(job, &mut st);
+            }
+            match self.socket.recv_from(&mut rx) {
+                Ok((n, from)) => self.handle_datagram(&rx[..n], from, &mut st),
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(e) => log::debug!("node {}: UDP receive failed: {e}", self.me),
+            }
+            self.periodic(&mut st);
+        }
+        // Shutdown: close everything, without waiting for handles.
+        let all: Vec<NodeId> = self.table.read().unwrap_or_else(|p| p.into_inner()).keys().copied().collect();
+        for node in all {
+            self.close_now(node, true, &mut st);
+        }
+        for (c, _) in st.closing.drain(..) {
+            let _ = c.qp().set_error();
+            c.set_state(ConState::Closed);
+        }
+        self.notify();
+    }
+
+    fn handle_job(&self, job: u32, st: &mut JobState<F>) {
+        let node = NodeId((job & 0xFFFF) as u16);
+        match job >> 16 {
+            JOB_CREATE => {
+                lock(&self.create_requested).remove(&node);
+                let exists = self.table.read().unwrap_or_else(|p| p.into_inner()).contains_key(&node);
+                if !exists && self.nodes.get(node).is_some() {
+                    if let Some(c) = self.create(node, st) {
+                        self.send_exchange(&c, st);
+                    }
+                }
+            }
+            JOB_CLOSE => self.close_now(node, false, st),
+            JOB_CLOSE_FORCE => self.close_now(node, true, st),
+            JOB_NODE_REMOVED => {
+                self.close_now(node, true, st);
+                lock(&self.discovered).remove(&node);
+                (self.events)(NodeEvent::Invalidated(node));
+            }
+            _ => {}
+        }
+    }
+
+    /// Creates a pending connection (evicting the least recently used one at
+    /// the limit) and puts it into the table.
+    fn create(&self, node: NodeId, st: &mut JobState<F>) -> Option<Arc<Connection<F>>> {
+        if self.connection_count() >= self.cfg.max_connections as usize {
+            let lru = {
+                let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+                t.values().min_by_key(|c| c.last_used()).map(|c| c.node())
+            };
+            if let Some(victim) = lru {
+                log::info!(
+                    "node {}: connection limit {} reached, evicting {victim}",
+                    self.me,
+                    self.cfg.max_connections
+                );
+                self.close_now(victim, false, st);
+            }
+        }
+        let q = &self.queues;
+        let made = (|| -> Result<Arc<Connection<F>>, FabricError> {
+            let qp = q.fabric.create_qp(&q.send_cq, &q.recv_cq, &q.srq, q.caps)?;
+            let ring = SendRing::new(&q.fabric, self.cfg.send_ring_size)?;
+            Ok(Arc::new(Connection::new(node, qp, ring)))
+        })();
+        match made {
+            Ok(c) => {
+                c.touch();
+                self.by_qpn.write().unwrap_or_else(|p| p.into_inner()).insert(c.qp().qp_num(), node);
+                self.table.write().unwrap_or_else(|p| p.into_inner()).insert(node, c.clone());
+                st.pending_since.insert(node, Instant::now());
+                self.stats.created.fetch_add(1, Ordering::Relaxed);
+                Some(c)
+            }
+            Err(e) => {
+                log::error!("node {}: cannot create a connection to {node}: {e}", self.me);
+                None
+            }
+        }
+    }
+
+    fn send_exchange(&self, c: &Connection<F>, st: &mut JobState<F>) {
+        st.last_exchange.insert(c.node(), Instant::now());
+        let body = Body::Exchange { endpoint: c.endpoint(), peer_qpn: c.peer_qpn() };
+        self.send(c.node(), body, &mut st.buf);
+    }
+
+    /// Removes the connection from the table and closes it.
+    fn close_now(&self, node: NodeId, force: bool, st: &mut JobState<F>) {
+        let Some(c) = self.table.write().unwrap_or_else(|p| p.into_inner()).remove(&node) else { return };
+        st.last_exchange.remove(&node);
+        st.pending_since.remove(&node);
+        let was_established = c.state() == ConState::Established;
+        c.set_state(ConState::Closing);
+        if c.peer_qpn() != 0 {
+            self.send(node, Body::Close { qpn: c.qp().qp_num() }, &mut st.buf);
+        }
+        if force {
+            self.finish_close(&c);
+        } else {
+            st.closing.push((c, Instant::now() + self.cfg.connect_timeout));
+        }
+        self.stats.closed.fetch_add(1, Ordering::Relaxed);
+        if was_established {
+            lock(&self.discovered).remove(&node);
+            (self.events)(NodeEvent::Disconnected(node));
+        }
+        self.notify();
+    }
+
+    fn finish_close(&self, c: &Arc<Connection<F>>) {
+        if let Err(e) = c.qp().set_error() {
+            log::warn!("node {}: moving the queue pair to {} to ERROR failed: {e}", self.me, c.node());
+        }
+        c.set_state(ConState::Closed);
+        self.by_qpn.write().unwrap_or_else(|p| p.into_inner()).remove(&c.qp().qp_num());
+    }
+
+    fn handle_datagram(&self, data: &[u8], from: SocketAddr, st: &mut JobState<F>) {
+        if data == KICK {
+            return;
+        }
+        let p = match Packet::decode(data) {
+            Ok(p) => p,
+            Err(e) => {
+                self.stats.dropped_malformed.fetch_add(1, Ordering::Relaxed);
+                log::debug!("node {}: dropped malformed packet from {from}: {e:?}", self.me);
+                return;
+            }
+        };
+        if p.dst != self.me || self.nodes.get(p.src).is_none() {
+            self.stats.dropped_foreign.fetch_add(1, Ordering::Relaxed);
+            log::debug!("node {}: dropped packet for {} from unknown or foreign node {}", self.me, p.dst, p.src);
+            return;
+        }
+        self.stats.packets_in.fetch_add(1, Ordering::Relaxed);
+        if lock(&self.discovered).insert(p.src) {
+            (self.events)(NodeEvent::Discovered(p.src));
+        }
+        match p.body {
+            Body::Discover => self.send(p.src, Body::DiscoverAck, &mut st.buf),
+            Body::DiscoverAck => {}
+            Body::Close { qpn } => {
+                let stale = self
+                    .table
+                    .read()
+                    .unwrap_or_else(|pp| pp.into_inner())
+                    .get(&p.src)
+                    .is_some_and(|c| c.peer_qpn() == qpn);
+                if stale {
+                    self.close_now(p.src, true, st);
+                }
+            }
+            Body::Exchange { endpoint, peer_qpn } => self.handle_exchange(p.src, p.instance, endpoint, peer_qpn, st),
+        }
+    }
+
+    fn handle_exchange(
+        &self,
+        node: NodeId,
+        instance: u32,
+        remote: crate::fabric::QpEndpoint,
+        peer_qpn: u32,
+        st: &mut JobState<F>,
+    ) {
+        let current = self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned();
+        if let Some(c) = &current {
+            let restarted = c.peer_instance() != 0 && c.peer_instance() != instance;
+            let new_qp = c.state() != ConState::Pending && c.peer_qpn() != remote.qpn;
+            if restarted || new_qp {
+                log::info!(
+                    "node {}: peer {node} {} — replacing the stale connection",
+                    self.me,
+                    if restarted { "restarted" } else { "has a new queue pair" }
+                );
+                self.close_now(node, true, st);
+            }
+        }
+        let c = match self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned() {
+            Some(c) => c,
+            None => match self.create(node, st) {
+                Some(c) => c,
+                None => return,
+            },
+        };
+        if c.state() == ConState::Pending {
+            if let Err(e) = c.connect(&remote, instance) {
+                log::error!("node {}: connecting the queue pair to {node} failed: {e}", self.me);
+                self.close_now(node, true, st);
+                return;
+            }
+        }
+        let was_established = c.state() == ConState::Established;
+        if peer_qpn == c.qp().qp_num() && c.state() == ConState::Connected {
+            c.set_state(ConState::Established);
+            st.pending_since.remove(&node);
+            st.last_exchange.remove(&node);
+            log::debug!(
+                "node {}: connection to {node} established (qpn {} ↔ {})",
+                self.me,
+                c.qp().qp_num(),
+                remote.qpn
+            );
+            self.notify();
+        }
+        if peer_qpn != c.qp().qp_num() || !was_established {
+            self.send_exchange(&c, st);
+        }
+    }
+
+    fn periodic(&self, st: &mut JobState<F>) {
+        let now = Instant::now();
+        // Retransmit exchanges of connections not yet established; give up
+        // on those pending longer than the connect timeout.
+        let unfinished: Vec<Arc<Connection<F>>> = self
+            .table
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|c| matches!(c.state(), ConState::Pending | ConState::Connected))
+            .cloned()
+            .collect();
+        for c in unfinished {
+            let node = c.node();
+            if st.pending_since.get(&node).is_some_and(|t| now - *t > self.cfg.connect_timeout * 3) {
+                log::warn!("node {}: connection to {node} not established, giving up", self.me);
+                self.close_now(node, true, st);
+                continue;
+            }
+            if st.last_exchange.get(&node).is_none_or(|t| now - *t >= self.cfg.exchange_retry) {
+                self.send_exchange(&c, st);
+            }
+        }
+        // Graceful closes whose handles are all back (or whose time is up).
+        let mut i = 0;
+        while i < st.closing.len() {
+            let (c, deadline) = &st.closing[i];
+            if Arc::strong_count(c) == 1 || now >= *deadline {
+                let (c, _) = st.closing.swap_remove(i);
+                self.finish_close(&c);
+            } else {
+                i += 1;
+            }
+        }
+        // Discovery of nodes not heard from.
+        if now - st.last_discovery >= self.cfg.discovery_interval {
+            st.last_discovery = now;
+            let known = lock(&self.discovered).clone();
+            for (node, _) in self.nodes.all() {
+                if !known.contains(&node) {
+                    self.send(node, Body::Discover, &mut st.buf);
+                }
+            }
+        }
+    }
+
+    /// True if `node` answered a packet since it was last lost.
+    pub fn is_discovered(&self, node: NodeId) -> bool {
+        lock(&self.discovered).contains(&node)
+    }
+}

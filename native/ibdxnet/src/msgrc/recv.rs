@@ -1,0 +1,228 @@
+//! The receive thread (paper §7.2.4). One iteration: poll the shared
+//! receive CQ in a batch bounded by the free space of the incoming ring,
+//! refill the SRQ with one chained post, turn completions into ring entries
+//! (the filled buffers in order; unused ones go back to the pool), then hand
+//! the ring to the user, who consumes none, some or all entries.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::config::EngineConfig;
+use super::engine::{EngineHandler, EngineStats};
+use super::recv_pool::RecvPool;
+use super::send::imm;
+use super::shared::IncomingRing;
+use super::structs::{IncomingEntry, NO_BUFFER};
+use crate::con::ConManager;
+use crate::fabric::{CompletionQueue, Fabric, RecvBatch, Sge, SharedReceiveQueue, WcStatus, WorkCompletion};
+
+/// The receive thread's state.
+pub(crate) struct RecvThread<F: Fabric, H: EngineHandler> {
+    mgr: Arc<ConManager<F>>,
+    handler: Arc<H>,
+    pool: Arc<RecvPool<F>>,
+    stats: Arc<EngineStats>,
+    ring: IncomingRing,
+    sges_per_wr: u32,
+    srq_size: u32,
+    /// Buffers of each posted receive request, by slot (= wr_id).
+    slots: Vec<Vec<u32>>,
+    free_slots: Vec<u32>,
+    posted: u32,
+    batch: RecvBatch,
+    sge_scratch: Vec<Sge>,
+    taken: Vec<u32>,
+    wcs: Vec<WorkCompletion>,
+}
+
+impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
+    pub(crate) fn new(
+        cfg: &EngineConfig,
+        mgr: Arc<ConManager<F>>,
+        handler: Arc<H>,
+        pool: Arc<RecvPool<F>>,
+        stats: Arc<EngineStats>,
+    ) -> Result<Self, crate::fabric::FabricError> {
+        let srq = mgr.queues().srq.max_wr().min(cfg.srq_size);
+        Ok(RecvThread {
+            ring: IncomingRing::new(cfg.incoming_ring_size)?,
+            sges_per_wr: cfg.recv_sges_per_wr,
+            srq_size: srq,
+            slots: (0..srq).map(|_| Vec::with_capacity(cfg.recv_sges_per_wr as usize)).collect(),
+            free_slots: (0..srq).rev().collect(),
+            posted: 0,
+            batch: RecvBatch::with_capacity(srq as usize, (srq * cfg.recv_sges_per_wr) as usize),
+            sge_scratch: Vec::with_capacity(cfg.recv_sges_per_wr as usize),
+            taken: Vec::with_capacity(srq as usize),
+            wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
+            mgr,
+            handler,
+            pool,
+            stats,
+        })
+    }
+
+    /// One loop iteration; returns the amount of work done (0 = idle).
+    pub(crate) fn do_work(&mut self) -> usize {
+        let room = (self.ring.free() / self.sges_per_wr.max(1)) as usize;
+        let want = room.min(self.wcs.len());
+        let polled = if want > 0 {
+            match self.mgr.queues().recv_cq.poll(&mut self.wcs[..want]) {
+                Ok(n) => n,
+                Err(e) => {
+                    log::error!("node {}: polling the receive completion queue failed: {e}", self.mgr.node_id());
+                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                    0
+                }
+            }
+        } else {
+            0
+        };
+        let refilled = self.refill();
+        for i in 0..polled {
+            let wc = self.wcs[i];
+            self.process(&wc);
+        }
+        let dispatched = self.dispatch();
+        polled + refilled + dispatched
+    }
+
+    /// Tops the SRQ up with chained receive requests of `sges_per_wr` buffers.
+    fn refill(&mut self) -> usize {
+        if self.posted >= self.srq_size {
+            return 0;
+        }
+        self.batch.clear();
+        let mut taken = std::mem::take(&mut self.taken);
+        taken.clear();
+        while self.posted + (self.batch.len() as u32) < self.srq_size {
+            let Some(&slot) = self.free_slots.last() else { break };
+            self.sge_scratch.clear();
+            let bufs = &mut self.slots[slot as usize];
+            bufs.clear();
+            while bufs.len() < self.sges_per_wr as usize {
+                match self.pool.take() {
+                    Some(id) => {
+                        bufs.push(id);
+                        self.sge_scratch.push(self.pool.sge(id));
+                    }
+                    None => break,
+                }
+            }
+            if bufs.len() < self.sges_per_wr as usize {
+                // Pool exhausted: put the partial set back and try later.
+                for id in bufs.drain(..) {
+                    let _ = self.pool.give_back(id);
+                }
+                break;
+            }
+            self.free_slots.pop();
+            taken.push(slot);
+            self.batch.push(u64::from(slot), &self.sge_scratch);
+        }
+        if self.batch.is_empty() {
+            self.taken = taken;
+            return 0;
+        }
+        // SAFETY: every SGE is a pool buffer owned by the slot until its
+        // completion is processed; the pool outlives the SRQ's use here.
+        let accepted = match unsafe { self.mgr.queues().srq.post_recv(&self.batch) } {
+            Ok(()) => taken.len(),
+            Err(e) => {
+                log::error!("node {}: refilling the SRQ failed: {e}", self.mgr.node_id());
+                e.posted
+            }
+        };
+        for &slot in &taken[accepted..] {
+            for id in self.slots[slot as usize].drain(..) {
+                let _ = self.pool.give_back(id);
+            }
+            self.free_slots.push(slot);
+        }
+        self.posted += accepted as u32;
+        self.taken = taken;
+        accepted
+    }
+
+    fn process(&mut self, wc: &WorkCompletion) {
+        let slot = wc.wr_id as usize;
+        let Some(bufs) = self.slots.get_mut(slot) else {
+            log::error!("node {}: receive completion with unknown wr_id {}", self.mgr.node_id(), wc.wr_id);
+            return;
+        };
+        let mut bufs = std::mem::take(bufs);
+        self.posted -= 1;
+        let me = self.mgr.node_id();
+        let mut used = 0;
+        match (wc.status, wc.imm_data) {
+            (WcStatus::Success, Some(imm)) => {
+                let source = imm::source(imm);
+                let fc = imm::fc(imm);
+                let size = self.pool.buffer_size();
+                let mut left = wc.byte_len;
+                while left > 0 && used < bufs.len() {
+                    let n = left.min(size);
+                    let id = bufs[used];
+                    let e = IncomingEntry {
+                        source_node_id: source,
+                        fc_data: if used == 0 { fc } else { 0 },
+                        data_length: n,
+                        buffer_id: id,
+                        data_address: self.pool.address(id),
+                        ..Default::default()
+                    };
+                    let pushed = self.ring.push(e);
+                    debug_assert!(pushed, "poll batch is bounded by ring space");
+                    used += 1;
+                    left -= n;
+                }
+                if wc.byte_len == 0 && fc != 0 {
+                    let e = IncomingEntry {
+                        source_node_id: source,
+                        fc_data: fc,
+                        buffer_id: NO_BUFFER,
+                        ..Default::default()
+                    };
+                    self.ring.push(e);
+                }
+                self.stats.add_received(u64::from(wc.byte_len));
+            }
+            (WcStatus::Success, None) => {
+                log::error!("node {me}: message without immediate data on qp {} dropped", wc.qp_num);
+            }
+            (status, _) => {
+                self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                if let Some(node) = self.mgr.node_of_qpn(wc.qp_num) {
+                    log::error!("node {me}: receive from {node} failed with {status}; closing the connection");
+                    self.mgr.close(node, true);
+                } else if status != WcStatus::WrFlushErr {
+                    log::error!("node {me}: receive on qp {} failed with {status}", wc.qp_num);
+                }
+            }
+        }
+        for &id in &bufs[used..] {
+            let _ = self.pool.give_back(id);
+        }
+        bufs.clear();
+        self.slots[slot] = bufs;
+        self.free_slots.push(slot as u32);
+    }
+
+    fn dispatch(&mut self) -> usize {
+        if self.ring.used() == 0 {
+            return 0;
+        }
+        let consumed = self.handler.received(&self.ring);
+        self.ring.consume(consumed) as usize
+    }
+
+    /// Returns every buffer still held (ring entries not consumed).
+    pub(crate) fn drain(&mut self) {
+        while let Some(e) = self.ring.get(0) {
+            if e.buffer_id != NO_BUFFER {
+                let _ = self.pool.give_back(e.buffer_id);
+            }
+            self.ring.consume(1);
+        }
+    }
+}

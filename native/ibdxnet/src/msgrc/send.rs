@@ -1,0 +1,367 @@
+//! The send thread (paper §7.2.3). One iteration: one `next_data_to_send`
+//! call carrying the previous results and the completions, post the package
+//! as a chain of WRs, poll the shared send CQ once if completions are due.
+//!
+//! A package is an area `[offset, offset + length)` of the node's send ring
+//! (wrapping at the end). It becomes WRs of at most one receive request's
+//! size, with one SGE, or two where the area wraps. Immediate data carries
+//! the source node id and the flow-control byte (see [`imm`]); flow control
+//! without payload is a zero-length WR. The send queue depth is never
+//! exceeded: what does not fit is reported as not posted. Small WRs go
+//! inline; only every k-th WR (and the last of each package) is signalled,
+//! and a completion confirms all WRs of its QP up to it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use super::config::EngineConfig;
+use super::engine::{EngineHandler, EngineStats};
+use super::shared::CompletedList;
+use super::structs::{NextWorkPackage, PrevWorkResults, NWP_VALID};
+use crate::con::{ConManager, ConState, Connection, NodeId};
+use crate::fabric::{CompletionQueue, Fabric, QueuePair, SendBatch, SendFlags, Sge, WcStatus, WorkCompletion};
+
+/// Immediate data layout (host order; the fabric sends it big-endian):
+/// bits 31–16 source node id, 15–8 flow-control data, 7–0 reserved (0).
+pub mod imm {
+    /// Packs source node and flow-control byte.
+    pub fn pack(source: u16, fc: u8) -> u32 {
+        (u32::from(source) << 16) | (u32::from(fc) << 8)
+    }
+    /// Source node id.
+    pub fn source(imm: u32) -> u16 {
+        (imm >> 16) as u16
+    }
+    /// Flow-control byte.
+    pub fn fc(imm: u32) -> u8 {
+        (imm >> 8) as u8
+    }
+}
+
+const SEQ_BITS: u32 = 48;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+
+/// A posted WR not yet confirmed.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    seq: u64,
+    bytes: u32,
+    fc: u8,
+}
+
+/// Per-connection send state, owned by the send thread. Holding the `Arc`
+/// keeps the queue pair and the ring alive while WRs are in flight.
+#[derive(Debug)]
+struct NodeSend<F: Fabric> {
+    conn: Arc<Connection<F>>,
+    inflight: VecDeque<InFlight>,
+    next_seq: u64,
+    since_signal: u32,
+    /// Set after an error completion: post nothing more.
+    failed: bool,
+    /// The last posted WR was unsignalled and nothing follows it: a
+    /// signalled zero-length WR must be posted so its completion comes.
+    needs_flush: bool,
+}
+
+impl<F: Fabric> NodeSend<F> {
+    fn new(conn: Arc<Connection<F>>) -> Self {
+        NodeSend { conn, inflight: VecDeque::new(), next_seq: 0, since_signal: 0, failed: false, needs_flush: false }
+    }
+}
+
+/// The send state for `node` if it has an established connection; stale
+/// state (failed or replaced connection) moves to `draining`.
+fn node_state<'a, F: Fabric>(
+    nodes: &'a mut HashMap<NodeId, NodeSend<F>>,
+    draining: &mut Vec<NodeSend<F>>,
+    mgr: &ConManager<F>,
+    node: NodeId,
+) -> Option<&'a mut NodeSend<F>> {
+    let stale = nodes.get(&node).is_some_and(|n| n.failed || n.conn.state() != ConState::Established);
+    if stale {
+        draining.extend(nodes.remove(&node));
+    }
+    match nodes.entry(node) {
+        std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
+        std::collections::hash_map::Entry::Vacant(v) => Some(v.insert(NodeSend::new(mgr.established(node)?))),
+    }
+}
+
+/// The send thread's state.
+pub(crate) struct SendThread<F: Fabric, H: EngineHandler> {
+    mgr: Arc<ConManager<F>>,
+    handler: Arc<H>,
+    stats: Arc<EngineStats>,
+    me: u16,
+    sq_size: u32,
+    max_wr_bytes: u32,
+    signal_interval: u32,
+    max_inline: u32,
+    nodes: HashMap<NodeId, NodeSend<F>>,
+    draining: Vec<NodeSend<F>>,
+    prev: Box<PrevWorkResults>,
+    completed: CompletedList,
+    batch: SendBatch,
+    planned: Vec<InFlight>,
+    wcs: Vec<WorkCompletion>,
+    outstanding: u64,
+}
+
+impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
+    pub(crate) fn new(
+        cfg: &EngineConfig,
+        mgr: Arc<ConManager<F>>,
+        handler: Arc<H>,
+        stats: Arc<EngineStats>,
+    ) -> Result<Self, crate::fabric::FabricError> {
+        let max_inline = mgr.queues().caps.max_inline_data.min(cfg.max_inline);
+        Ok(SendThread {
+            me: cfg.node_id.0,
+            sq_size: cfg.sq_size,
+            max_wr_bytes: cfg.max_wr_bytes(),
+            signal_interval: cfg.signal_interval,
+            max_inline,
+            mgr,
+            handler,
+            stats,
+            nodes: HashMap::new(),
+            draining: Vec::new(),
+            prev: Box::default(),
+            completed: CompletedList::new(cfg.max_connections + 64)?,
+            batch: SendBatch::with_capacity(64, 128),
+            planned: Vec::with_capacity(64),
+            wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
+            outstanding: 0,
+        })
+    }
+
+    /// One loop iteration; returns the amount of work done (0 = idle).
+    pub(crate) fn do_work(&mut self) -> usize {
+        let next = self.handler.next_data_to_send(&self.prev, &self.completed);
+        *self.prev = PrevWorkResults::default();
+        self.completed.clear();
+        let mut work = 0;
+        if next.flags & NWP_VALID != 0 {
+            work += self.send(&next);
+        }
+        work += self.flush_pending();
+        work += self.poll_completions();
+        work
+    }
+
+    fn send(&mut self, p: &NextWorkPackage) -> usize {
+        self.prev.node_id = p.node_id;
+        self.prev.bytes_not_posted = p.length;
+        self.prev.fc_not_posted = p.fc_data;
+        let node = NodeId(p.node_id);
+        if p.length == 0 && p.fc_data == 0 {
+            return 0;
+        }
+        if !node.is_valid() || p.node_id == self.me {
+            log::error!("node {}: work package for invalid node {node} ignored", NodeId(self.me));
+            return 0;
+        }
+        let (me, sq, max_wr, interval, max_inline) =
+            (self.me, self.sq_size, self.max_wr_bytes, self.signal_interval, self.max_inline);
+        let Some(ns) = node_state(&mut self.nodes, &mut self.draining, &self.mgr, node) else {
+            // Not connected (yet): everything stays unposted; creation is asynchronous.
+            let _ = self.mgr.request_create(node);
+            return 0;
+        };
+        let ring_size = ns.conn.ring().size();
+        if p.length > ring_size || p.offset >= ring_size {
+            log::error!("node {me}: work package {p:?} exceeds the send ring of {ring_size} bytes; ignored");
+            return 0;
+        }
+        ns.conn.touch();
+        // Plan the WRs that fit into the send queue.
+        let free_slots = sq.saturating_sub(ns.inflight.len() as u32);
+        let (base, lkey) = (ns.conn.ring().address() as u64, ns.conn.ring().lkey());
+        self.batch.clear();
+        self.planned.clear();
+        let mut pos = p.offset;
+        let mut left = p.length;
+        let mut fc = p.fc_data;
+        let mut seq = ns.next_seq;
+        let mut since = ns.since_signal;
+        while (left > 0 || fc > 0) && (self.planned.len() as u32) < free_slots {
+            let chunk = left.min(max_wr);
+            let first = chunk.min(ring_size - pos);
+            let mut sges = [Sge { addr: base + u64::from(pos), length: first, lkey }, Sge::default()];
+            let nsge = if chunk == 0 {
+                0
+            } else if first < chunk {
+                sges[1] = Sge { addr: base, length: chunk - first, lkey };
+                2
+            } else {
+                1
+            };
+            let last = left == chunk || self.planned.len() as u32 + 1 == free_slots;
+            since += 1;
+            let mut flags = SendFlags::NONE;
+            if since >= interval || last {
+                flags = flags | SendFlags::SIGNALED;
+                since = 0;
+            }
+            if chunk > 0 && chunk <= max_inline {
+                flags = flags | SendFlags::INLINE;
+            }
+            let wr_id = (u64::from(node.0) << SEQ_BITS) | (seq & SEQ_MASK);
+            self.batch.push(wr_id, &sges[..nsge], Some(imm::pack(me, fc)), flags);
+            self.planned.push(InFlight { seq, bytes: chunk, fc });
+            seq += 1;
+            pos = (pos + chunk) & (ring_size - 1);
+            left -= chunk;
+            fc = 0;
+        }
+        if self.planned.is_empty() {
+            return 0;
+        }
+        // SAFETY: the SGEs lie in the connection's registered send ring, which
+        // the NodeSend's Arc keeps alive until every WR has completed.
+        let posted = match unsafe { ns.conn.qp().post_send(&self.batch) } {
+            Ok(()) => self.planned.len(),
+            Err(e) => {
+                if !e.is_queue_full() {
+                    log::error!("node {me}: posting to {node} failed: {e}; closing the connection");
+                    ns.failed = true;
+                    self.mgr.close(node, true);
+                }
+                e.posted
+            }
+        };
+        let mut bytes = 0u32;
+        let mut fc_posted = 0u8;
+        for f in &self.planned[..posted] {
+            bytes += f.bytes;
+            fc_posted = fc_posted.max(f.fc);
+            ns.inflight.push_back(*f);
+        }
+        if posted > 0 {
+            ns.next_seq = self.planned[posted - 1].seq + 1;
+            let last_signaled = self.batch.wrs()[posted - 1].flags.contains(SendFlags::SIGNALED);
+            ns.since_signal = if last_signaled { 0 } else { since };
+            ns.needs_flush = !last_signaled;
+        }
+        self.outstanding += posted as u64;
+        self.prev.bytes_posted = bytes;
+        self.prev.bytes_not_posted = p.length - bytes;
+        self.prev.fc_posted = fc_posted;
+        self.prev.fc_not_posted = p.fc_data - fc_posted;
+        self.stats.add_sent(posted as u64, u64::from(bytes));
+        posted
+    }
+
+    /// Posts a signalled zero-length WR where unsignalled WRs would
+    /// otherwise never be confirmed (after a partially accepted chain).
+    fn flush_pending(&mut self) -> usize {
+        let mut work = 0;
+        let me = self.me;
+        for (node, ns) in self.nodes.iter_mut().filter(|(_, n)| n.needs_flush && !n.failed) {
+            if ns.inflight.len() as u32 >= self.sq_size {
+                continue;
+            }
+            let seq = ns.next_seq;
+            self.batch.clear();
+            let wr_id = (u64::from(node.0) << SEQ_BITS) | (seq & SEQ_MASK);
+            self.batch.push(wr_id, &[], Some(imm::pack(me, 0)), SendFlags::SIGNALED);
+            // SAFETY: no SGEs.
+            if unsafe { ns.conn.qp().post_send(&self.batch) }.is_ok() {
+                ns.inflight.push_back(InFlight { seq, bytes: 0, fc: 0 });
+                ns.next_seq += 1;
+                ns.since_signal = 0;
+                ns.needs_flush = false;
+                self.outstanding += 1;
+                work += 1;
+            }
+        }
+        work
+    }
+
+    fn poll_completions(&mut self) -> usize {
+        if self.outstanding == 0 {
+            self.reap_draining();
+            return 0;
+        }
+        let n = match self.mgr.queues().send_cq.poll(&mut self.wcs) {
+            Ok(n) => n,
+            Err(e) => {
+                log::error!("node {}: polling the send completion queue failed: {e}", NodeId(self.me));
+                self.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return 0;
+            }
+        };
+        for i in 0..n {
+            let wc = self.wcs[i];
+            self.complete(&wc);
+        }
+        self.reap_draining();
+        n
+    }
+
+    fn complete(&mut self, wc: &WorkCompletion) {
+        let node = NodeId((wc.wr_id >> SEQ_BITS) as u16);
+        let seq = wc.wr_id & SEQ_MASK;
+        let me = NodeId(self.me);
+        let current = self.nodes.get_mut(&node).filter(|n| n.conn.qp().qp_num() == wc.qp_num);
+        let ns = match current {
+            Some(ns) => ns,
+            None => match self.draining.iter_mut().find(|n| n.conn.qp().qp_num() == wc.qp_num) {
+                Some(ns) => ns,
+                None => {
+                    log::warn!("node {me}: completion for unknown WR {:#x} on qp {}", wc.wr_id, wc.qp_num);
+                    return;
+                }
+            },
+        };
+        let mut bytes = 0u32;
+        let mut fc = 0u16;
+        let mut count = 0u64;
+        while let Some(f) = ns.inflight.front() {
+            if (f.seq & SEQ_MASK) > seq {
+                break;
+            }
+            bytes += f.bytes;
+            fc += u16::from(f.fc);
+            count += 1;
+            ns.inflight.pop_front();
+        }
+        self.outstanding -= count;
+        if wc.status == WcStatus::Success {
+            if !self.completed.add(node.0, bytes, fc) {
+                log::error!("node {me}: completion list full; confirmation for {node} lost");
+            }
+            return;
+        }
+        if !ns.failed {
+            ns.failed = true;
+            if wc.status != WcStatus::WrFlushErr {
+                log::error!("node {me}: send to {node} failed with {}; closing the connection", wc.status);
+            }
+            self.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if self.mgr.established(node).is_some_and(|c| Arc::ptr_eq(&c, &ns.conn)) {
+                self.mgr.close(node, true);
+            }
+        }
+    }
+
+    /// Moves failed or closing connections to the draining list and drops
+    /// those whose WRs have all completed (releasing queue pair and ring).
+    fn reap_draining(&mut self) {
+        let stale: Vec<NodeId> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.failed || n.conn.state() != ConState::Established)
+            .map(|(k, _)| *k)
+            .collect();
+        for node in stale {
+            if let Some(ns) = self.nodes.remove(&node) {
+                self.draining.push(ns);
+            }
+        }
+        // A closing connection's WRs complete normally, a closed one's are
+        // flushed (its queue pair is in ERROR): either way they all come back.
+        self.draining.retain(|n| !n.inflight.is_empty());
+    }
+}
