@@ -103,6 +103,10 @@ impl<F: Fabric> Connection<F> {
     pub fn node(&self) -> NodeId {
         self.node
     }
+    /// This side's queue pair number.
+    pub fn local_qpn(&self) -> u32 {
+        crate::fabric::QueuePair::qp_num(&self.qp)
+    }
     /// The queue pair.
     pub fn qp(&self) -> &F::Qp {
         &self.qp

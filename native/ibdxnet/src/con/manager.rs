@@ -510,7 +510,10 @@ impl<F: Fabric> ConManager<F> {
                 self.close_now(node, true, st);
             }
         }
-        let c = match self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned() {
+        // Bind first: a read guard in the match scrutinee would live through
+        // `create`, which takes the write lock.
+        let existing = self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned();
+        let c = match existing {
             Some(c) => c,
             None => match self.create(node, st) {
                 Some(c) => c,

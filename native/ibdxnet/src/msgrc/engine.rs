@@ -253,6 +253,10 @@ impl<F: Fabric> Engine<F> {
     pub fn return_buffer(&self, id: u32) -> Result<(), ReturnError> {
         self.pool.give_back(id)
     }
+    /// The receive buffer pool (to return buffers without the engine handle).
+    pub fn buffer_pool(&self) -> Arc<RecvPool<F>> {
+        self.pool.clone()
+    }
     /// Receive buffers currently free in the pool.
     pub fn free_buffers(&self) -> usize {
         self.pool.available()

@@ -1,0 +1,293 @@
+//! The msgrc engine on `sim`: nodes in one process, connected over UDP on
+//! 127.0.0.1, streaming with integrity and order checks.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ibdxnet::con::{NodeEvent, NodeId};
+use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
+use ibdxnet::fabric::{FabricKind, SimOptions};
+use ibdxnet::loopback::{StreamHandler, StreamOptions};
+use ibdxnet::msgrc::{Engine, EngineConfig};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Node {
+    engine: Engine<SimFabric>,
+    handler: Arc<StreamHandler<SimFabric>>,
+}
+
+fn config(id: u16, net: &Arc<SimNetwork>) -> EngineConfig {
+    let mut c = EngineConfig::new(NodeId(id), "127.0.0.1:0".parse().unwrap());
+    c.fabric = FabricKind::Sim;
+    c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+    c.send_ring_size = 1 << 20;
+    c.srq_size = 256;
+    c.recv_buffer_count = 2048;
+    c.incoming_ring_size = 2048;
+    c.connect_timeout = Duration::from_secs(10);
+    c
+}
+
+fn start(n: u16, opts: StreamOptions, tweak: impl Fn(&mut EngineConfig)) -> (Arc<SimNetwork>, Vec<Node>) {
+    let _ = env_logger::Builder::from_default_env().is_test(true).try_init();
+    let net = SimNetwork::new();
+    let nodes: Vec<Node> = (0..n)
+        .map(|i| {
+            let handler = StreamHandler::new(NodeId(i), opts.clone());
+            let mut cfg = config(i, &net);
+            tweak(&mut cfg);
+            let engine = Engine::<SimFabric>::start(cfg, handler.clone()).expect("engine start");
+            handler.set_pool(engine.buffer_pool());
+            Node { engine, handler }
+        })
+        .collect();
+    let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.engine.manager().local_addr()).collect();
+    for (i, n) in nodes.iter().enumerate() {
+        for (j, a) in addrs.iter().enumerate() {
+            if i != j {
+                n.engine.add_node(NodeId(j as u16), *a).unwrap();
+            }
+        }
+    }
+    (net, nodes)
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < WAIT, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn stream_bytes() -> u64 {
+    if cfg!(debug_assertions) {
+        16 << 20
+    } else {
+        256 << 20
+    }
+}
+
+/// Connects every node to every other and streams `limit` bytes per pair.
+fn all_to_all(nodes: &[Node], limit: u64) -> Vec<Arc<ibdxnet::con::Connection<SimFabric>>> {
+    let mut held = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for j in 0..nodes.len() {
+            if i != j {
+                let c = n.engine.connect(NodeId(j as u16)).expect("connect");
+                n.handler.add_target(NodeId(j as u16), c.ring().address(), c.ring().size());
+                held.push(c);
+            }
+        }
+    }
+    for n in nodes {
+        let t0 = Instant::now();
+        while !n.handler.all_confirmed() {
+            if t0.elapsed() > WAIT {
+                panic!("not all confirmed: {:?} stats {:?}", n.handler.debug_state(), n.engine.stats());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        wait_until("all data received", || {
+            n.handler.received.load(std::sync::atomic::Ordering::Relaxed) >= limit * (nodes.len() as u64 - 1)
+        });
+        let inc = n.handler.incoming();
+        for j in 0..nodes.len() {
+            if i != j {
+                let s = &inc[&(j as u16)];
+                assert_eq!(s.bytes, limit, "node {i} from {j}: bytes");
+                assert_eq!(s.corrupt, 0, "node {i} from {j}: corrupt or reordered bytes");
+            }
+        }
+    }
+    held
+}
+
+#[test]
+fn two_nodes_stream_both_ways_intact_and_in_order() {
+    let limit = stream_bytes();
+    let (_net, nodes) = start(2, StreamOptions { verify: true, limit: Some(limit), ..Default::default() }, |_| {});
+    let _held = all_to_all(&nodes, limit);
+    for n in &nodes {
+        assert_eq!(n.engine.stats().errors.load(std::sync::atomic::Ordering::Relaxed), 0);
+        // Every buffer not posted on the SRQ is back in the pool: none leaked.
+        let in_srq = 256 * 4;
+        wait_until("buffers back", || n.engine.free_buffers() == 2048 - in_srq);
+    }
+}
+
+#[test]
+fn four_nodes_all_to_all_intact_and_in_order() {
+    let limit = stream_bytes() / 2;
+    let (_net, nodes) = start(4, StreamOptions { verify: true, limit: Some(limit), ..Default::default() }, |_| {});
+    let _held = all_to_all(&nodes, limit);
+}
+
+#[test]
+fn edge_package_sizes_wrap_and_slice_correctly() {
+    // Receive requests of 2 × 4 KiB, rings of 64 KiB: sizes around one
+    // buffer, one WR, and the ring size force slicing and wrap-around.
+    let ring = 64 << 10;
+    let sizes = vec![1, 4096, 4097, 8192, 8193, ring - 1, 3, ring, 12345];
+    let opts = StreamOptions { verify: true, limit: Some(8 << 20), package_sizes: sizes };
+    let (_net, nodes) = start(2, opts, |c| {
+        c.send_ring_size = ring;
+        c.recv_buffer_size = 4096;
+        c.recv_sges_per_wr = 2;
+        c.recv_buffer_count = 1024;
+    });
+    let _held = all_to_all(&nodes, 8 << 20);
+}
+
+#[test]
+fn tiny_send_queue_reports_unposted_data_and_loses_nothing() {
+    let (_net, nodes) = start(2, StreamOptions { verify: true, limit: Some(4 << 20), ..Default::default() }, |c| {
+        c.sq_size = 2;
+        c.signal_interval = 2;
+        c.recv_buffer_size = 1024;
+        c.recv_sges_per_wr = 1;
+        c.srq_size = 64;
+        c.recv_buffer_count = 256;
+    });
+    let _held = all_to_all(&nodes, 4 << 20);
+}
+
+#[test]
+fn stalled_consumer_is_receiver_not_ready_without_loss() {
+    // Few receive buffers: the SRQ runs dry while the receiver lags.
+    let (_net, nodes) = start(2, StreamOptions { verify: true, limit: Some(8 << 20), ..Default::default() }, |c| {
+        c.srq_size = 4;
+        c.recv_buffer_count = 5 * 4;
+        c.incoming_ring_size = 8;
+    });
+    let _held = all_to_all(&nodes, 8 << 20);
+}
+
+#[test]
+fn simultaneous_connect_converges_to_one_connection() {
+    let (_net, nodes) = start(2, StreamOptions::default(), |_| {});
+    let (a, b) = (&nodes[0].engine, &nodes[1].engine);
+    std::thread::scope(|s| {
+        let x = s.spawn(|| a.connect(NodeId(1)).expect("a→b"));
+        let y = s.spawn(|| b.connect(NodeId(0)).expect("b→a"));
+        let (ca, cb) = (x.join().unwrap(), y.join().unwrap());
+        assert_eq!(ca.peer_qpn(), cb.local_qpn());
+        assert_eq!(cb.peer_qpn(), ca.local_qpn());
+    });
+    assert_eq!(a.manager().connection_count(), 1);
+    assert_eq!(b.manager().connection_count(), 1);
+}
+
+#[test]
+fn connect_to_unreachable_node_times_out_with_a_typed_error() {
+    let (_net, nodes) = start(1, StreamOptions::default(), |_| {});
+    let e = &nodes[0].engine;
+    // A UDP port nobody listens on.
+    let dead = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    e.add_node(NodeId(9), dead.local_addr().unwrap()).unwrap();
+    drop(dead);
+    let t0 = Instant::now();
+    let err = e.connect_timeout(NodeId(9), Duration::from_millis(300)).unwrap_err();
+    assert!(matches!(err, ibdxnet::con::ConError::Timeout { .. }), "{err}");
+    assert!(t0.elapsed() >= Duration::from_millis(300));
+    assert!(matches!(e.connect(NodeId(77)).unwrap_err(), ibdxnet::con::ConError::UnknownNode(_)));
+    assert!(matches!(e.connect(NodeId(0)).unwrap_err(), ibdxnet::con::ConError::SelfConnection));
+}
+
+#[test]
+fn link_cut_mid_stream_disconnects_only_that_node() {
+    let (_net, nodes) = start(3, StreamOptions { verify: true, limit: None, ..Default::default() }, |_| {});
+    let mut held = Vec::new();
+    for j in [1u16, 2] {
+        let c = nodes[0].engine.connect(NodeId(j)).unwrap();
+        nodes[0].handler.add_target(NodeId(j), c.ring().address(), c.ring().size());
+        held.push(c);
+    }
+    wait_until("traffic to both", || {
+        nodes[1].handler.received.load(std::sync::atomic::Ordering::Relaxed) > (1 << 20)
+            && nodes[2].handler.received.load(std::sync::atomic::Ordering::Relaxed) > (1 << 20)
+    });
+    // Cut node 1's link: only it is reported disconnected.
+    let fabric_of_1 = nodes[1].engine.manager().queues().fabric.clone();
+    fabric_of_1.set_link_up(false);
+    wait_until("disconnect of node 1", || nodes[0].handler.events().contains(&NodeEvent::Disconnected(NodeId(1))));
+    let before = nodes[2].handler.received.load(std::sync::atomic::Ordering::Relaxed);
+    wait_until("node 2 keeps receiving", || {
+        nodes[2].handler.received.load(std::sync::atomic::Ordering::Relaxed) > before + (4 << 20)
+    });
+    assert!(!nodes[0].handler.events().contains(&NodeEvent::Disconnected(NodeId(2))));
+    assert_eq!(nodes[2].handler.incoming()[&0].corrupt, 0);
+    nodes[0].handler.stop_sending();
+}
+
+#[test]
+fn peer_restart_is_detected_and_a_new_connection_is_built() {
+    let net = SimNetwork::new();
+    let h0 = StreamHandler::<SimFabric>::new(NodeId(0), StreamOptions::default());
+    let e0 = Engine::<SimFabric>::start(config(0, &net), h0.clone()).unwrap();
+    h0.set_pool(e0.buffer_pool());
+    let start1 = |port: u16| {
+        let h = StreamHandler::<SimFabric>::new(NodeId(1), StreamOptions::default());
+        let mut c = config(1, &net);
+        c.listen = format!("127.0.0.1:{port}").parse().unwrap();
+        let e = Engine::<SimFabric>::start(c, h.clone()).unwrap();
+        h.set_pool(e.buffer_pool());
+        (e, h)
+    };
+    let (e1, _h1) = start1(0);
+    let port = e1.manager().local_addr().port();
+    e0.add_node(NodeId(1), e1.manager().local_addr()).unwrap();
+    e1.add_node(NodeId(0), e0.manager().local_addr()).unwrap();
+    let first = e0.connect(NodeId(1)).unwrap();
+    let first_peer = first.peer_qpn();
+    let old_instance = first.peer_instance();
+    drop(first);
+    e1.shutdown();
+    // The peer restarts on the same address with a new instance id.
+    let (e1, _h1) = start1(port);
+    e1.add_node(NodeId(0), e0.manager().local_addr()).unwrap();
+    let again = e1.connect(NodeId(0)).expect("restarted peer connects");
+    wait_until("node 0 sees the new instance", || {
+        e0.manager().established(NodeId(1)).is_some_and(|c| c.peer_instance() != old_instance)
+    });
+    assert!(h0.events().contains(&NodeEvent::Disconnected(NodeId(1))), "{:?}", h0.events());
+    let now = e0.manager().established(NodeId(1)).unwrap();
+    assert_eq!(now.peer_qpn(), again.local_qpn());
+    let _ = first_peer;
+}
+
+#[test]
+fn node_removal_closes_and_invalidates() {
+    let (_net, nodes) = start(2, StreamOptions::default(), |_| {});
+    let c = nodes[0].engine.connect(NodeId(1)).unwrap_or_else(|e| {
+        for n in &nodes {
+            eprintln!(
+                "{:?} {:?} nodes {:?} conns {}",
+                n.engine.manager(),
+                n.engine.manager().stats,
+                n.engine.manager().nodes(),
+                n.engine.manager().connection_count()
+            );
+        }
+        panic!("{e}")
+    });
+    drop(c);
+    assert!(nodes[0].engine.remove_node(NodeId(1)));
+    wait_until("invalidated", || nodes[0].handler.events().contains(&NodeEvent::Invalidated(NodeId(1))));
+    wait_until("closed", || nodes[0].engine.manager().connection_count() == 0);
+    assert!(matches!(nodes[0].engine.connect(NodeId(1)).unwrap_err(), ibdxnet::con::ConError::UnknownNode(_)));
+}
+
+#[test]
+fn invalid_configuration_starts_nothing() {
+    let net = SimNetwork::new();
+    let mut c = config(3, &net);
+    c.recv_buffer_count = 1;
+    let h = StreamHandler::<SimFabric>::new(NodeId(3), StreamOptions::default());
+    let err = Engine::<SimFabric>::start(c, h).unwrap_err();
+    assert!(err.to_string().contains("recv_buffer_count"), "{err}");
+}
