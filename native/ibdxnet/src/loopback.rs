@@ -37,6 +37,8 @@ struct Outgoing {
     confirmed: u64,
     /// Total bytes to send (None = unlimited).
     limit: Option<u64>,
+    /// Flow-control units still to send as zero-length messages.
+    fc_left: u64,
 }
 
 // SAFETY: `ring` points into a connection's send ring that the owner keeps
@@ -63,7 +65,13 @@ pub struct StreamOptions {
     pub package_sizes: Vec<u32>,
     /// Bytes per target (None = until stopped).
     pub limit: Option<u64>,
+    /// Flow-control units to send to each target first, as zero-length
+    /// messages carrying [`FC_UNIT`] each.
+    pub fc_only: u64,
 }
+
+/// Flow-control value of each flow-control-only package.
+pub const FC_UNIT: u8 = 3;
 
 /// The streaming [`EngineHandler`].
 pub struct StreamHandler<F: Fabric> {
@@ -79,6 +87,8 @@ pub struct StreamHandler<F: Fabric> {
     pub confirmed: AtomicU64,
     /// Bytes received, all sources.
     pub received: AtomicU64,
+    /// Packages of which the engine reported bytes as not posted.
+    pub unposted_reports: AtomicU64,
     sending: AtomicBool,
 }
 
@@ -102,6 +112,7 @@ impl<F: Fabric> StreamHandler<F> {
             events: Mutex::new(Vec::new()),
             confirmed: AtomicU64::new(0),
             received: AtomicU64::new(0),
+            unposted_reports: AtomicU64::new(0),
             sending: AtomicBool::new(true),
         })
     }
@@ -122,6 +133,7 @@ impl<F: Fabric> StreamHandler<F> {
             posted: 0,
             confirmed: 0,
             limit: self.opts.limit,
+            fc_left: self.opts.fc_only,
         });
     }
 
@@ -132,7 +144,7 @@ impl<F: Fabric> StreamHandler<F> {
 
     /// True when every target's limit was sent and confirmed.
     pub fn all_confirmed(&self) -> bool {
-        lock(&self.outgoing).iter().all(|o| o.limit.is_some_and(|l| o.confirmed >= l))
+        lock(&self.outgoing).iter().all(|o| o.fc_left == 0 && o.limit.is_some_and(|l| o.confirmed >= l))
     }
 
     /// (node, written, posted, confirmed) per target, for diagnostics.
@@ -165,6 +177,12 @@ impl<F: Fabric> EngineHandler for StreamHandler<F> {
         if prev.node_id != 0xFFFF {
             if let Some(o) = out.iter_mut().find(|o| o.node.0 == prev.node_id) {
                 o.posted += u64::from(prev.bytes_posted);
+                if prev.fc_posted > 0 {
+                    o.fc_left -= 1;
+                }
+            }
+            if prev.bytes_not_posted > 0 {
+                self.unposted_reports.fetch_add(1, Ordering::Relaxed);
             }
         }
         for c in completed.entries() {
@@ -180,6 +198,9 @@ impl<F: Fabric> EngineHandler for StreamHandler<F> {
         let start = self.next_target.fetch_add(1, Ordering::Relaxed) as usize;
         for k in 0..n {
             let o = &mut out[(start + k) % n];
+            if o.fc_left > 0 {
+                return NextWorkPackage { node_id: o.node.0, fc_data: FC_UNIT, flags: NWP_VALID, ..Default::default() };
+            }
             // Fill the free part of the ring: [written, confirmed + size).
             let mut back = o.confirmed + u64::from(o.size);
             if let Some(l) = o.limit {

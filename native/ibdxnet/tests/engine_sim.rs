@@ -133,7 +133,7 @@ fn edge_package_sizes_wrap_and_slice_correctly() {
     // buffer, one WR, and the ring size force slicing and wrap-around.
     let ring = 64 << 10;
     let sizes = vec![1, 4096, 4097, 8192, 8193, ring - 1, 3, ring, 12345];
-    let opts = StreamOptions { verify: true, limit: Some(8 << 20), package_sizes: sizes };
+    let opts = StreamOptions { verify: true, limit: Some(8 << 20), package_sizes: sizes, ..Default::default() };
     let (_net, nodes) = start(2, opts, |c| {
         c.send_ring_size = ring;
         c.recv_buffer_size = 4096;
@@ -141,6 +141,18 @@ fn edge_package_sizes_wrap_and_slice_correctly() {
         c.recv_buffer_count = 1024;
     });
     let _held = all_to_all(&nodes, 8 << 20);
+}
+
+#[test]
+fn flow_control_only_packages_are_zero_length_messages() {
+    let fc_only = 500;
+    let opts = StreamOptions { verify: true, limit: Some(1 << 20), fc_only, ..Default::default() };
+    let (_net, nodes) = start(2, opts, |_| {});
+    let _held = all_to_all(&nodes, 1 << 20);
+    for (i, n) in nodes.iter().enumerate() {
+        let from = n.handler.incoming()[&(1 - i as u16)].clone();
+        assert_eq!(from.fc, fc_only * u64::from(ibdxnet::loopback::FC_UNIT), "node {i}");
+    }
 }
 
 #[test]
@@ -154,6 +166,12 @@ fn tiny_send_queue_reports_unposted_data_and_loses_nothing() {
         c.recv_buffer_count = 256;
     });
     let _held = all_to_all(&nodes, 4 << 20);
+    for n in &nodes {
+        assert!(
+            n.handler.unposted_reports.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "a full send queue was never reported"
+        );
+    }
 }
 
 #[test]
