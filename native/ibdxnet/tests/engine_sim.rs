@@ -1,9 +1,12 @@
 //! The msgrc engine on `sim`: nodes in one process, connected over UDP on
 //! 127.0.0.1, streaming with integrity and order checks.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use common::engine::{self, all_to_all, base_config, start_nodes, stream_bytes, wait_until};
 
 use ibdxnet::con::{NodeEvent, NodeId};
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
@@ -11,100 +14,22 @@ use ibdxnet::fabric::{FabricKind, SimOptions};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
 use ibdxnet::msgrc::{Engine, EngineConfig};
 
-const WAIT: Duration = Duration::from_secs(20);
-
-struct Node {
-    engine: Engine<SimFabric>,
-    handler: Arc<StreamHandler<SimFabric>>,
-}
+type Node = engine::Node<SimFabric>;
 
 fn config(id: u16, net: &Arc<SimNetwork>) -> EngineConfig {
-    let mut c = EngineConfig::new(NodeId(id), "127.0.0.1:0".parse().unwrap());
-    c.fabric = FabricKind::Sim;
+    let mut c = base_config(id, FabricKind::Sim);
     c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
-    c.send_ring_size = 1 << 20;
-    c.srq_size = 256;
-    c.recv_buffer_count = 2048;
-    c.incoming_ring_size = 2048;
-    c.connect_timeout = Duration::from_secs(10);
     c
 }
 
 fn start(n: u16, opts: StreamOptions, tweak: impl Fn(&mut EngineConfig)) -> (Arc<SimNetwork>, Vec<Node>) {
-    let _ = env_logger::Builder::from_default_env().is_test(true).try_init();
     let net = SimNetwork::new();
-    let nodes: Vec<Node> = (0..n)
-        .map(|i| {
-            let handler = StreamHandler::new(NodeId(i), opts.clone());
-            let mut cfg = config(i, &net);
-            tweak(&mut cfg);
-            let engine = Engine::<SimFabric>::start(cfg, handler.clone()).expect("engine start");
-            handler.set_pool(engine.buffer_pool());
-            Node { engine, handler }
-        })
-        .collect();
-    let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.engine.manager().local_addr()).collect();
-    for (i, n) in nodes.iter().enumerate() {
-        for (j, a) in addrs.iter().enumerate() {
-            if i != j {
-                n.engine.add_node(NodeId(j as u16), *a).unwrap();
-            }
-        }
-    }
+    let nodes = start_nodes(n, opts, |i| {
+        let mut c = config(i, &net);
+        tweak(&mut c);
+        c
+    });
     (net, nodes)
-}
-
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(t0.elapsed() < WAIT, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-fn stream_bytes() -> u64 {
-    if cfg!(debug_assertions) {
-        16 << 20
-    } else {
-        256 << 20
-    }
-}
-
-/// Connects every node to every other and streams `limit` bytes per pair.
-fn all_to_all(nodes: &[Node], limit: u64) -> Vec<Arc<ibdxnet::con::Connection<SimFabric>>> {
-    let mut held = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
-        for j in 0..nodes.len() {
-            if i != j {
-                let c = n.engine.connect(NodeId(j as u16)).expect("connect");
-                n.handler.add_target(NodeId(j as u16), c.ring().address(), c.ring().size());
-                held.push(c);
-            }
-        }
-    }
-    for n in nodes {
-        let t0 = Instant::now();
-        while !n.handler.all_confirmed() {
-            if t0.elapsed() > WAIT {
-                panic!("not all confirmed: {:?} stats {:?}", n.handler.debug_state(), n.engine.stats());
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-    for (i, n) in nodes.iter().enumerate() {
-        wait_until("all data received", || {
-            n.handler.received.load(std::sync::atomic::Ordering::Relaxed) >= limit * (nodes.len() as u64 - 1)
-        });
-        let inc = n.handler.incoming();
-        for j in 0..nodes.len() {
-            if i != j {
-                let s = &inc[&(j as u16)];
-                assert_eq!(s.bytes, limit, "node {i} from {j}: bytes");
-                assert_eq!(s.corrupt, 0, "node {i} from {j}: corrupt or reordered bytes");
-            }
-        }
-    }
-    held
 }
 
 #[test]

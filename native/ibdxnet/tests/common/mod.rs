@@ -3,6 +3,8 @@
 //! host has no RDMA device, unless `IBDXNET_REQUIRE_RDMA=1`, where they fail.
 #![allow(dead_code)]
 
+pub mod engine;
+
 use std::time::{Duration, Instant};
 
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};

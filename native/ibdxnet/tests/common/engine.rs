@@ -1,0 +1,106 @@
+//! Engine test helpers shared by the sim and verbs engine suites.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ibdxnet::con::{Connection, NodeId};
+use ibdxnet::fabric::{Fabric, FabricKind};
+use ibdxnet::loopback::{StreamHandler, StreamOptions};
+use ibdxnet::msgrc::{Engine, EngineConfig};
+
+/// Upper bound for anything a test waits for.
+pub const WAIT: Duration = Duration::from_secs(120);
+
+pub struct Node<F: Fabric> {
+    pub engine: Engine<F>,
+    pub handler: Arc<StreamHandler<F>>,
+}
+
+/// Test-sized engine settings on 127.0.0.1 with an OS-chosen UDP port.
+pub fn base_config(id: u16, kind: FabricKind) -> EngineConfig {
+    let mut c = EngineConfig::new(NodeId(id), "127.0.0.1:0".parse().unwrap());
+    c.fabric = kind;
+    c.send_ring_size = 1 << 20;
+    c.srq_size = 256;
+    c.recv_buffer_count = 2048;
+    c.incoming_ring_size = 2048;
+    c.connect_timeout = Duration::from_secs(10);
+    c
+}
+
+/// Starts `n` engines (config from `config(i)`) that know each other.
+pub fn start_nodes<F: Fabric>(n: u16, opts: StreamOptions, config: impl Fn(u16) -> EngineConfig) -> Vec<Node<F>> {
+    let _ = env_logger::Builder::from_default_env().is_test(true).try_init();
+    let nodes: Vec<Node<F>> = (0..n)
+        .map(|i| {
+            let handler = StreamHandler::new(NodeId(i), opts.clone());
+            let engine = Engine::<F>::start(config(i), handler.clone()).expect("engine start");
+            handler.set_pool(engine.buffer_pool());
+            Node { engine, handler }
+        })
+        .collect();
+    let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.engine.manager().local_addr()).collect();
+    for (i, n) in nodes.iter().enumerate() {
+        for (j, a) in addrs.iter().enumerate() {
+            if i != j {
+                n.engine.add_node(NodeId(j as u16), *a).unwrap();
+            }
+        }
+    }
+    nodes
+}
+
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < WAIT, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+pub fn stream_bytes() -> u64 {
+    if cfg!(debug_assertions) {
+        16 << 20
+    } else {
+        256 << 20
+    }
+}
+
+/// Connects every node to every other and streams `limit` bytes per pair.
+pub fn all_to_all<F: Fabric>(nodes: &[Node<F>], limit: u64) -> Vec<Arc<Connection<F>>> {
+    let mut held = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for j in 0..nodes.len() {
+            if i != j {
+                let c = n.engine.connect(NodeId(j as u16)).expect("connect");
+                n.handler.add_target(NodeId(j as u16), c.ring().address(), c.ring().size());
+                held.push(c);
+            }
+        }
+    }
+    for n in nodes {
+        let t0 = Instant::now();
+        while !n.handler.all_confirmed() {
+            if t0.elapsed() > WAIT {
+                panic!("not all confirmed: {:?} stats {:?}", n.handler.debug_state(), n.engine.stats());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        wait_until("all data received", || {
+            n.handler.received.load(std::sync::atomic::Ordering::Relaxed) >= limit * (nodes.len() as u64 - 1)
+        });
+        let inc = n.handler.incoming();
+        for j in 0..nodes.len() {
+            if i != j {
+                let s = &inc[&(j as u16)];
+                assert_eq!(s.bytes, limit, "node {i} from {j}: bytes");
+                assert_eq!(s.corrupt, 0, "node {i} from {j}: corrupt or reordered bytes");
+            }
+        }
+    }
+    held
+}

@@ -1,0 +1,63 @@
+//! The msgrc engine on real verbs (Soft-RoCE in CI's VM). Skips without an
+//! RDMA device unless `IBDXNET_REQUIRE_RDMA=1`.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+
+use common::engine::{all_to_all, base_config, start_nodes, wait_until, Node};
+use common::{rdma_required, skip_notice, verbs_config};
+use ibdxnet::con::{NodeEvent, NodeId};
+use ibdxnet::fabric::verbs::{device_names, VerbsFabric};
+use ibdxnet::fabric::FabricKind;
+use ibdxnet::loopback::StreamOptions;
+
+fn nodes(test: &str, n: u16, opts: StreamOptions) -> Option<Vec<Node<VerbsFabric>>> {
+    if device_names().unwrap_or_default().is_empty() {
+        assert!(!rdma_required(), "IBDXNET_REQUIRE_RDMA=1 but this host has no RDMA device ({test})");
+        skip_notice(&format!("SKIPPED engine_verbs::{test}: no RDMA device on this host\n"));
+        return None;
+    }
+    Some(start_nodes(n, opts, |i| {
+        let mut c = base_config(i, FabricKind::Verbs);
+        c.device = verbs_config();
+        c.srq_size = 128;
+        c.recv_buffer_count = 1024;
+        c
+    }))
+}
+
+#[test]
+fn two_nodes_stream_both_ways_intact_and_in_order() {
+    let limit = 16 << 20;
+    let opts = StreamOptions { verify: true, limit: Some(limit), ..Default::default() };
+    let Some(nodes) = nodes("two_nodes_stream_both_ways_intact_and_in_order", 2, opts) else { return };
+    let _held = all_to_all(&nodes, limit);
+    for n in &nodes {
+        assert_eq!(n.engine.stats().errors.load(Ordering::Relaxed), 0);
+    }
+}
+
+#[test]
+fn silent_peer_death_is_a_disconnect_and_spares_other_connections() {
+    let opts = StreamOptions { verify: true, limit: None, ..Default::default() };
+    let Some(nodes) = nodes("silent_peer_death_is_a_disconnect_and_spares_other_connections", 3, opts) else { return };
+    let mut held = Vec::new();
+    for j in [1u16, 2] {
+        let c = nodes[0].engine.connect(NodeId(j)).unwrap();
+        nodes[0].handler.add_target(NodeId(j), c.ring().address(), c.ring().size());
+        held.push(c);
+    }
+    let got = |k: usize| nodes[k].handler.received.load(Ordering::Relaxed);
+    wait_until("traffic to both", || got(1) > (1 << 20) && got(2) > (1 << 20));
+    // Node 1 forgets node 0 (so no goodbye packet can be sent) and drops its
+    // queue pair: node 0 only learns from retries running out.
+    nodes[1].engine.remove_node(NodeId(0));
+    wait_until("disconnect of node 1", || nodes[0].handler.events().contains(&NodeEvent::Disconnected(NodeId(1))));
+    let before = got(2);
+    wait_until("node 2 keeps receiving", || got(2) > before + (2 << 20));
+    assert!(!nodes[0].handler.events().contains(&NodeEvent::Disconnected(NodeId(2))));
+    assert_eq!(nodes[2].handler.incoming()[&0].corrupt, 0);
+    assert!(nodes[0].engine.is_running());
+    nodes[0].handler.stop_sending();
+}
