@@ -93,7 +93,7 @@ fn parse() -> Result<Args, String> {
     if a.nodes < 2 {
         return Err("--nodes must be at least 2".into());
     }
-    if !(a.duration > 0.0) {
+    if a.duration.is_nan() || a.duration <= 0.0 {
         return Err("--duration must be positive".into());
     }
     Ok(a)
