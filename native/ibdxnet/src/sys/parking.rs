@@ -102,6 +102,52 @@ impl Parking {
     }
 }
 
+/// Measures how long a thread idling in `phase` takes to notice new work:
+/// `samples` wake-ups, each after `gap` of idleness. Returns the latencies
+/// in nanoseconds, sorted.
+pub fn measure_wakeup(phase: Phase, samples: usize, gap: Duration) -> Vec<u64> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let long = Duration::from_secs(3600);
+    let cfg = match phase {
+        Phase::Busy => ParkingConfig { yield_after: long, park_after: long, ..Default::default() },
+        Phase::Yield => ParkingConfig { yield_after: Duration::ZERO, park_after: long, ..Default::default() },
+        Phase::Park => ParkingConfig { yield_after: Duration::ZERO, park_after: Duration::ZERO, ..Default::default() },
+    };
+    let base = Instant::now();
+    // Work item: the time it was posted (ns since `base`), 0 = none.
+    let posted = Arc::new(AtomicU64::new(0));
+    let seen = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicU64::new(0));
+    let waiter = {
+        let (posted, seen, stop) = (posted.clone(), seen.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut park = Parking::new(cfg);
+            let mut lat = Vec::with_capacity(samples);
+            while stop.load(Ordering::Acquire) == 0 {
+                let t = posted.swap(0, Ordering::AcqRel);
+                if t != 0 {
+                    lat.push(base.elapsed().as_nanos() as u64 - t);
+                    seen.fetch_add(1, Ordering::Release);
+                }
+                park.idle(usize::from(t != 0));
+            }
+            lat
+        })
+    };
+    for i in 0..samples {
+        std::thread::sleep(gap);
+        posted.store((base.elapsed().as_nanos() as u64).max(1), Ordering::Release);
+        while seen.load(Ordering::Acquire) <= i as u64 {
+            std::hint::spin_loop();
+        }
+    }
+    stop.store(1, Ordering::Release);
+    let mut lat = waiter.join().unwrap_or_default();
+    lat.sort_unstable();
+    lat
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
