@@ -234,3 +234,68 @@ fn invalid_configuration_starts_nothing() {
     let err = Engine::<SimFabric>::start(c, h).unwrap_err();
     assert!(err.to_string().contains("recv_buffer_count"), "{err}");
 }
+
+#[test]
+fn connection_limit_evicts_the_least_recently_used() {
+    let (_net, nodes) = start(4, StreamOptions::default(), |c| c.max_connections = 2);
+    let e = &nodes[0].engine;
+    let c1 = e.connect(NodeId(1)).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let c2 = e.connect(NodeId(2)).unwrap();
+    c2.touch();
+    drop((c1, c2));
+    let _c3 = e.connect(NodeId(3)).unwrap();
+    wait_until("eviction of node 1", || nodes[0].handler.events().contains(&NodeEvent::Disconnected(NodeId(1))));
+    assert!(e.manager().connection_count() <= 2);
+    assert!(e.manager().established(NodeId(2)).is_some(), "the more recently used connection stays");
+}
+
+#[test]
+fn graceful_close_waits_for_handles_then_forces_at_the_deadline() {
+    let (_net, nodes) = start(2, StreamOptions::default(), |c| c.connect_timeout = Duration::from_millis(400));
+    let e = &nodes[0].engine;
+    let c = e.connect(NodeId(1)).unwrap();
+    let qpn = c.local_qpn();
+    assert!(e.manager().close(NodeId(1), false));
+    wait_until("removed from the table", || e.manager().connection_count() == 0);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(c.state(), ibdxnet::con::ConState::Closing, "a handle is still out");
+    assert_eq!(e.manager().node_of_qpn(qpn), Some(NodeId(1)));
+    wait_until("closed at the deadline", || c.state() == ibdxnet::con::ConState::Closed);
+    drop(c);
+    // Released handles let a graceful close finish at once.
+    let c = e.connect(NodeId(1)).unwrap();
+    let qpn = c.local_qpn();
+    drop(c);
+    let t0 = Instant::now();
+    assert!(e.manager().close(NodeId(1), false));
+    wait_until("closed", || e.manager().node_of_qpn(qpn).is_none());
+    assert!(t0.elapsed() < Duration::from_millis(300));
+}
+
+/// A handler whose send-side up-call panics: the engine reports it and
+/// shuts down cleanly instead of hanging or aborting.
+struct Panicky;
+
+impl ibdxnet::msgrc::EngineHandler for Panicky {
+    fn next_data_to_send(
+        &self,
+        _: &ibdxnet::msgrc::PrevWorkResults,
+        _: &ibdxnet::msgrc::CompletedList,
+    ) -> ibdxnet::msgrc::NextWorkPackage {
+        panic!("handler bug")
+    }
+    fn received(&self, _: &ibdxnet::msgrc::IncomingRing) -> u32 {
+        0
+    }
+    fn node_event(&self, _: NodeEvent) {}
+}
+
+#[test]
+fn panicking_handler_stops_the_engine_cleanly() {
+    let net = SimNetwork::new();
+    let e = Engine::<SimFabric>::start(config(0, &net), Arc::new(Panicky)).unwrap();
+    wait_until("engine stopped", || !e.is_running());
+    assert_eq!(e.stats().thread_panics.load(std::sync::atomic::Ordering::Relaxed), 1);
+    e.shutdown();
+}

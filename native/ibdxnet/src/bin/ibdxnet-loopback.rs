@@ -7,6 +7,7 @@
 //! ibdxnet-loopback [--fabric auto|sim|verbs] [--device NAME] [--gid-index N]
 //!                  [--nodes N] [--duration SECS] [--ring BYTES] [--recv-buffer BYTES]
 //!                  [--sges N] [--sq N] [--srq N] [--signal K] [--inline BYTES] [--verify] [--one-way] [--json]
+//!                  [--yield-after-ms MS] [--park-after-ms MS]
 //! ```
 //!
 //! `--one-way`: only node 0 sends (like `ib_send_bw` without `-b`).
@@ -38,13 +39,15 @@ struct Args {
     verify: bool,
     json: bool,
     one_way: bool,
+    yield_after_ms: Option<u64>,
+    park_after_ms: Option<u64>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: ibdxnet-loopback [--fabric auto|sim|verbs] [--device NAME] [--gid-index N] [--nodes N] \
          [--duration SECS] [--ring BYTES] [--recv-buffer BYTES] [--sges N] [--sq N] [--srq N] [--signal K] \
-         [--inline BYTES] [--verify] [--one-way] [--json]"
+         [--inline BYTES] [--verify] [--one-way] [--json] [--yield-after-ms MS] [--park-after-ms MS]"
     );
     std::process::exit(2)
 }
@@ -66,6 +69,8 @@ fn parse() -> Result<Args, String> {
         verify: false,
         json: false,
         one_way: false,
+        yield_after_ms: None,
+        park_after_ms: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -87,6 +92,8 @@ fn parse() -> Result<Args, String> {
             "--verify" => a.verify = true,
             "--json" => a.json = true,
             "--one-way" => a.one_way = true,
+            "--yield-after-ms" => a.yield_after_ms = Some(num(val()?)?),
+            "--park-after-ms" => a.park_after_ms = Some(num(val()?)?),
             "-h" | "--help" => usage(),
             other => return Err(format!("unknown option {other}")),
         }
@@ -115,6 +122,12 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
         c.recv_buffer_count = (a.srq * a.sges * 2).max(1024);
         c.signal_interval = a.signal.min(a.sq);
         c.max_inline = a.inline;
+        if let Some(ms) = a.yield_after_ms {
+            c.parking.yield_after = Duration::from_millis(ms);
+        }
+        if let Some(ms) = a.park_after_ms {
+            c.parking.park_after = Duration::from_millis(ms);
+        }
         let h = StreamHandler::<F>::new(NodeId(i), StreamOptions { verify: a.verify, ..Default::default() });
         let e = Engine::<F>::start(c, h.clone()).map_err(|e| format!("node {i}: {e}"))?;
         h.set_pool(e.buffer_pool());
