@@ -299,3 +299,15 @@ fn panicking_handler_stops_the_engine_cleanly() {
     assert_eq!(e.stats().thread_panics.load(std::sync::atomic::Ordering::Relaxed), 1);
     e.shutdown();
 }
+
+#[test]
+fn lost_exchange_packets_are_retransmitted() {
+    let (_net, nodes) = start(2, StreamOptions::default(), |c| c.exchange_retry = Duration::from_millis(20));
+    // Every second packet of each side is lost.
+    for n in &nodes {
+        n.engine.manager().set_packet_loss(2);
+    }
+    let c = nodes[0].engine.connect(NodeId(1)).expect("connects despite loss");
+    assert!(c.is_established());
+    wait_until("both sides established", || nodes[1].engine.manager().established(NodeId(0)).is_some());
+}

@@ -6,8 +6,10 @@
 //! also when both ends start at once: each side has at most one queue pair
 //! per peer and connects it to whatever endpoint the peer announces; a
 //! connection is established once the peer confirms it is connected to our
-//! queue pair (`peer_qpn` in its packet). Lost packets are covered by
-//! retransmission while a connection is not established. A peer announcing
+//! queue pair (`peer_qpn` in its packet), and packets say whether their
+//! sender is established, so answers go on until both sides are. Lost
+//! packets are covered by retransmission while a connection is not
+//! established. A peer announcing
 //! a new instance id (restart) or a new queue pair replaces the stale one.
 
 use std::collections::{HashMap, HashSet};
@@ -133,6 +135,8 @@ pub struct ConManager<F: Fabric> {
     local_addr: SocketAddr,
     events: EventSink,
     running: AtomicBool,
+    /// Fault injection: drop every n-th outgoing packet (0 = none).
+    drop_every: std::sync::atomic::AtomicU32,
     /// Counters.
     pub stats: ConStats,
 }
@@ -174,6 +178,7 @@ impl<F: Fabric> ConManager<F> {
             local_addr,
             events,
             running: AtomicBool::new(true),
+            drop_every: std::sync::atomic::AtomicU32::new(0),
             stats: ConStats::default(),
             cfg,
         })
@@ -306,13 +311,23 @@ impl<F: Fabric> ConManager<F> {
         cv.notify_all();
     }
 
+    /// Fault injection for tests: drop every `n`-th outgoing packet (0 = none).
+    pub fn set_packet_loss(&self, n: u32) {
+        self.drop_every.store(n, Ordering::Relaxed);
+    }
+
     fn send(&self, node: NodeId, body: Body, buf: &mut Vec<u8>) {
         let Some(addr) = self.nodes.get(node) else { return };
+        let every = self.drop_every.load(Ordering::Relaxed);
+        if every != 0 && (self.stats.packets_out.fetch_add(1, Ordering::Relaxed) + 1) % u64::from(every) == 0 {
+            return;
+        }
         Packet { src: self.me, dst: node, instance: self.instance, body }.encode(buf);
         match self.socket.send_to(buf, addr) {
-            Ok(_) => {
+            Ok(_) if every == 0 => {
                 self.stats.packets_out.fetch_add(1, Ordering::Relaxed);
             }
+            Ok(_) => {}
             Err(e) => log::debug!("node {}: UDP send to {node} at {addr} failed: {e}", self.me),
         }
     }
@@ -415,7 +430,8 @@ impl<F: Fabric> ConManager<F> {
 
     fn send_exchange(&self, c: &Connection<F>, st: &mut JobState<F>) {
         st.last_exchange.insert(c.node(), Instant::now());
-        let body = Body::Exchange { endpoint: c.endpoint(), peer_qpn: c.peer_qpn() };
+        let established = c.state() == ConState::Established;
+        let body = Body::Exchange { endpoint: c.endpoint(), peer_qpn: c.peer_qpn(), established };
         self.send(c.node(), body, &mut st.buf);
     }
 
@@ -485,7 +501,9 @@ impl<F: Fabric> ConManager<F> {
                     self.close_now(p.src, true, st);
                 }
             }
-            Body::Exchange { endpoint, peer_qpn } => self.handle_exchange(p.src, p.instance, endpoint, peer_qpn, st),
+            Body::Exchange { endpoint, peer_qpn, established } => {
+                self.handle_exchange(p.src, p.instance, endpoint, peer_qpn, established, st)
+            }
         }
     }
 
@@ -495,6 +513,7 @@ impl<F: Fabric> ConManager<F> {
         instance: u32,
         remote: crate::fabric::QpEndpoint,
         peer_qpn: u32,
+        peer_established: bool,
         st: &mut JobState<F>,
     ) {
         let current = self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned();
@@ -540,7 +559,10 @@ impl<F: Fabric> ConManager<F> {
             );
             self.notify();
         }
-        if peer_qpn != c.qp().qp_num() || !was_established {
+        // Answer until both sides know both are connected: the peer is not
+        // connected to our queue pair, we just became established, or the
+        // peer does not know yet that we are (our last answer was lost).
+        if peer_qpn != c.qp().qp_num() || !was_established || !peer_established {
             self.send_exchange(&c, st);
         }
     }

@@ -7,7 +7,7 @@
 //! 10 flags u16 (0)       12 instance u32 (sender's, random per engine)
 //! 16 payload length u16  18 reserved u16 (0)          20 payload
 //! Exchange payload (44 bytes)
-//!  0 qpn u32   4 psn u32   8 lid u16   10 reserved u16   12 mtu u32   16 gid [16]
+//!  0 qpn u32   4 psn u32   8 lid u16   10 flags u16 (bit 0: sender is established)   12 mtu u32   16 gid [16]
 //! 32 sim address u64      40 peer qpn u32 (the receiver's QPN the sender is connected to, 0 = none)
 //! Close payload (4 bytes): qpn u32 of the closed queue pair
 //! ```
@@ -39,6 +39,8 @@ pub enum Body {
         endpoint: QpEndpoint,
         /// The receiver's QPN the sender's queue pair is connected to (0 = none yet).
         peer_qpn: u32,
+        /// The sender considers the connection established (it knows we are connected).
+        established: bool,
     },
     /// I closed my queue pair `qpn` for you.
     Close {
@@ -129,11 +131,11 @@ impl Packet {
         out.extend_from_slice(&len.to_be_bytes());
         out.extend_from_slice(&0u16.to_be_bytes());
         match self.body {
-            Body::Exchange { endpoint: e, peer_qpn } => {
+            Body::Exchange { endpoint: e, peer_qpn, established } => {
                 out.extend_from_slice(&e.qpn.to_be_bytes());
                 out.extend_from_slice(&e.psn.to_be_bytes());
                 out.extend_from_slice(&e.lid.to_be_bytes());
-                out.extend_from_slice(&0u16.to_be_bytes());
+                out.extend_from_slice(&u16::from(established).to_be_bytes());
                 out.extend_from_slice(&e.mtu.to_be_bytes());
                 out.extend_from_slice(&e.gid.0);
                 out.extend_from_slice(&e.sim_addr.to_be_bytes());
@@ -184,16 +186,17 @@ impl Packet {
             1 => Body::Discover,
             2 => Body::DiscoverAck,
             3 => {
-                let (qpn, psn, lid, res, mtu) = (r.u32(), r.u32(), r.u16(), r.u16(), r.u32());
+                let (qpn, psn, lid, flags, mtu) = (r.u32(), r.u32(), r.u16(), r.u16(), r.u32());
                 let gid = Gid(r.take());
                 let (sim_addr, peer_qpn) = (r.u64(), r.u32());
-                if res != 0 || qpn == 0 || !valid_qpn(qpn) || !valid_qpn(peer_qpn) || psn > 0x00FF_FFFF {
+                if flags > 1 || qpn == 0 || !valid_qpn(qpn) || !valid_qpn(peer_qpn) || psn > 0x00FF_FFFF {
                     return Err(ParseError::Malformed);
                 }
                 if !matches!(mtu, 256 | 512 | 1024 | 2048 | 4096) {
                     return Err(ParseError::Malformed);
                 }
-                Body::Exchange { endpoint: QpEndpoint { qpn, psn, lid, gid, mtu, sim_addr }, peer_qpn }
+                let endpoint = QpEndpoint { qpn, psn, lid, gid, mtu, sim_addr };
+                Body::Exchange { endpoint, peer_qpn, established: flags == 1 }
             }
             _ => {
                 let qpn = r.u32();
@@ -217,7 +220,7 @@ mod tests {
             src: NodeId(1),
             dst: NodeId(2),
             instance: 0xDEAD_BEEF,
-            body: Body::Exchange { endpoint, peer_qpn: 17 },
+            body: Body::Exchange { endpoint, peer_qpn: 17, established: true },
         }
     }
 
@@ -266,6 +269,7 @@ mod tests {
         assert_eq!(Packet::decode(&long), Err(ParseError::BadLength));
         assert_eq!(with(HEADER_LEN, 0x01), Err(ParseError::Malformed), "qpn beyond 24 bits");
         assert_eq!(with(HEADER_LEN + 14, 0x33), Err(ParseError::Malformed), "odd mtu");
+        assert_eq!(with(HEADER_LEN + 11, 2), Err(ParseError::Malformed), "unknown exchange flag");
     }
 
     /// Property: decoding arbitrary bytes never panics, and whatever decodes
