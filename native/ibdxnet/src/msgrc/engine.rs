@@ -118,6 +118,15 @@ impl From<std::io::Error> for EngineError {
     }
 }
 
+/// The loop of the send and receive threads: work, then idle by the amount
+/// of work done, until the engine stops.
+fn agent_loop(running: &AtomicBool, parking: crate::sys::parking::ParkingConfig, mut work: impl FnMut() -> usize) {
+    let mut park = Parking::new(parking);
+    while running.load(Ordering::Acquire) {
+        park.idle(work());
+    }
+}
+
 /// A running engine. Dropping it shuts it down.
 pub struct Engine<F: Fabric> {
     cfg: Arc<EngineConfig>,
@@ -188,24 +197,13 @@ impl<F: Fabric> Engine<F> {
         engine.threads.push(spawn(ThreadRole::Job, Box::new(move || m.run()))?);
         let (r, p) = (running.clone(), cfg.parking);
         let mut send = send;
-        engine.threads.push(spawn(
-            ThreadRole::Send,
-            Box::new(move || {
-                let mut park = Parking::new(p);
-                while r.load(Ordering::Acquire) {
-                    park.idle(send.do_work());
-                }
-            }),
-        )?);
+        engine.threads.push(spawn(ThreadRole::Send, Box::new(move || agent_loop(&r, p, || send.do_work())))?);
         let r = running.clone();
         let mut recv = recv;
         engine.threads.push(spawn(
             ThreadRole::Recv,
             Box::new(move || {
-                let mut park = Parking::new(p);
-                while r.load(Ordering::Acquire) {
-                    park.idle(recv.do_work());
-                }
+                agent_loop(&r, p, || recv.do_work());
                 recv.drain();
             }),
         )?);
