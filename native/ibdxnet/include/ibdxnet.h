@@ -92,4 +92,175 @@ struct IbdxnetDeviceInfo {
   uint64_t max_mr_size;
 };
 
+/**
+ * The next data to send (user → engine). 16 bytes.
+ *
+ * ```text
+ * 0 node_id u16  2 fc_data u8  3 flags u8  4 offset u32  8 length u32  12 reserved u32
+ * ```
+ * `offset` is the position in the node's send ring where the data starts
+ * (the ring's *front posted* pointer), `length` how many bytes follow
+ * (wrapping around the ring's end). `fc_data` is a flow-control count to
+ * piggy-back (0–255); with `length == 0` it goes out as a zero-length send.
+ */
+struct IbdxnetNextWorkPackage {
+  /**
+   * Target node.
+   */
+  uint16_t node_id;
+  /**
+   * Flow-control data to send.
+   */
+  uint8_t fc_data;
+  /**
+   * [`NWP_VALID`] or 0.
+   */
+  uint8_t flags;
+  /**
+   * Start offset in the send ring.
+   */
+  uint32_t offset;
+  /**
+   * Bytes to send.
+   */
+  uint32_t length;
+  /**
+   * Zero.
+   */
+  uint32_t reserved;
+};
+
+/**
+ * What the engine did with the previous package (engine → user). 16 bytes.
+ *
+ * ```text
+ * 0 node_id u16  2 fc_posted u8  3 fc_not_posted u8  4 bytes_posted u32  8 bytes_not_posted u32  12 reserved u32
+ * ```
+ * `node_id` is `0xFFFF` when there was no package.
+ */
+struct IbdxnetPrevWorkResults {
+  /**
+   * Node of the previous package, or `0xFFFF`.
+   */
+  uint16_t node_id;
+  /**
+   * Flow-control data posted.
+   */
+  uint8_t fc_posted;
+  /**
+   * Flow-control data not posted (send queue full or no connection).
+   */
+  uint8_t fc_not_posted;
+  /**
+   * Bytes posted (advance the front-posted pointer by this).
+   */
+  uint32_t bytes_posted;
+  /**
+   * Bytes not posted; offer them again.
+   */
+  uint32_t bytes_not_posted;
+  /**
+   * Zero.
+   */
+  uint32_t reserved;
+};
+
+/**
+ * Bytes and flow-control data confirmed sent for one node. 8 bytes.
+ */
+struct IbdxnetCompletedWork {
+  /**
+   * Node the data went to.
+   */
+  uint16_t node_id;
+  /**
+   * Flow-control data confirmed.
+   */
+  uint16_t fc_data;
+  /**
+   * Bytes confirmed (advance the ring's front pointer by this).
+   */
+  uint32_t bytes;
+};
+
+/**
+ * Header of the completion list (engine → user); `count` entries of
+ * [`CompletedWork`] follow it directly, at most `capacity` (= the
+ * connection limit), one per node. 8 bytes + entries.
+ */
+struct IbdxnetCompletedWorkList {
+  /**
+   * Valid entries.
+   */
+  uint32_t count;
+  /**
+   * Room for entries.
+   */
+  uint32_t capacity;
+};
+
+/**
+ * One received buffer (engine → user). 24 bytes.
+ *
+ * ```text
+ * 0 source_node_id u16  2 fc_data u8  3 reserved u8  4 data_length u32  8 buffer_id u32  12 reserved2 u32  16 data_address u64
+ * ```
+ * `buffer_id` is `0xFFFF_FFFF` for an entry that carries only flow-control
+ * data; every other buffer must be returned to the engine once processed.
+ */
+struct IbdxnetIncomingEntry {
+  /**
+   * Sender.
+   */
+  uint16_t source_node_id;
+  /**
+   * Flow-control data of the message (on its first buffer only).
+   */
+  uint8_t fc_data;
+  /**
+   * Zero.
+   */
+  uint8_t reserved;
+  /**
+   * Bytes in this buffer.
+   */
+  uint32_t data_length;
+  /**
+   * Handle to return the buffer with.
+   */
+  uint32_t buffer_id;
+  /**
+   * Zero.
+   */
+  uint32_t reserved2;
+  /**
+   * Address of the first byte.
+   */
+  uint64_t data_address;
+};
+
+/**
+ * Header of the incoming ring (engine ↔ user); `size` entries of
+ * [`IncomingEntry`] follow it directly. Entries `[front, front + used)`
+ * (modulo `size`) are valid. 16 bytes + entries.
+ */
+struct IbdxnetIncomingRingHeader {
+  /**
+   * Valid entries.
+   */
+  uint32_t used;
+  /**
+   * Index of the oldest valid entry.
+   */
+  uint32_t front;
+  /**
+   * Index where the next entry goes.
+   */
+  uint32_t back;
+  /**
+   * Number of entry slots (power of two).
+   */
+  uint32_t size;
+};
+
 #endif  /* IBDXNET_H */

@@ -8,6 +8,9 @@
 //! compiler reading the generated header.
 
 use crate::fabric::{DeviceInfo, LinkLayer, Sge};
+use crate::msgrc::structs::{
+    CompletedWork, CompletedWorkList, IncomingEntry, IncomingRingHeader, NextWorkPackage, PrevWorkResults,
+};
 
 /// Device limits and port attributes as Java and C see them.
 ///
@@ -138,6 +141,34 @@ pub fn layouts() -> Vec<StructLayout> {
             sim_addr: u64,
             max_mr_size: u64,
         }),
+        describe!(NextWorkPackage as IbdxnetNextWorkPackage {
+            node_id: u16,
+            fc_data: u8,
+            flags: u8,
+            offset: u32,
+            length: u32,
+            reserved: u32,
+        }),
+        describe!(PrevWorkResults as IbdxnetPrevWorkResults {
+            node_id: u16,
+            fc_posted: u8,
+            fc_not_posted: u8,
+            bytes_posted: u32,
+            bytes_not_posted: u32,
+            reserved: u32,
+        }),
+        describe!(CompletedWork as IbdxnetCompletedWork { node_id: u16, fc_data: u16, bytes: u32 }),
+        describe!(CompletedWorkList as IbdxnetCompletedWorkList { count: u32, capacity: u32 }),
+        describe!(IncomingEntry as IbdxnetIncomingEntry {
+            source_node_id: u16,
+            fc_data: u8,
+            reserved: u8,
+            data_length: u32,
+            buffer_id: u32,
+            reserved2: u32,
+            data_address: u64,
+        }),
+        describe!(IncomingRingHeader as IbdxnetIncomingRingHeader { used: u32, front: u32, back: u32, size: u32 }),
     ]
 }
 
