@@ -9,6 +9,7 @@
 //! * [`con`]: connection management: node ids, UDP discovery and queue pair
 //!   exchange, the job thread.
 //! * [`msgrc`]: the messaging engine: send and receive threads.
+//! * [`jni`]: the JNI binding for the Java transport.
 //! * [`loopback`]: a streaming engine user for benchmarks and tests.
 //! * [`sys`]: thread parking, a lock-free queue, registered memory.
 //! * [`layout`]: the `#[repr(C)]` structures shared with Java and C.
@@ -34,6 +35,7 @@
 
 pub mod con;
 pub mod fabric;
+pub mod jni;
 pub mod layout;
 pub mod loopback;
 pub mod msgrc;

@@ -163,3 +163,121 @@ mod tests {
         }
     }
 }
+
+/// Text form of the configuration: `key=value` lines (for Java, files and
+/// command lines). Durations are in milliseconds; keys are the field names.
+impl EngineConfig {
+    /// Sets one field from its text form; the error names the key.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let v = value.trim();
+        let num = |v: &str| v.parse::<u64>().map_err(|e| format!("{key} = '{v}': {e}"));
+        let u32v = |v: &str| num(v).and_then(|n| u32::try_from(n).map_err(|_| format!("{key} = {n}: too large")));
+        let ms = |v: &str| num(v).map(Duration::from_millis);
+        match key.trim() {
+            "node_id" => {
+                let n = num(v)?;
+                self.node_id =
+                    u16::try_from(n).ok().and_then(NodeId::new).ok_or(format!("node_id = {n}: must be 0..65534"))?;
+            }
+            "listen" => self.listen = v.parse().map_err(|e| format!("listen = '{v}': {e} (expected ip:port)"))?,
+            "fabric" => self.fabric = FabricKind::parse(v).map_err(|e| format!("fabric: {e}"))?,
+            "device" => self.device.device = (!v.is_empty()).then(|| v.to_string()),
+            "port" => self.device.port = u8::try_from(num(v)?).map_err(|_| format!("port = {v}: must be 1..255"))?,
+            "gid_index" => {
+                self.device.gid_index = if v.is_empty() {
+                    None
+                } else {
+                    Some(u8::try_from(num(v)?).map_err(|_| format!("gid_index = {v}: must be 0..255"))?)
+                }
+            }
+            "max_connections" => self.max_connections = u32v(v)?,
+            "send_ring_size" => self.send_ring_size = u32v(v)?,
+            "sq_size" => self.sq_size = u32v(v)?,
+            "srq_size" => self.srq_size = u32v(v)?,
+            "recv_buffer_size" => self.recv_buffer_size = u32v(v)?,
+            "recv_sges_per_wr" => self.recv_sges_per_wr = u32v(v)?,
+            "recv_buffer_count" => self.recv_buffer_count = u32v(v)?,
+            "incoming_ring_size" => self.incoming_ring_size = u32v(v)?,
+            "signal_interval" => self.signal_interval = u32v(v)?,
+            "max_inline" => self.max_inline = u32v(v)?,
+            "poll_batch" => self.poll_batch = u32v(v)?,
+            "connect_timeout_ms" => self.connect_timeout = ms(v)?,
+            "exchange_retry_ms" => self.exchange_retry = ms(v)?,
+            "discovery_interval_ms" => self.discovery_interval = ms(v)?,
+            "parking_yield_after_ms" => self.parking.yield_after = ms(v)?,
+            "parking_park_after_ms" => self.parking.park_after = ms(v)?,
+            "parking_park_for_ns" => self.parking.park_for = Duration::from_nanos(num(v)?),
+            other => return Err(format!("unknown configuration key '{other}'")),
+        }
+        Ok(())
+    }
+
+    /// Applies `key=value` lines (blank lines and `#` comments ignored),
+    /// then validates.
+    pub fn apply_text(&mut self, text: &str) -> Result<(), String> {
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (k, v) = line.split_once('=').ok_or_else(|| format!("line {}: '{line}' is not key=value", i + 1))?;
+            self.set(k, v).map_err(|e| format!("line {}: {e}", i + 1))?;
+        }
+        self.validate()
+    }
+
+    /// Every field as `key=value` lines (the defaults, for a fresh config).
+    pub fn to_text(&self) -> String {
+        let d = &self.device;
+        format!(
+            "node_id={}\nlisten={}\nfabric={}\ndevice={}\nport={}\ngid_index={}\nmax_connections={}\nsend_ring_size={}\n\
+             sq_size={}\nsrq_size={}\nrecv_buffer_size={}\nrecv_sges_per_wr={}\nrecv_buffer_count={}\n\
+             incoming_ring_size={}\nsignal_interval={}\nmax_inline={}\npoll_batch={}\nconnect_timeout_ms={}\n\
+             exchange_retry_ms={}\ndiscovery_interval_ms={}\nparking_yield_after_ms={}\nparking_park_after_ms={}\n\
+             parking_park_for_ns={}\n",
+            self.node_id.0,
+            self.listen,
+            self.fabric.name(),
+            d.device.as_deref().unwrap_or(""),
+            d.port_or_default(),
+            d.gid_index.map(|g| g.to_string()).unwrap_or_default(),
+            self.max_connections,
+            self.send_ring_size,
+            self.sq_size,
+            self.srq_size,
+            self.recv_buffer_size,
+            self.recv_sges_per_wr,
+            self.recv_buffer_count,
+            self.incoming_ring_size,
+            self.signal_interval,
+            self.max_inline,
+            self.poll_batch,
+            self.connect_timeout.as_millis(),
+            self.exchange_retry.as_millis(),
+            self.discovery_interval.as_millis(),
+            self.parking.yield_after.as_millis(),
+            self.parking.park_after.as_millis(),
+            self.parking.park_for.as_nanos(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn text_round_trips_and_errors_name_the_line_and_key() {
+        let mut c = EngineConfig::new(NodeId(4), "127.0.0.1:5730".parse().unwrap());
+        c.sq_size = 33;
+        c.device.gid_index = Some(1);
+        let mut d = EngineConfig::new(NodeId(0), "0.0.0.0:1".parse().unwrap());
+        d.apply_text(&c.to_text()).unwrap();
+        assert_eq!(d.to_text(), c.to_text());
+        let e = d.apply_text("# comment\n\nsq_size=abc\n").unwrap_err();
+        assert!(e.contains("line 3") && e.contains("sq_size"), "{e}");
+        assert!(d.apply_text("bogus=1").unwrap_err().contains("unknown configuration key 'bogus'"));
+        assert!(d.apply_text("node_id=65535").unwrap_err().contains("node_id"));
+        assert!(d.apply_text("sq_size=0").unwrap_err().contains("sq_size"), "validated after applying");
+    }
+}

@@ -1,0 +1,40 @@
+package io.ibdxnet.ib;
+
+import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+
+/** Flyweight over the native completion list: bytes and flow control confirmed per node. */
+public final class CompletedWorkList {
+    private static final NativeLayout.Struct HEADER = NativeLayout.of("IbdxnetCompletedWorkList");
+    private static final long COUNT = HEADER.offset("count", 4);
+    private static final NativeLayout.Struct ENTRY = NativeLayout.of("IbdxnetCompletedWork");
+    private static final long NODE_ID = ENTRY.offset("node_id", 2);
+    private static final long FC_DATA = ENTRY.offset("fc_data", 2);
+    private static final long BYTES = ENTRY.offset("bytes", 4);
+
+    private long address;
+
+    public CompletedWorkList wrap(long address) {
+        this.address = address;
+        return this;
+    }
+
+    public int count() {
+        return UNSAFE.getInt(address + COUNT);
+    }
+
+    private long entry(int i) {
+        return address + HEADER.size + (long) i * ENTRY.size;
+    }
+
+    public int nodeId(int i) {
+        return UNSAFE.getShort(entry(i) + NODE_ID) & 0xFFFF;
+    }
+
+    public int fcData(int i) {
+        return UNSAFE.getShort(entry(i) + FC_DATA) & 0xFFFF;
+    }
+
+    public long bytes(int i) {
+        return UNSAFE.getInt(entry(i) + BYTES) & 0xFFFF_FFFFL;
+    }
+}

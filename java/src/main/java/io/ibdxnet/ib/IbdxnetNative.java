@@ -1,0 +1,43 @@
+package io.ibdxnet.ib;
+
+/**
+ * The natives of libibdxnet (registered in JNI_OnLoad). Handles are opaque;
+ * use {@link NativeEngine} rather than calling these directly.
+ */
+final class IbdxnetNative {
+    private IbdxnetNative() {}
+
+    static {
+        NativeLibrary.load();
+    }
+
+    /** One line per shared struct: "Name size align field:offset:size ...". */
+    static native String layouts();
+
+    /** Every configuration key with its default, as key=value lines. */
+    static native String defaultConfig();
+
+    static native long create(String config, EngineCallbacks callbacks) throws IbException;
+
+    static native void destroy(long handle);
+
+    static native int localPort(long handle);
+
+    static native String fabricName(long handle);
+
+    static native void addNode(long handle, int nodeId, String host, int port);
+
+    static native boolean removeNode(long handle, int nodeId);
+
+    /** Returns the address of the connection's send ring. */
+    static native long connect(long handle, int nodeId, int timeoutMs) throws IbException;
+
+    static native int ringSize(long handle);
+
+    static native void closeConnection(long handle, int nodeId, boolean force);
+
+    /** 0 = returned, 1 = unknown buffer, 2 = returned twice. */
+    static native int returnBuffer(long handle, int bufferId);
+
+    static native String stats(long handle);
+}

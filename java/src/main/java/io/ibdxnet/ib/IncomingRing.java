@@ -1,0 +1,57 @@
+package io.ibdxnet.ib;
+
+import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+
+/** Flyweight over the native incoming ring buffer handed to {@code received}. */
+public final class IncomingRing {
+    private static final NativeLayout.Struct HEADER = NativeLayout.of("IbdxnetIncomingRingHeader");
+    private static final long USED = HEADER.offset("used", 4);
+    private static final long FRONT = HEADER.offset("front", 4);
+    private static final long SIZE = HEADER.offset("size", 4);
+    private static final NativeLayout.Struct ENTRY = NativeLayout.of("IbdxnetIncomingEntry");
+    private static final long SOURCE = ENTRY.offset("source_node_id", 2);
+    private static final long FC_DATA = ENTRY.offset("fc_data", 1);
+    private static final long LENGTH = ENTRY.offset("data_length", 4);
+    private static final long BUFFER_ID = ENTRY.offset("buffer_id", 4);
+    private static final long DATA = ENTRY.offset("data_address", 8);
+    /** Buffer id of an entry that carries only flow-control data. */
+    public static final int NO_BUFFER = -1;
+
+    private long address;
+
+    public IncomingRing wrap(long address) {
+        this.address = address;
+        return this;
+    }
+
+    /** Valid entries, from the front. */
+    public int used() {
+        return UNSAFE.getInt(address + USED);
+    }
+
+    private long entry(int i) {
+        int size = UNSAFE.getInt(address + SIZE);
+        int index = (UNSAFE.getInt(address + FRONT) + i) & (size - 1);
+        return address + HEADER.size + (long) index * ENTRY.size;
+    }
+
+    public int sourceNodeId(int i) {
+        return UNSAFE.getShort(entry(i) + SOURCE) & 0xFFFF;
+    }
+
+    public int fcData(int i) {
+        return UNSAFE.getByte(entry(i) + FC_DATA) & 0xFF;
+    }
+
+    public int dataLength(int i) {
+        return UNSAFE.getInt(entry(i) + LENGTH);
+    }
+
+    public int bufferId(int i) {
+        return UNSAFE.getInt(entry(i) + BUFFER_ID);
+    }
+
+    public long dataAddress(int i) {
+        return UNSAFE.getLong(entry(i) + DATA);
+    }
+}

@@ -1,0 +1,34 @@
+package io.ibdxnet.ib;
+
+import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+
+/** Flyweight over the native {@code IbdxnetNextWorkPackage}, written in {@code nextDataToSend}. */
+public final class NextWorkPackage {
+    private static final NativeLayout.Struct S = NativeLayout.of("IbdxnetNextWorkPackage");
+    private static final long NODE_ID = S.offset("node_id", 2);
+    private static final long FC_DATA = S.offset("fc_data", 1);
+    private static final long FLAGS = S.offset("flags", 1);
+    private static final long OFFSET = S.offset("offset", 4);
+    private static final long LENGTH = S.offset("length", 4);
+    /** Bit 0 of flags: the package is valid. */
+    public static final byte VALID = 1;
+
+    private long address;
+
+    public NextWorkPackage wrap(long address) {
+        this.address = address;
+        return this;
+    }
+
+    /**
+     * Asks the engine to send {@code length} bytes at {@code offset} of the node's
+     * send ring (wrapping at its end) and the flow-control value {@code fcData}.
+     */
+    public void set(int nodeId, int fcData, long offset, long length) {
+        UNSAFE.putShort(address + NODE_ID, (short) nodeId);
+        UNSAFE.putByte(address + FC_DATA, (byte) fcData);
+        UNSAFE.putInt(address + OFFSET, (int) offset);
+        UNSAFE.putInt(address + LENGTH, (int) length);
+        UNSAFE.putByte(address + FLAGS, VALID);
+    }
+}

@@ -1,0 +1,41 @@
+package io.ibdxnet.ib;
+
+import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+
+/** Flyweight over the native {@code IbdxnetPrevWorkResults}: what happened to the last package. */
+public final class PrevWorkResults {
+    private static final NativeLayout.Struct S = NativeLayout.of("IbdxnetPrevWorkResults");
+    private static final long NODE_ID = S.offset("node_id", 2);
+    private static final long FC_POSTED = S.offset("fc_posted", 1);
+    private static final long FC_NOT_POSTED = S.offset("fc_not_posted", 1);
+    private static final long BYTES_POSTED = S.offset("bytes_posted", 4);
+    private static final long BYTES_NOT_POSTED = S.offset("bytes_not_posted", 4);
+
+    private long address;
+
+    public PrevWorkResults wrap(long address) {
+        this.address = address;
+        return this;
+    }
+
+    /** Node of the previous package, or 0xFFFF if there was none. */
+    public int nodeId() {
+        return UNSAFE.getShort(address + NODE_ID) & 0xFFFF;
+    }
+
+    public int fcPosted() {
+        return UNSAFE.getByte(address + FC_POSTED) & 0xFF;
+    }
+
+    public int fcNotPosted() {
+        return UNSAFE.getByte(address + FC_NOT_POSTED) & 0xFF;
+    }
+
+    public long bytesPosted() {
+        return UNSAFE.getInt(address + BYTES_POSTED) & 0xFFFF_FFFFL;
+    }
+
+    public long bytesNotPosted() {
+        return UNSAFE.getInt(address + BYTES_NOT_POSTED) & 0xFFFF_FFFFL;
+    }
+}

@@ -1,0 +1,177 @@
+package io.ibdxnet.ib;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.net.DatagramSocket;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+import org.junit.Test;
+
+public class NativeEngineTest {
+    private static Map<String, String> config(int node) {
+        Map<String, String> c = new HashMap<>();
+        c.put("node_id", Integer.toString(node));
+        c.put("listen", "127.0.0.1:0");
+        c.put("fabric", "sim");
+        c.put("send_ring_size", Integer.toString(1 << 20));
+        c.put("srq_size", "128");
+        c.put("recv_buffer_count", "1024");
+        c.put("connect_timeout_ms", "10000");
+        return c;
+    }
+
+    private static void waitFor(String what, BooleanSupplier cond) throws InterruptedException {
+        long end = System.nanoTime() + 60_000_000_000L;
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                fail("timed out waiting for " + what);
+            }
+            Thread.sleep(2);
+        }
+    }
+
+    @Test
+    public void javaSeesTheNativeLayout() {
+        assertEquals(16, NativeLayout.of("IbdxnetNextWorkPackage").size);
+        assertEquals(16, NativeLayout.of("IbdxnetPrevWorkResults").size);
+        assertEquals(8, NativeLayout.of("IbdxnetCompletedWork").size);
+        assertEquals(8, NativeLayout.of("IbdxnetCompletedWorkList").size);
+        assertEquals(24, NativeLayout.of("IbdxnetIncomingEntry").size);
+        assertEquals(16, NativeLayout.of("IbdxnetIncomingRingHeader").size);
+        assertEquals(4, NativeLayout.of("IbdxnetNextWorkPackage").offset("offset", 4));
+        // Loading every flyweight checks each field it uses (name and width).
+        new PrevWorkResults();
+        new CompletedWorkList();
+        new NextWorkPackage();
+        new IncomingRing();
+        try {
+            NativeLayout.of("IbdxnetNextWorkPackage").offset("offset", 8);
+            fail("a width mismatch must be refused");
+        } catch (IllegalStateException expected) {
+            assertTrue(expected.getMessage().contains("offset"));
+        }
+    }
+
+    @Test
+    public void defaultsComeFromTheNativeLibrary() {
+        Map<String, String> d = NativeEngine.defaults();
+        assertEquals("20", d.get("sq_size"));
+        assertEquals("2000", d.get("srq_size"));
+        assertEquals("5730", d.get("listen").split(":")[1]);
+    }
+
+    @Test
+    public void twoEnginesStreamBothWaysIntactAndInOrder() throws Exception {
+        long limit = 8 << 20;
+        StreamCallbacks a = new StreamCallbacks(0, limit);
+        StreamCallbacks b = new StreamCallbacks(1, limit);
+        try (NativeEngine ea = NativeEngine.start(config(0), a); NativeEngine eb = NativeEngine.start(config(1), b)) {
+            a.engine = ea;
+            b.engine = eb;
+            ea.addNode(1, "127.0.0.1", eb.localPort());
+            eb.addNode(0, "127.0.0.1", ea.localPort());
+            a.startSending(1, ea.connect(1, 10_000), ea.ringSize());
+            b.startSending(0, eb.connect(0, 10_000), eb.ringSize());
+            waitFor("a's data confirmed", () -> a.confirmed.get() >= limit);
+            waitFor("b's data confirmed", () -> b.confirmed.get() >= limit);
+            waitFor("all received", () -> a.received.get() >= limit && b.received.get() >= limit);
+            assertEquals(limit, a.received.get());
+            assertEquals(limit, b.received.get());
+            assertEquals(0, a.corrupt.get() + b.corrupt.get());
+            java.util.Set<String> names = new java.util.HashSet<>();
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                if (t.getName().startsWith("ibdxnet-")) {
+                    assertTrue(t.getName(), t.isDaemon());
+                    names.add(t.getName());
+                }
+            }
+            assertTrue(names.toString(), names.contains("ibdxnet-send-0000") && names.contains("ibdxnet-recv-0001"));
+            Map<String, Long> s = ea.stats();
+            assertEquals(Long.valueOf(0), s.get("upcall_exceptions"));
+            assertEquals(Long.valueOf(0), s.get("errors"));
+            assertEquals(Long.valueOf(1), s.get("running"));
+        }
+    }
+
+    @Test
+    public void anExceptionInAnUpcallIsHandledAndTheEngineKeepsRunning() throws Exception {
+        EngineCallbacks throwing = new EngineCallbacks() {
+            @Override
+            public void nextDataToSend(long p, long c, long n) {
+                throw new IllegalStateException("bug in the transport");
+            }
+
+            @Override
+            public int received(long ring) {
+                return 0;
+            }
+
+            @Override
+            public void nodeEvent(int kind, int node) {}
+        };
+        try (NativeEngine e = NativeEngine.start(config(5), throwing)) {
+            waitFor("exceptions counted", () -> e.stats().get("upcall_exceptions") > 100);
+            assertEquals(Long.valueOf(1), e.stats().get("running"));
+        }
+    }
+
+    @Test
+    public void failedConnectionsAreIbExceptions() throws Exception {
+        StreamCallbacks cb = new StreamCallbacks(7, 0);
+        try (NativeEngine e = NativeEngine.start(config(7), cb)) {
+            int deadPort;
+            try (DatagramSocket s = new DatagramSocket(0)) {
+                deadPort = s.getLocalPort();
+            }
+            e.addNode(8, "127.0.0.1", deadPort);
+            try {
+                e.connect(8, 200);
+                fail("connect to a dead node must fail");
+            } catch (IbException expected) {
+                assertTrue(expected.getMessage(), expected.getMessage().contains("not established"));
+            }
+            try {
+                e.connect(99, 200);
+                fail("unknown node");
+            } catch (IbException expected) {
+                assertTrue(expected.getMessage().contains("node table"));
+            }
+            try {
+                e.returnBuffer(1 << 30);
+                fail("unknown buffer");
+            } catch (IllegalArgumentException expected) {
+                assertTrue(expected.getMessage().contains("does not exist"));
+            }
+        }
+    }
+
+    @Test
+    public void badConfigurationIsRefusedWithTheKeyNamed() {
+        Map<String, String> c = config(1);
+        c.put("sq_size", "zero");
+        try {
+            NativeEngine.start(c, new StreamCallbacks(1, 0)).close();
+            fail("bad configuration accepted");
+        } catch (IllegalArgumentException expected) {
+            assertTrue(expected.getMessage(), expected.getMessage().contains("sq_size"));
+        } catch (IbException e) {
+            fail("wrong exception " + e);
+        }
+    }
+
+    @Test
+    public void closedEngineRefusesCalls() throws Exception {
+        NativeEngine e = NativeEngine.start(config(3), new StreamCallbacks(3, 0));
+        e.close();
+        e.close();
+        try {
+            e.localPort();
+            fail("closed engine used");
+        } catch (IllegalStateException expected) {
+            assertTrue(expected.getMessage().contains("closed"));
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The engine handler that forwards to a Java `EngineCallbacks` object: one
+//! up-call per send-thread and receive-thread iteration, passing native
+//! struct addresses that Java reads and writes with `Unsafe`.
+//!
+//! The engine threads attach to the JVM once, as daemon threads named after
+//! their role and node. A Java exception thrown by an up-call is logged,
+//! cleared and treated as "nothing to send" / "nothing consumed".
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use jni::objects::{GlobalRef, JValue};
+use jni::signature::{Primitive, ReturnType};
+
+use super::cached;
+use crate::con::NodeEvent;
+use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, ThreadRole};
+
+/// Node event kinds as Java sees them.
+pub const EVENT_DISCOVERED: i32 = 1;
+/// See [`EVENT_DISCOVERED`].
+pub const EVENT_INVALIDATED: i32 = 2;
+/// See [`EVENT_DISCOVERED`].
+pub const EVENT_DISCONNECTED: i32 = 3;
+
+/// The struct Java fills in `nextDataToSend` (only the send thread touches it).
+struct NextSlot(UnsafeCell<NextWorkPackage>);
+
+// SAFETY: only the engine's single send thread reads and writes the slot
+// (directly and through Java during its own up-call).
+unsafe impl Sync for NextSlot {}
+
+/// Forwards engine callbacks to Java.
+pub(crate) struct JniHandler {
+    callbacks: GlobalRef,
+    next: Box<NextSlot>,
+    /// Java exceptions caught in up-calls.
+    pub exceptions: AtomicU64,
+}
+
+impl JniHandler {
+    pub fn new(callbacks: GlobalRef) -> Self {
+        JniHandler {
+            callbacks,
+            next: Box::new(NextSlot(UnsafeCell::new(NextWorkPackage::default()))),
+            exceptions: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs an up-call on the current (attached) thread; `None` if the
+    /// thread is not attached or Java threw.
+    fn upcall<R>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut jni::JNIEnv, &GlobalRef, &super::CallbackIds) -> jni::errors::Result<R>,
+    ) -> Option<R> {
+        let c = cached()?;
+        let mut env = c.vm.get_env().ok()?;
+        let r = f(&mut env, &self.callbacks, &c.ids);
+        if env.exception_check().unwrap_or(false) {
+            let n = self.exceptions.fetch_add(1, Ordering::Relaxed);
+            // Describe the first few, then every 1000th: a buggy callback
+            // must not flood the log.
+            if n < 5 || n % 1000 == 0 {
+                log::error!("ibdxnet: Java exception in {what} (#{}):", n + 1);
+                let _ = env.exception_describe();
+            }
+            let _ = env.exception_clear();
+            return None;
+        }
+        r.ok()
+    }
+}
+
+impl EngineHandler for JniHandler {
+    fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage {
+        let slot = self.next.0.get();
+        // SAFETY: only this (send) thread uses the slot; see NextSlot.
+        unsafe { *slot = NextWorkPackage::default() };
+        let args = [
+            JValue::Long(prev as *const PrevWorkResults as i64).as_jni(),
+            JValue::Long(completed.address() as i64).as_jni(),
+            JValue::Long(slot as i64).as_jni(),
+        ];
+        let called = self.upcall("nextDataToSend", |env, cb, ids| {
+            // SAFETY: the method ID belongs to EngineCallbacks, `cb` implements
+            // it, and the arguments match its (JJJ)V signature.
+            unsafe {
+                env.call_method_unchecked(
+                    cb.as_obj(),
+                    ids.next_data_to_send,
+                    ReturnType::Primitive(Primitive::Void),
+                    &args,
+                )
+            }
+            .map(|_| ())
+        });
+        match called {
+            // SAFETY: as above; Java has returned, so the slot is ours again.
+            Some(_) => unsafe { *slot },
+            None => NextWorkPackage::default(),
+        }
+    }
+
+    fn received(&self, ring: &IncomingRing) -> u32 {
+        let args = [JValue::Long(ring.address() as i64).as_jni()];
+        let consumed = self.upcall("received", |env, cb, ids| {
+            // SAFETY: method ID of EngineCallbacks.received, signature (J)I.
+            unsafe {
+                env.call_method_unchecked(cb.as_obj(), ids.received, ReturnType::Primitive(Primitive::Int), &args)
+            }
+            .and_then(|v| v.i())
+        });
+        consumed.map_or(0, |n| n.max(0) as u32)
+    }
+
+    fn node_event(&self, event: NodeEvent) {
+        let (kind, node) = match event {
+            NodeEvent::Discovered(n) => (EVENT_DISCOVERED, n),
+            NodeEvent::Invalidated(n) => (EVENT_INVALIDATED, n),
+            NodeEvent::Disconnected(n) => (EVENT_DISCONNECTED, n),
+        };
+        let args = [JValue::Int(kind).as_jni(), JValue::Int(i32::from(node.0)).as_jni()];
+        let _ = self.upcall("nodeEvent", |env, cb, ids| {
+            // SAFETY: method ID of EngineCallbacks.nodeEvent, signature (II)V.
+            unsafe {
+                env.call_method_unchecked(cb.as_obj(), ids.node_event, ReturnType::Primitive(Primitive::Void), &args)
+            }
+            .map(|_| ())
+        });
+    }
+
+    fn thread_started(&self, role: ThreadRole) {
+        // Attach once, as a daemon (the JVM may exit while we run), under the
+        // thread's own name (e.g. "ibdxnet-send-0001") so it shows in thread dumps.
+        let Some(c) = cached() else {
+            log::error!("ibdxnet: no JVM to attach the {} thread to", role.name());
+            return;
+        };
+        let name = std::ffi::CString::new(std::thread::current().name().unwrap_or("ibdxnet")).unwrap_or_default();
+        let vm = c.vm.get_java_vm_pointer();
+        let mut args = jni::sys::JavaVMAttachArgs {
+            version: jni::sys::JNI_VERSION_1_8,
+            name: name.as_ptr() as *mut std::ffi::c_char,
+            group: std::ptr::null_mut(),
+        };
+        let mut env = std::ptr::null_mut();
+        // SAFETY: `vm` is the live JavaVM; AttachCurrentThreadAsDaemon copies the name.
+        let rc = unsafe {
+            match (**vm).AttachCurrentThreadAsDaemon {
+                Some(attach) => attach(vm, &mut env, &mut args as *mut _ as *mut std::ffi::c_void),
+                None => jni::sys::JNI_ERR,
+            }
+        };
+        if rc != jni::sys::JNI_OK {
+            log::error!("ibdxnet: attaching the {} thread to the JVM failed ({rc})", role.name());
+        }
+    }
+
+    fn thread_stopping(&self, _role: ThreadRole) {
+        if let Some(c) = cached() {
+            let vm = c.vm.get_java_vm_pointer();
+            // SAFETY: this thread attached itself in thread_started and holds no
+            // local references beyond this point.
+            unsafe {
+                if let Some(detach) = (**vm).DetachCurrentThread {
+                    detach(vm);
+                }
+            }
+        }
+    }
+}

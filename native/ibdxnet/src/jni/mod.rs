@@ -1,0 +1,136 @@
+//! The JNI binding (paper §5, §8): `JNI_OnLoad` caches the VM and the
+//! callback method IDs and registers the natives of
+//! `io.ibdxnet.ib.IbdxnetNative`; engines live behind `long` handles.
+//!
+//! Every native runs inside [`guarded`]: errors become Java exceptions and a
+//! panic becomes a `java.lang.Error`; nothing unwinds into the JVM.
+
+mod handler;
+mod natives;
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+use jni::objects::{JClass, JMethodID};
+use jni::sys::{jint, JNI_ERR, JNI_VERSION_1_8};
+use jni::{JNIEnv, JavaVM};
+
+/// Class holding the natives.
+pub const NATIVE_CLASS: &str = "io/ibdxnet/ib/IbdxnetNative";
+/// Interface the engine calls back.
+pub const CALLBACKS_CLASS: &str = "io/ibdxnet/ib/EngineCallbacks";
+/// Checked exception for failed engine operations.
+pub const EXCEPTION_CLASS: &str = "io/ibdxnet/ib/IbException";
+
+/// Method IDs of `EngineCallbacks`, looked up once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallbackIds {
+    pub next_data_to_send: JMethodID,
+    pub received: JMethodID,
+    pub node_event: JMethodID,
+}
+
+pub(crate) struct Cached {
+    pub vm: JavaVM,
+    pub ids: CallbackIds,
+}
+
+static CACHED: OnceLock<Cached> = OnceLock::new();
+
+pub(crate) fn cached() -> Option<&'static Cached> {
+    CACHED.get()
+}
+
+/// An error to throw into Java.
+#[derive(Debug)]
+pub(crate) struct Throw {
+    pub class: &'static str,
+    pub msg: String,
+}
+
+impl Throw {
+    pub fn ib(msg: impl Into<String>) -> Throw {
+        Throw { class: EXCEPTION_CLASS, msg: msg.into() }
+    }
+    pub fn arg(msg: impl Into<String>) -> Throw {
+        Throw { class: "java/lang/IllegalArgumentException", msg: msg.into() }
+    }
+    pub fn state(msg: impl Into<String>) -> Throw {
+        Throw { class: "java/lang/IllegalStateException", msg: msg.into() }
+    }
+}
+
+impl From<jni::errors::Error> for Throw {
+    fn from(e: jni::errors::Error) -> Self {
+        Throw::state(format!("JNI: {e}"))
+    }
+}
+
+/// Runs a native's body: `Err` is thrown as the named exception, a panic as
+/// `java.lang.Error`; either way `fallback` is returned to the JVM.
+pub(crate) fn guarded<'l, R>(
+    env: &mut JNIEnv<'l>,
+    fallback: R,
+    body: impl FnOnce(&mut JNIEnv<'l>) -> Result<R, Throw>,
+) -> R {
+    match catch_unwind(AssertUnwindSafe(|| body(env))) {
+        Ok(Ok(v)) => v,
+        Ok(Err(t)) => {
+            if !env.exception_check().unwrap_or(false) {
+                let _ = env.throw_new(t.class, t.msg);
+            }
+            fallback
+        }
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            log::error!("ibdxnet: panic in a native method: {msg}");
+            if !env.exception_check().unwrap_or(false) {
+                let _ = env.throw_new("java/lang/Error", format!("ibdxnet internal error: {msg}"));
+            }
+            fallback
+        }
+    }
+}
+
+fn on_load(vm: JavaVM) -> Result<(), String> {
+    let mut env = vm.get_env().map_err(|e| format!("GetEnv: {e}"))?;
+    let cb: JClass = env.find_class(CALLBACKS_CLASS).map_err(|e| format!("{CALLBACKS_CLASS}: {e}"))?;
+    let ids = CallbackIds {
+        next_data_to_send: env.get_method_id(&cb, "nextDataToSend", "(JJJ)V").map_err(|e| e.to_string())?,
+        received: env.get_method_id(&cb, "received", "(J)I").map_err(|e| e.to_string())?,
+        node_event: env.get_method_id(&cb, "nodeEvent", "(II)V").map_err(|e| e.to_string())?,
+    };
+    natives::register(&mut env).map_err(|e| format!("RegisterNatives on {NATIVE_CLASS}: {e}"))?;
+    let _ = CACHED.set(Cached { vm, ids });
+    Ok(())
+}
+
+/// Called by the JVM when the library is loaded.
+///
+/// # Safety
+/// Called by the JVM with a valid `JavaVM` pointer.
+#[no_mangle]
+pub unsafe extern "system" fn JNI_OnLoad(vm: *mut jni::sys::JavaVM, _reserved: *mut c_void) -> jint {
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).try_init();
+    let outcome = catch_unwind(|| {
+        // SAFETY: the JVM passes its own, valid VM pointer.
+        let vm = unsafe { JavaVM::from_raw(vm) }.map_err(|e| e.to_string())?;
+        on_load(vm)
+    });
+    match outcome {
+        Ok(Ok(())) => JNI_VERSION_1_8,
+        Ok(Err(e)) => {
+            log::error!("ibdxnet: JNI_OnLoad failed: {e}");
+            JNI_ERR
+        }
+        Err(_) => {
+            log::error!("ibdxnet: JNI_OnLoad panicked");
+            JNI_ERR
+        }
+    }
+}

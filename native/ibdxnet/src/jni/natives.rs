@@ -1,0 +1,266 @@
+//! The natives of `io.ibdxnet.ib.IbdxnetNative`. They take and return
+//! primitives and addresses (strings only for configuration, layout and
+//! statistics, outside the hot path).
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jni::objects::{JClass, JObject, JString};
+use jni::sys::{jboolean, jint, jlong, jstring};
+use jni::{JNIEnv, NativeMethod};
+
+use super::handler::JniHandler;
+use super::{guarded, Throw, NATIVE_CLASS};
+use crate::con::{Connection, NodeId};
+use crate::fabric::sim::SimFabric;
+use crate::fabric::verbs::VerbsFabric;
+use crate::fabric::{Fabric, FabricKind};
+use crate::layout::layouts;
+use crate::msgrc::{Engine, EngineConfig};
+use crate::util::lock;
+
+/// An engine on either fabric, with the connections Java holds handles to
+/// (their send rings must stay alive while Java writes into them).
+struct Native<F: Fabric> {
+    engine: Engine<F>,
+    conns: Mutex<HashMap<u16, Arc<Connection<F>>>>,
+    handler: Arc<JniHandler>,
+}
+
+enum AnyEngine {
+    Sim(Native<SimFabric>),
+    Verbs(Native<VerbsFabric>),
+}
+
+/// Runs `$body` with `$n` bound to the engine's `Native<F>`, whatever `F`.
+macro_rules! with_native {
+    ($e:expr, |$n:ident| $body:expr) => {
+        match $e {
+            AnyEngine::Sim($n) => $body,
+            AnyEngine::Verbs($n) => $body,
+        }
+    };
+}
+
+fn engine<'a>(handle: jlong) -> Result<&'a AnyEngine, Throw> {
+    if handle == 0 {
+        return Err(Throw::state("engine handle is 0 (closed?)"));
+    }
+    // SAFETY: non-zero handles come from `create` (Box::into_raw) and stay
+    // valid until `destroy`, which the Java wrapper calls once, after all use.
+    Ok(unsafe { &*(handle as *const AnyEngine) })
+}
+
+fn node(id: jint) -> Result<NodeId, Throw> {
+    u16::try_from(id).ok().and_then(NodeId::new).ok_or_else(|| Throw::arg(format!("node id {id} is not in 0..65534")))
+}
+
+fn text<'l>(env: &mut JNIEnv<'l>, s: String) -> Result<jstring, Throw> {
+    Ok(env.new_string(s)?.into_raw())
+}
+
+extern "system" fn layouts_text<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        // One struct per line: "Name size align field:offset:size ...".
+        let mut s = String::new();
+        for l in layouts() {
+            s += &format!("{} {} {}", l.name, l.size, l.align);
+            for f in l.fields {
+                s += &format!(" {}:{}:{}", f.name, f.offset, f.size);
+            }
+            s.push('\n');
+        }
+        text(env, s)
+    })
+}
+
+extern "system" fn default_config<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        let c = EngineConfig::new(
+            NodeId(0),
+            format!("0.0.0.0:{}", crate::msgrc::config::DEFAULT_UDP_PORT).parse().expect("valid"),
+        );
+        text(env, c.to_text())
+    })
+}
+
+fn start<F: Fabric>(cfg: EngineConfig, handler: Arc<JniHandler>) -> Result<Native<F>, Throw> {
+    let engine = Engine::<F>::start(cfg, handler.clone()).map_err(|e| Throw::ib(e.to_string()))?;
+    Ok(Native { engine, conns: Mutex::new(HashMap::new()), handler })
+}
+
+extern "system" fn create<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    config: JString<'l>,
+    callbacks: JObject<'l>,
+) -> jlong {
+    guarded(&mut env, 0, |env| {
+        if callbacks.is_null() {
+            return Err(Throw::arg("callbacks must not be null"));
+        }
+        let text: String = env.get_string(&config)?.into();
+        let mut cfg = EngineConfig::new(NodeId(0), "0.0.0.0:5730".parse().expect("valid"));
+        cfg.apply_text(&text).map_err(Throw::arg)?;
+        let kind = cfg.fabric.resolve().map_err(Throw::arg)?;
+        let handler = Arc::new(JniHandler::new(env.new_global_ref(&callbacks)?));
+        let any = match kind {
+            FabricKind::Verbs => AnyEngine::Verbs(start(cfg, handler)?),
+            _ => AnyEngine::Sim(start(cfg, handler)?),
+        };
+        Ok(Box::into_raw(Box::new(any)) as jlong)
+    })
+}
+
+extern "system" fn destroy<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) {
+    guarded(&mut env, (), |_| {
+        if handle != 0 {
+            // SAFETY: the handle came from `create`; Java calls destroy once.
+            let any = unsafe { Box::from_raw(handle as *mut AnyEngine) };
+            with_native!(*any, |n| {
+                lock(&n.conns).clear();
+                n.engine.shutdown();
+            });
+        }
+        Ok(())
+    })
+}
+
+extern "system" fn local_port<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jint {
+    guarded(&mut env, -1, |_| Ok(with_native!(engine(handle)?, |n| i32::from(n.engine.manager().local_addr().port()))))
+}
+
+extern "system" fn fabric_name<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        let name = with_native!(engine(handle)?, |n| n.engine.manager().queues().fabric.info().name.clone());
+        text(env, name)
+    })
+}
+
+extern "system" fn add_node<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    id: jint,
+    host: JString<'l>,
+    port: jint,
+) {
+    guarded(&mut env, (), |env| {
+        let host: String = env.get_string(&host)?.into();
+        let port = u16::try_from(port).map_err(|_| Throw::arg(format!("port {port} is not in 0..65535")))?;
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
+            .map_err(|e| Throw::arg(format!("address {host}:{port}: {e}")))?
+            .find(|a| a.is_ipv4())
+            .ok_or_else(|| Throw::arg(format!("address {host}:{port} has no IPv4 address")))?;
+        let id = node(id)?;
+        with_native!(engine(handle)?, |n| n.engine.add_node(id, addr)).map_err(Throw::arg)
+    })
+}
+
+extern "system" fn remove_node<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, id: jint) -> jboolean {
+    guarded(&mut env, 0, |_| {
+        let id = node(id)?;
+        Ok(with_native!(engine(handle)?, |n| {
+            lock(&n.conns).remove(&id.0);
+            n.engine.remove_node(id)
+        }) as jboolean)
+    })
+}
+
+extern "system" fn connect<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    id: jint,
+    timeout_ms: jint,
+) -> jlong {
+    guarded(&mut env, 0, |_| {
+        let id = node(id)?;
+        let timeout = Duration::from_millis(timeout_ms.max(0) as u64);
+        with_native!(engine(handle)?, |n| {
+            let c = n.engine.connect_timeout(id, timeout).map_err(|e| Throw::ib(e.to_string()))?;
+            let addr = c.ring().address() as jlong;
+            lock(&n.conns).insert(id.0, c);
+            Ok(addr)
+        })
+    })
+}
+
+extern "system" fn ring_size<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jint {
+    guarded(&mut env, -1, |_| Ok(with_native!(engine(handle)?, |n| n.engine.config().send_ring_size as jint)))
+}
+
+extern "system" fn close_connection<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, id: jint, force: jboolean) {
+    guarded(&mut env, (), |_| {
+        let id = node(id)?;
+        with_native!(engine(handle)?, |n| {
+            // Drop Java's handle first so a graceful close need not wait for it.
+            lock(&n.conns).remove(&id.0);
+            n.engine.manager().close(id, force != 0);
+        });
+        Ok(())
+    })
+}
+
+extern "system" fn return_buffer<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, id: jint) -> jint {
+    guarded(&mut env, -1, |_| {
+        let r = with_native!(engine(handle)?, |n| n.engine.return_buffer(id as u32));
+        Ok(match r {
+            Ok(()) => 0,
+            Err(crate::msgrc::recv_pool::ReturnError::Unknown(_)) => 1,
+            Err(crate::msgrc::recv_pool::ReturnError::NotInUse(_)) => 2,
+        })
+    })
+}
+
+extern "system" fn stats<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        use std::sync::atomic::Ordering::Relaxed;
+        let s = with_native!(engine(handle)?, |n| {
+            let (st, cs) = (n.engine.stats(), &n.engine.manager().stats);
+            format!(
+                "wrs_sent={}\nbytes_sent={}\nbytes_received={}\nmessages_received={}\nerrors={}\nthread_panics={}\n\
+                 upcall_exceptions={}\nconnections={}\npackets_in={}\npackets_out={}\ndropped_malformed={}\n\
+                 dropped_foreign={}\nfree_buffers={}\nrunning={}\n",
+                st.wrs_sent.load(Relaxed),
+                st.bytes_sent.load(Relaxed),
+                st.bytes_received.load(Relaxed),
+                st.messages_received.load(Relaxed),
+                st.errors.load(Relaxed),
+                st.thread_panics.load(Relaxed),
+                n.handler.exceptions.load(Relaxed),
+                n.engine.manager().connection_count(),
+                cs.packets_in.load(Relaxed),
+                cs.packets_out.load(Relaxed),
+                cs.dropped_malformed.load(Relaxed),
+                cs.dropped_foreign.load(Relaxed),
+                n.engine.free_buffers(),
+                n.engine.is_running(),
+            )
+        });
+        text(env, s)
+    })
+}
+
+pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
+    let m = |name: &str, sig: &str, f: *mut c_void| NativeMethod { name: name.into(), sig: sig.into(), fn_ptr: f };
+    let methods = [
+        m("layouts", "()Ljava/lang/String;", layouts_text as *mut c_void),
+        m("defaultConfig", "()Ljava/lang/String;", default_config as *mut c_void),
+        m("create", "(Ljava/lang/String;Lio/ibdxnet/ib/EngineCallbacks;)J", create as *mut c_void),
+        m("destroy", "(J)V", destroy as *mut c_void),
+        m("localPort", "(J)I", local_port as *mut c_void),
+        m("fabricName", "(J)Ljava/lang/String;", fabric_name as *mut c_void),
+        m("addNode", "(JILjava/lang/String;I)V", add_node as *mut c_void),
+        m("removeNode", "(JI)Z", remove_node as *mut c_void),
+        m("connect", "(JII)J", connect as *mut c_void),
+        m("ringSize", "(J)I", ring_size as *mut c_void),
+        m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
+        m("returnBuffer", "(JI)I", return_buffer as *mut c_void),
+        m("stats", "(J)Ljava/lang/String;", stats as *mut c_void),
+    ];
+    let class = env.find_class(NATIVE_CLASS)?;
+    env.register_native_methods(&class, &methods)
+}
