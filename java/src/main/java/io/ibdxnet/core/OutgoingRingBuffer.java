@@ -29,6 +29,7 @@ public final class OutgoingRingBuffer {
     private volatile long back;
     private volatile long front;
     private long frontPosted;
+    private volatile boolean closed;
 
     /** A ring over {@code capacity} bytes (a power of two) of native memory at {@code address}. */
     public OutgoingRingBuffer(long address, int capacity) {
@@ -57,6 +58,9 @@ public final class OutgoingRingBuffer {
         }
         int spins = 0;
         while (true) {
+            if (closed) {
+                throw new IllegalStateException("connection closed");
+            }
             long r = reserved.get();
             if (r + length - front <= capacity) {
                 if (reserved.compareAndSet(r, r + length)) {
@@ -106,6 +110,15 @@ public final class OutgoingRingBuffer {
             }
         }
         back = start + length;
+    }
+
+    /** Fails current and future reservations (the connection is gone). */
+    public void close() {
+        closed = true;
+    }
+
+    public boolean isClosed() {
+        return closed;
     }
 
     // ---- send thread only ----

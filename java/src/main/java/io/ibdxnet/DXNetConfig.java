@@ -1,0 +1,115 @@
+package io.ibdxnet;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * Configuration of a {@link DXNet} instance. Native engine settings go into
+ * {@link #nativeConfig} under the engine's own keys (defaults live in the
+ * native library). A file uses {@code key=value} lines: the fields below by
+ * name, {@code node.<id>=host:port} for the node table, and {@code native.<key>}
+ * for engine keys.
+ */
+public final class DXNetConfig {
+    public int nodeId;
+    /** Node table: id → "host:port" of its connection manager. */
+    public final Map<Integer, String> nodes = new LinkedHashMap<>();
+    /** Message handler threads. */
+    public int handlerThreads = 2;
+    /** Default request timeout. */
+    public int requestTimeoutMs = 10_000;
+    /** How long a send may wait for ring space or the flow-control window. */
+    public int sendTimeoutMs = 10_000;
+    /** Connection setup timeout. */
+    public int connectTimeoutMs = 10_000;
+    /** Flow control window per connection, bytes (paper Table 2: 16 MB). */
+    public long flowControlWindow = 16L << 20;
+    /** Confirm after this share of the window was received (Table 2: 0.1). */
+    public double flowControlThreshold = 0.1;
+    /** Incoming buffer queue limits (Table 2: 8192 buffers, 128 MB). */
+    public int ibqMaxBuffers = 8192;
+    public long ibqMaxBytes = 128L << 20;
+    /** Native engine settings (key → value), e.g. "fabric" → "sim". */
+    public final Map<String, String> nativeConfig = new LinkedHashMap<>();
+
+    public DXNetConfig(int nodeId) {
+        this.nodeId = nodeId;
+    }
+
+    /** Reads a key=value file (see the class comment); unknown keys are errors. */
+    public static DXNetConfig load(Path file) throws IOException {
+        Properties p = new Properties();
+        try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            p.load(r);
+        }
+        String id = p.getProperty("nodeId");
+        if (id == null) {
+            throw new IllegalArgumentException(file + ": nodeId is missing");
+        }
+        DXNetConfig c = new DXNetConfig(Integer.parseInt(id.trim()));
+        for (String key : Collections.list(p.propertyNames()).toArray(new String[0])) {
+            String v = p.getProperty(key).trim();
+            try {
+                c.set(key, v);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(file + ": " + key + " = '" + v + "' is not a number");
+            }
+        }
+        return c;
+    }
+
+    private void set(String key, String v) {
+        if (key.startsWith("node.")) {
+            nodes.put(Integer.parseInt(key.substring(5)), v);
+        } else if (key.startsWith("native.")) {
+            nativeConfig.put(key.substring(7), v);
+        } else {
+            switch (key) {
+                case "nodeId": nodeId = Integer.parseInt(v); break;
+                case "handlerThreads": handlerThreads = Integer.parseInt(v); break;
+                case "requestTimeoutMs": requestTimeoutMs = Integer.parseInt(v); break;
+                case "sendTimeoutMs": sendTimeoutMs = Integer.parseInt(v); break;
+                case "connectTimeoutMs": connectTimeoutMs = Integer.parseInt(v); break;
+                case "flowControlWindow": flowControlWindow = Long.parseLong(v); break;
+                case "flowControlThreshold": flowControlThreshold = Double.parseDouble(v); break;
+                case "ibqMaxBuffers": ibqMaxBuffers = Integer.parseInt(v); break;
+                case "ibqMaxBytes": ibqMaxBytes = Long.parseLong(v); break;
+                default: throw new IllegalArgumentException("unknown configuration key '" + key + "'");
+            }
+        }
+    }
+
+    /** Checks every field; the message names the field. */
+    public void validate() {
+        if (nodeId < 0 || nodeId > 0xFFFE) {
+            throw new IllegalArgumentException("nodeId " + nodeId + " is not in 0..65534");
+        }
+        if (handlerThreads < 1) {
+            throw new IllegalArgumentException("handlerThreads must be at least 1");
+        }
+        if (requestTimeoutMs <= 0 || sendTimeoutMs <= 0 || connectTimeoutMs <= 0) {
+            throw new IllegalArgumentException("requestTimeoutMs, sendTimeoutMs and connectTimeoutMs must be positive");
+        }
+        if (flowControlWindow < 4096) {
+            throw new IllegalArgumentException("flowControlWindow must be at least 4096 bytes");
+        }
+        if (!(flowControlThreshold > 0 && flowControlThreshold <= 1)) {
+            throw new IllegalArgumentException("flowControlThreshold must be in (0, 1]");
+        }
+        if (ibqMaxBuffers < 1 || ibqMaxBytes < 1) {
+            throw new IllegalArgumentException("ibqMaxBuffers and ibqMaxBytes must be positive");
+        }
+        for (Map.Entry<Integer, String> n : nodes.entrySet()) {
+            if (n.getValue().lastIndexOf(':') < 1) {
+                throw new IllegalArgumentException("node." + n.getKey() + " = '" + n.getValue() + "' is not host:port");
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+package io.ibdxnet.core;
+
+/**
+ * Frame header on the wire (20 bytes, big-endian). A message becomes one or
+ * more frames; frames of different messages may interleave (many threads
+ * write a connection's ring at once), so fragments carry the message id.
+ *
+ * <pre>
+ *  0 frameLength u32   payload bytes in this frame
+ *  4 messageId   u32   per sending node
+ *  8 type u8  9 subtype u8  10 flags u8 (FIRST, LAST, REQUEST, RESPONSE)  11 reserved u8 (0)
+ * 12 requestId   u32   requests and responses
+ * 16 totalLength u32   payload bytes of the whole message
+ * </pre>
+ */
+public final class Frame {
+    public static final int HEADER = 20;
+    public static final int FIRST = 1;
+    public static final int LAST = 2;
+    public static final int REQUEST = 4;
+    public static final int RESPONSE = 8;
+
+    private Frame() {}
+
+    public static void writeHeader(byte[] h, int frameLength, int messageId, byte type, byte subtype, int flags,
+            int requestId, int totalLength) {
+        putInt(h, 0, frameLength);
+        putInt(h, 4, messageId);
+        h[8] = type;
+        h[9] = subtype;
+        h[10] = (byte) flags;
+        h[11] = 0;
+        putInt(h, 12, requestId);
+        putInt(h, 16, totalLength);
+    }
+
+    static void putInt(byte[] b, int at, int v) {
+        b[at] = (byte) (v >>> 24);
+        b[at + 1] = (byte) (v >>> 16);
+        b[at + 2] = (byte) (v >>> 8);
+        b[at + 3] = (byte) v;
+    }
+
+    public static int getInt(byte[] b, int at) {
+        return (b[at] & 0xFF) << 24 | (b[at + 1] & 0xFF) << 16 | (b[at + 2] & 0xFF) << 8 | (b[at + 3] & 0xFF);
+    }
+}

@@ -1,0 +1,106 @@
+package io.ibdxnet.core;
+
+import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Turns the byte stream from one node back into messages, whatever the
+ * buffer boundaries: a header or payload split across receive buffers (or
+ * across the sender's ring wrap-around) is resumed with the next buffer.
+ * Used by the message creation coordinator only (one thread).
+ */
+public final class StreamAssembler {
+    /** A complete message's bytes. */
+    public interface Sink {
+        void message(int source, byte type, byte subtype, int flags, int requestId, byte[] payload);
+    }
+
+    private static final class Partial {
+        final byte[] data;
+        int filled;
+
+        Partial(int total) {
+            data = new byte[total];
+        }
+    }
+
+    private final int source;
+    private final byte[] header = new byte[Frame.HEADER];
+    private int headerFilled;
+    private int frameLeft;
+    private Partial current;
+    private byte type;
+    private byte subtype;
+    private int flags;
+    private int requestId;
+    private int messageId;
+    private final Map<Integer, Partial> partials = new HashMap<>();
+
+    public StreamAssembler(int source) {
+        this.source = source;
+    }
+
+    /** Parses {@code length} bytes at native {@code address}. */
+    public void feed(long address, int length, Sink sink) {
+        int at = 0;
+        while (at < length) {
+            if (headerFilled < Frame.HEADER) {
+                int n = Math.min(Frame.HEADER - headerFilled, length - at);
+                UNSAFE.copyMemory(null, address + at, header, UNSAFE.arrayBaseOffset(byte[].class) + headerFilled, n);
+                headerFilled += n;
+                at += n;
+                if (headerFilled == Frame.HEADER) {
+                    startFrame(sink);
+                }
+                continue;
+            }
+            int n = Math.min(frameLeft, length - at);
+            UNSAFE.copyMemory(null, address + at, current.data, UNSAFE.arrayBaseOffset(byte[].class) + current.filled, n);
+            current.filled += n;
+            frameLeft -= n;
+            at += n;
+            if (frameLeft == 0) {
+                endFrame(sink);
+            }
+        }
+    }
+
+    private void startFrame(Sink sink) {
+        frameLeft = Frame.getInt(header, 0);
+        messageId = Frame.getInt(header, 4);
+        type = header[8];
+        subtype = header[9];
+        flags = header[10] & 0xFF;
+        requestId = Frame.getInt(header, 12);
+        int total = Frame.getInt(header, 16);
+        if (frameLeft < 0 || total < 0 || frameLeft > total) {
+            throw new IllegalStateException("corrupt frame from node " + source + ": length " + frameLeft + " of " + total);
+        }
+        if ((flags & Frame.FIRST) != 0) {
+            current = new Partial(total);
+            if ((flags & Frame.LAST) == 0) {
+                partials.put(messageId, current);
+            }
+        } else {
+            current = partials.get(messageId);
+            if (current == null) {
+                throw new IllegalStateException("fragment of unknown message " + messageId + " from node " + source);
+            }
+        }
+        if (frameLeft == 0) {
+            endFrame(sink);
+        }
+    }
+
+    private void endFrame(Sink sink) {
+        headerFilled = 0;
+        if ((flags & Frame.LAST) != 0) {
+            partials.remove(messageId);
+            Partial done = current;
+            current = null;
+            sink.message(source, type, subtype, flags, requestId, done.data);
+        }
+    }
+}

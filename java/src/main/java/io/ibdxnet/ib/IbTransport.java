@@ -1,0 +1,272 @@
+package io.ibdxnet.ib;
+
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.core.OutgoingRingBuffer;
+import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.Transport;
+import io.ibdxnet.transport.TransportListener;
+import java.util.Map;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The InfiniBand transport (paper §8): frames are serialized straight into
+ * the connection's native send ring (the ORB with its front-posted pointer);
+ * the write interest manager tells the native send thread which node has data
+ * or flow-control confirmations; received buffers go to the messaging core
+ * and back to the native pool once parsed. Flow control (paper §2.4): at
+ * most {@code window} bytes unconfirmed per connection; the receiver confirms
+ * in units of {@code window × threshold}, carried in the immediate data.
+ */
+public final class IbTransport implements Transport, EngineCallbacks {
+    private final NativeEngine engine;
+    private final TransportListener listener;
+    private final WriteInterestManager wim = new WriteInterestManager();
+    private final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(1 << 16);
+    /** Receive-side flow control per node: bytes consumed not yet confirmed, units owed. */
+    private final java.util.concurrent.atomic.AtomicLongArray receivedUnconfirmed = new java.util.concurrent.atomic.AtomicLongArray(1 << 16);
+    private final java.util.concurrent.atomic.AtomicIntegerArray fcToSend = new java.util.concurrent.atomic.AtomicIntegerArray(1 << 16);
+    private final Object[] connectLocks = new Object[64];
+    private final long window;
+    private final long unit;
+    private final int connectTimeoutMs;
+    private final int maxFrame;
+    // Send-thread state: flyweights, reused.
+    private final PrevWorkResults prev = new PrevWorkResults();
+    private final CompletedWorkList completed = new CompletedWorkList();
+    private final NextWorkPackage next = new NextWorkPackage();
+    private final int[] counts = new int[2];
+    // Receive-thread state.
+    private final IncomingRing ring = new IncomingRing();
+
+    /** One connection's Java side. */
+    private static final class Connection {
+        final int node;
+        final OutgoingRingBuffer orb;
+        final AtomicLong unconfirmed = new AtomicLong();
+        /** Threads between reserve and commit: the ring must outlive them. */
+        final AtomicInteger writers = new AtomicInteger();
+
+        Connection(int node, OutgoingRingBuffer orb) {
+            this.node = node;
+            this.orb = orb;
+        }
+    }
+
+    /**
+     * Starts the native engine. {@code nativeConfig} overrides the engine's
+     * defaults ({@link NativeEngine#defaults()}).
+     */
+    public IbTransport(Map<String, String> nativeConfig, long flowControlWindow, double flowControlThreshold,
+            int connectTimeoutMs, TransportListener listener) throws IbException {
+        if (flowControlWindow <= 0 || flowControlThreshold <= 0 || flowControlThreshold > 1) {
+            throw new IllegalArgumentException("flow control window must be positive and threshold in (0, 1]");
+        }
+        for (int i = 0; i < connectLocks.length; i++) {
+            connectLocks[i] = new Object();
+        }
+        this.listener = listener;
+        this.window = flowControlWindow;
+        this.unit = Math.max(1, (long) (flowControlWindow * flowControlThreshold));
+        this.connectTimeoutMs = connectTimeoutMs;
+        this.engine = NativeEngine.start(nativeConfig, this);
+        this.maxFrame = (int) Math.min(engine.ringSize() / 2, flowControlWindow);
+    }
+
+    @Override
+    public void addNode(int id, String host, int port) {
+        engine.addNode(id, host, port);
+    }
+
+    @Override
+    public int localPort() {
+        return engine.localPort();
+    }
+
+    @Override
+    public int maxFrameSize() {
+        return maxFrame;
+    }
+
+    /** Native counters. */
+    public Map<String, Long> stats() {
+        return engine.stats();
+    }
+
+    private Connection connection(int node) throws NetworkException {
+        Connection c = connections.get(node);
+        if (c != null) {
+            return c;
+        }
+        synchronized (connectLocks[node & (connectLocks.length - 1)]) {
+            c = connections.get(node);
+            if (c == null) {
+                long ring;
+                try {
+                    ring = engine.connect(node, connectTimeoutMs);
+                } catch (IbException e) {
+                    throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
+                }
+                c = new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()));
+                connections.set(node, c);
+            }
+            return c;
+        }
+    }
+
+    @Override
+    public void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException {
+        int total = header.length + length;
+        if (total > maxFrame) {
+            throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrame);
+        }
+        Connection c = connection(node);
+        acquireWindow(c, total, deadlineNanos);
+        c.writers.incrementAndGet();
+        try {
+            long pos = c.orb.reserve(total, deadlineNanos);
+            c.orb.write(pos, header, 0, header.length);
+            c.orb.write(pos + header.length, payload, offset, length);
+            c.orb.commit(pos, total);
+        } catch (IllegalStateException e) {
+            throw new NetworkException("connection to node " + node + " closed", e);
+        } catch (TimeoutException e) {
+            throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NetworkException("interrupted while sending to node " + node, e);
+        } finally {
+            c.writers.decrementAndGet();
+        }
+        wim.pushData(node);
+    }
+
+    /** Waits until {@code bytes} fit into the flow-control window (a frame larger than the window goes alone). */
+    private void acquireWindow(Connection c, int bytes, long deadlineNanos) throws NetworkException {
+        int spins = 0;
+        while (true) {
+            long u = c.unconfirmed.get();
+            if (u + bytes <= window || u == 0) {
+                if (c.unconfirmed.compareAndSet(u, u + bytes)) {
+                    return;
+                }
+                continue;
+            }
+            if (c.orb.isClosed()) {
+                throw new NetworkException("connection to node " + c.node + " closed");
+            }
+            if (System.nanoTime() - deadlineNanos > 0) {
+                throw new NetworkException("flow control window to node " + c.node + " stayed full");
+            }
+            if (++spins > 100) {
+                LockSupport.parkNanos(20_000);
+            } else {
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    @Override
+    public void consumed(int node, int bytes) {
+        // Never blocks (runs on the message creation coordinator).
+        long r = receivedUnconfirmed.addAndGet(node, bytes);
+        if (r >= unit) {
+            long units = r / unit;
+            receivedUnconfirmed.addAndGet(node, -units * unit);
+            fcToSend.addAndGet(node, (int) units);
+            wim.pushFlowControl(node);
+        }
+    }
+
+    // ---- native send thread ----
+
+    @Override
+    public void nextDataToSend(long prevAddress, long completedAddress, long nextAddress) {
+        prev.wrap(prevAddress);
+        int pn = prev.nodeId();
+        if (pn != 0xFFFF) {
+            Connection c = connections.get(pn);
+            if (c != null) {
+                c.orb.posted(prev.bytesPosted());
+            }
+            fcToSend.addAndGet(pn, -prev.fcPosted());
+            if (prev.bytesNotPosted() > 0 || prev.fcNotPosted() > 0) {
+                wim.pushData(pn); // send queue full or not connected yet: try again later
+            }
+        }
+        completed.wrap(completedAddress);
+        for (int i = 0, n = completed.count(); i < n; i++) {
+            Connection c = connections.get(completed.nodeId(i));
+            if (c != null) {
+                c.orb.confirmed(completed.bytes(i));
+            }
+        }
+        int node = wim.next(counts);
+        if (node < 0) {
+            return;
+        }
+        Connection c = connections.get(node);
+        long ready = c == null ? 0 : Math.min(c.orb.readyToPost(), c.orb.capacity());
+        int offset = c == null ? 0 : c.orb.postOffset();
+        int fc = Math.min(Math.max(fcToSend.get(node), 0), 255);
+        if (ready > 0 || fc > 0) {
+            next.wrap(nextAddress).set(node, fc, offset, ready);
+        }
+    }
+
+    // ---- native receive thread ----
+
+    @Override
+    public int received(long ringAddress) {
+        ring.wrap(ringAddress);
+        int n = ring.used();
+        int i = 0;
+        for (; i < n; i++) {
+            int source = ring.sourceNodeId(i);
+            int id = ring.bufferId(i);
+            if (id != IncomingRing.NO_BUFFER) {
+                IncomingBuffer b = new IncomingBuffer(source, ring.dataAddress(i), ring.dataLength(i), id, engine::returnBuffer);
+                if (!listener.onBuffer(b)) {
+                    break; // the core is full: leave the rest in the ring (backpressure)
+                }
+            }
+            int fc = ring.fcData(i);
+            if (fc > 0) {
+                Connection c = connections.get(source);
+                if (c != null) {
+                    c.unconfirmed.addAndGet(-fc * unit);
+                }
+            }
+        }
+        return i;
+    }
+
+    // ---- native job thread ----
+
+    @Override
+    public void nodeEvent(int kind, int nodeId) {
+        if (kind != EVENT_DISCONNECTED) {
+            return;
+        }
+        Connection c = connections.getAndSet(nodeId, null);
+        if (c != null) {
+            c.orb.close();
+            // Writers bail out of reserve on close; wait for those mid-copy
+            // before the native ring can be released.
+            while (c.writers.get() > 0) {
+                Thread.onSpinWait();
+            }
+            engine.closeConnection(nodeId, true);
+        }
+        listener.onDisconnected(nodeId);
+    }
+
+    @Override
+    public void close() {
+        engine.close();
+    }
+}

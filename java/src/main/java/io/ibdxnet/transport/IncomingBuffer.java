@@ -1,0 +1,32 @@
+package io.ibdxnet.transport;
+
+/**
+ * Received bytes of the stream from one node, in native memory, handed from
+ * a transport to the incoming buffer queue. {@link #release} gives the
+ * memory back to the transport once the bytes were parsed.
+ */
+public final class IncomingBuffer {
+    public final int source;
+    public final long address;
+    public final int length;
+    private final int id;
+    private final BufferReleaser releaser;
+
+    /** Gives processed buffers back to their transport. */
+    @FunctionalInterface
+    public interface BufferReleaser {
+        void release(int id);
+    }
+
+    public IncomingBuffer(int source, long address, int length, int id, BufferReleaser releaser) {
+        this.source = source;
+        this.address = address;
+        this.length = length;
+        this.id = id;
+        this.releaser = releaser;
+    }
+
+    public void release() {
+        releaser.release(id);
+    }
+}

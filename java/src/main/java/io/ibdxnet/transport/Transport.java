@@ -1,0 +1,32 @@
+package io.ibdxnet.transport;
+
+import io.ibdxnet.NetworkException;
+
+/**
+ * Moves frames to other nodes as an ordered byte stream per connection.
+ * Implementations: {@code ib} (the native engine). Connections are created on
+ * demand; a frame is written as one unit, concurrently from many threads.
+ */
+public interface Transport extends AutoCloseable {
+    /** Registers where node {@code id} listens. */
+    void addNode(int id, String host, int port);
+
+    /** This node's transport port (for others' node tables). */
+    int localPort();
+
+    /** Largest frame (header and payload) a single {@link #send} may carry. */
+    int maxFrameSize();
+
+    /**
+     * Sends {@code header} followed by {@code payload[offset, offset + length)} as
+     * one frame, waiting while the connection's ring or flow-control window is
+     * full, until {@code deadlineNanos} ({@link System#nanoTime}).
+     */
+    void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException;
+
+    /** Called by the core after it processed {@code bytes} from {@code node} (flow control). */
+    void consumed(int node, int bytes);
+
+    @Override
+    void close();
+}

@@ -1,0 +1,306 @@
+package io.ibdxnet;
+
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.After;
+import org.junit.Test;
+
+public class DXNetTest {
+    static final byte TYPE = 7;
+    static final byte DATA = 1;
+    static final byte ECHO_REQ = 2;
+    static final byte ECHO_RESP = 3;
+    static final byte UNKNOWN = 9;
+
+    /** A message with sender thread, sequence number and a payload checked on receipt. */
+    public static final class DataMessage extends Message {
+        int thread;
+        int seq;
+        byte[] payload;
+
+        public DataMessage() {
+            super(TYPE, DATA);
+        }
+
+        DataMessage(int dest, int thread, int seq, int size) {
+            super(dest, TYPE, DATA);
+            this.thread = thread;
+            this.seq = seq;
+            this.payload = new byte[size];
+            for (int i = 0; i < size; i++) {
+                payload[i] = (byte) (thread * 31 + seq + i);
+            }
+        }
+
+        @Override
+        protected void exportPayload(MessageExporter out) {
+            out.writeInt(thread);
+            out.writeInt(seq);
+            out.writeByteArray(payload);
+            out.writeString("ünïcode ✓");
+        }
+
+        @Override
+        protected void importPayload(MessageImporter in) {
+            thread = in.readInt();
+            seq = in.readInt();
+            payload = in.readByteArray();
+            if (!in.readString().equals("ünïcode ✓")) {
+                throw new IllegalStateException("string mangled");
+            }
+        }
+
+        boolean intact() {
+            for (int i = 0; i < payload.length; i++) {
+                if (payload[i] != (byte) (thread * 31 + seq + i)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    public static final class EchoRequest extends Request {
+        long[] values;
+
+        public EchoRequest() {
+            super(TYPE, ECHO_REQ);
+        }
+
+        EchoRequest(int dest, long[] values) {
+            super(dest, TYPE, ECHO_REQ);
+            this.values = values;
+        }
+
+        @Override
+        protected void exportPayload(MessageExporter out) {
+            out.writeLongArray(values);
+        }
+
+        @Override
+        protected void importPayload(MessageImporter in) {
+            values = in.readLongArray();
+        }
+    }
+
+    public static final class EchoResponse extends Response {
+        long[] values;
+
+        public EchoResponse() {
+            super(TYPE, ECHO_RESP);
+        }
+
+        EchoResponse(EchoRequest req) {
+            super(req, TYPE, ECHO_RESP);
+            this.values = req.values;
+        }
+
+        @Override
+        protected void exportPayload(MessageExporter out) {
+            out.writeLongArray(values);
+        }
+
+        @Override
+        protected void importPayload(MessageImporter in) {
+            values = in.readLongArray();
+        }
+    }
+
+    private final List<DXNet> nodes = new ArrayList<>();
+
+    @After
+    public void closeAll() {
+        for (DXNet n : nodes) {
+            n.close();
+        }
+    }
+
+    private List<DXNet> start(int count) throws Exception {
+        List<DXNet> out = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            DXNetConfig c = new DXNetConfig(i);
+            c.handlerThreads = 1; // in-order delivery, checked below
+            // Two nodes share 2 cores: idle engine threads must yield at once, or their
+            // busy polling starves the Java threads (10 ms round trips instead of 0.4 ms).
+            c.nativeConfig.put("parking_yield_after_ms", System.getProperty("test.yieldAfterMs", "0"));
+            c.nativeConfig.put("fabric", "sim");
+            c.nativeConfig.put("listen", "127.0.0.1:0");
+            c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
+            c.nativeConfig.put("srq_size", "128");
+            c.nativeConfig.put("recv_buffer_count", "1024");
+            c.flowControlWindow = 1 << 20;
+            DXNet n = DXNet.start(c);
+            n.registerMessageType(TYPE, DATA, DataMessage.class);
+            n.registerMessageType(TYPE, ECHO_REQ, EchoRequest.class);
+            n.registerMessageType(TYPE, ECHO_RESP, EchoResponse.class);
+            out.add(n);
+            nodes.add(n);
+        }
+        for (DXNet a : out) {
+            for (DXNet b : out) {
+                if (a != b) {
+                    a.addNode(b.nodeId(), "127.0.0.1:" + b.localPort());
+                }
+            }
+        }
+        return out;
+    }
+
+    private static void waitFor(String what, java.util.function.BooleanSupplier c) throws InterruptedException {
+        long end = System.nanoTime() + 60_000_000_000L;
+        while (!c.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                fail("timed out waiting for " + what);
+            }
+            Thread.sleep(2);
+        }
+    }
+
+    @Test
+    public void messagesFromManyThreadsArriveIntactAndInOrderPerThread() throws Exception {
+        List<DXNet> n = start(2);
+        int threads = 4;
+        int perThread = 2000;
+        ConcurrentHashMap<Integer, Integer> nextSeq = new ConcurrentHashMap<>();
+        AtomicLong received = new AtomicLong();
+        AtomicReference<String> problem = new AtomicReference<>();
+        // One handler thread: arrival order is delivery order.
+        n.get(1).register(TYPE, DATA, m -> {
+            DataMessage d = (DataMessage) m;
+            int expected = nextSeq.getOrDefault(d.thread, 0);
+            if (d.seq != expected || !d.intact() || d.getSource() != 0) {
+                problem.compareAndSet(null, "thread " + d.thread + " seq " + d.seq + " expected " + expected + " intact " + d.intact());
+            }
+            nextSeq.put(d.thread, expected + 1);
+            received.incrementAndGet();
+        });
+        List<Thread> senders = new ArrayList<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        for (int t = 0; t < threads; t++) {
+            final int id = t;
+            Thread th = new Thread(() -> {
+                try {
+                    for (int s = 0; s < perThread; s++) {
+                        // Mostly small, some beyond a receive buffer, every 500th larger than the ring.
+                        int size = s % 500 == 499 ? 600_000 : s % 10 == 0 ? 40_000 : (s * 37) % 300;
+                        n.get(0).sendMessage(new DataMessage(1, id, s, size));
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            senders.add(th);
+            th.start();
+        }
+        for (Thread th : senders) {
+            th.join();
+        }
+        if (failure.get() != null) {
+            throw new AssertionError(failure.get());
+        }
+        waitFor("all messages", () -> received.get() == (long) threads * perThread || problem.get() != null);
+        assertEquals(null, problem.get());
+        assertEquals(0, n.get(1).droppedMessages());
+    }
+
+    @Test
+    public void requestsGetTheirResponses() throws Exception {
+        List<DXNet> n = start(2);
+        n.get(1).register(TYPE, ECHO_REQ, m -> {
+            try {
+                n.get(1).sendMessage(new EchoResponse((EchoRequest) m));
+            } catch (NetworkException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        long t0 = System.nanoTime();
+        for (int i = 0; i < 500; i++) {
+            long[] v = {i, -i, Long.MAX_VALUE - i};
+            EchoResponse r = n.get(0).sendSync(new EchoRequest(1, v), 10_000);
+            assertArrayEquals(v, r.values);
+            assertEquals(1, r.getSource());
+        }
+        System.err.println("500 requests: " + (System.nanoTime() - t0) / 500 / 1000 + " us per round trip");
+    }
+
+    @Test
+    public void unansweredRequestTimesOut() throws Exception {
+        List<DXNet> n = start(2);
+        n.get(1).register(TYPE, ECHO_REQ, m -> {});
+        long t0 = System.nanoTime();
+        try {
+            n.get(0).sendSync(new EchoRequest(1, new long[] {1}), 300);
+            fail("no response expected");
+        } catch (RequestTimeoutException expected) {
+            assertTrue(System.nanoTime() - t0 >= 300_000_000L);
+        }
+    }
+
+    @Test
+    public void pendingRequestsFailWhenThePeerGoesAway() throws Exception {
+        List<DXNet> n = start(2);
+        n.get(1).register(TYPE, ECHO_REQ, m -> {});
+        java.util.concurrent.CompletableFuture<Response> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
+        n.get(1).close();
+        try {
+            f.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            fail("the request cannot succeed");
+        } catch (java.util.concurrent.ExecutionException expected) {
+            assertTrue(expected.getCause().getMessage(), expected.getCause() instanceof NetworkException);
+        }
+    }
+
+    @Test
+    public void messagesToTheOwnNodeAreDeliveredLocally() throws Exception {
+        List<DXNet> n = start(1);
+        ConcurrentLinkedQueue<DataMessage> got = new ConcurrentLinkedQueue<>();
+        n.get(0).register(TYPE, DATA, m -> got.add((DataMessage) m));
+        n.get(0).sendMessage(new DataMessage(0, 1, 2, 100));
+        waitFor("local delivery", () -> !got.isEmpty());
+        assertTrue(got.peek().intact());
+        assertEquals(0, got.peek().getSource());
+    }
+
+    @Test
+    public void unregisteredTypesAreDroppedAndCounted() throws Exception {
+        List<DXNet> n = start(2);
+        Message unknown = new Message(1, TYPE, UNKNOWN) {
+            @Override
+            protected void exportPayload(MessageExporter out) {
+                out.writeInt(1);
+            }
+
+            @Override
+            protected void importPayload(MessageImporter in) {}
+        };
+        n.get(0).sendMessage(unknown);
+        waitFor("drop counted", () -> n.get(1).droppedMessages() == 1);
+        long t0 = System.nanoTime();
+        n.get(0).close();
+        n.get(1).close();
+        assertTrue("closing took too long", System.nanoTime() - t0 < 3_000_000_000L);
+    }
+
+    @Test
+    public void badConfigurationNamesTheField() {
+        DXNetConfig c = new DXNetConfig(1);
+        c.flowControlThreshold = 2;
+        try {
+            DXNet.start(c).close();
+            fail("accepted");
+        } catch (IllegalArgumentException expected) {
+            assertTrue(expected.getMessage().contains("flowControlThreshold"));
+        } catch (NetworkException e) {
+            fail(e.toString());
+        }
+    }
+}
