@@ -35,6 +35,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final long unit;
     private final int connectTimeoutMs;
     private final int maxFrame;
+    private volatile boolean closing;
     // Send-thread state: flyweights, reused.
     private final PrevWorkResults prev = new PrevWorkResults();
     private final CompletedWorkList completed = new CompletedWorkList();
@@ -260,13 +261,23 @@ public final class IbTransport implements Transport, EngineCallbacks {
             while (c.writers.get() > 0) {
                 Thread.onSpinWait();
             }
-            engine.closeConnection(nodeId, true);
+            if (!closing) {
+                engine.closeConnection(nodeId, true); // release our handle on the native ring
+            }
         }
         listener.onDisconnected(nodeId);
     }
 
     @Override
     public void close() {
+        // The engine's shutdown reports disconnects; they must not call back into it.
+        closing = true;
+        for (int i = 0; i < connections.length(); i++) {
+            Connection c = connections.get(i);
+            if (c != null) {
+                c.orb.close();
+            }
+        }
         engine.close();
     }
 }
