@@ -276,6 +276,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
             Connection c = connections.get(i);
             if (c != null) {
                 c.orb.close();
+                while (c.writers.get() > 0) {
+                    Thread.onSpinWait(); // a copy into the native ring is finishing
+                }
             }
         }
         engine.close();
