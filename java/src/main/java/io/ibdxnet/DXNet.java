@@ -313,6 +313,11 @@ public final class DXNet implements AutoCloseable {
         return dropped.get();
     }
 
+    /** The device the transport runs on (e.g. {@code rxe0}, {@code sim2}). */
+    public String fabricName() {
+        return ((IbTransport) transport).fabricName();
+    }
+
     /** Native transport counters. */
     public Map<String, Long> transportStats() {
         return ((IbTransport) transport).stats();

@@ -93,6 +93,11 @@ public final class IbTransport implements Transport, EngineCallbacks {
         return maxFrame;
     }
 
+    /** The device the engine runs on (e.g. {@code rxe0}, {@code sim2}). */
+    public String fabricName() {
+        return engine.fabricName();
+    }
+
     /** Native counters. */
     public Map<String, Long> stats() {
         return engine.stats();
