@@ -1,0 +1,101 @@
+package io.ibdxnet.core;
+
+import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+
+import io.ibdxnet.Codec;
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.Test;
+
+public class StreamAssemblerTest {
+    /** Every primitive type and array, written and read back through frames. */
+    private static byte[] payload() {
+        return Codec.samplePayload();
+    }
+
+    private static byte[] frames(byte[] payload, int maxChunk, int messageId) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        byte[] h = new byte[Frame.HEADER];
+        int at = 0;
+        do {
+            int n = Math.min(maxChunk, payload.length - at);
+            int flags = (at == 0 ? Frame.FIRST : 0) | (at + n == payload.length ? Frame.LAST : 0);
+            Frame.writeHeader(h, n, messageId, (byte) 3, (byte) 4, flags, 0, payload.length);
+            out.write(h, 0, h.length);
+            out.write(payload, at, n);
+            at += n;
+        } while (at < payload.length);
+        return out.toByteArray();
+    }
+
+    @Test
+    public void messagesSurviveASplitAtEveryOffset() {
+        byte[] p = payload();
+        // Two messages back to back, the second fragmented into 3 frames.
+        ByteArrayOutputStream s = new ByteArrayOutputStream();
+        byte[] a = frames(p, p.length, 1);
+        byte[] b = frames(p, p.length / 3 + 1, 2);
+        s.write(a, 0, a.length);
+        s.write(b, 0, b.length);
+        byte[] stream = s.toByteArray();
+        long mem = UNSAFE.allocateMemory(stream.length);
+        try {
+            for (int i = 0; i < stream.length; i++) {
+                UNSAFE.putByte(mem + i, stream[i]);
+            }
+            for (int split = 0; split <= stream.length; split++) {
+                List<byte[]> got = new ArrayList<>();
+                StreamAssembler asm = new StreamAssembler(9);
+                StreamAssembler.Sink sink = (src, type, sub, flags, req, data) -> {
+                    assertEquals(9, src);
+                    assertEquals(3, type);
+                    got.add(data);
+                };
+                asm.feed(mem, split, sink);
+                asm.feed(mem + split, stream.length - split, sink);
+                assertEquals("split at " + split, 2, got.size());
+                assertArrayEquals(p, got.get(0));
+                assertArrayEquals(p, got.get(1));
+                Codec.checkSamplePayload(got.get(1));
+            }
+        } finally {
+            UNSAFE.freeMemory(mem);
+        }
+    }
+
+    @Test
+    public void interleavedFragmentsOfTwoMessagesAreReassembled() {
+        byte[] p1 = new byte[100];
+        byte[] p2 = new byte[70];
+        for (int i = 0; i < 100; i++) {
+            p1[i] = (byte) i;
+        }
+        for (int i = 0; i < 70; i++) {
+            p2[i] = (byte) (200 - i);
+        }
+        byte[] f1 = frames(p1, 40, 11); // frames of 40, 40, 20
+        byte[] f2 = frames(p2, 50, 12); // frames of 50, 20
+        int h = Frame.HEADER;
+        ByteArrayOutputStream s = new ByteArrayOutputStream();
+        s.write(f1, 0, h + 40);                 // m11 part 1
+        s.write(f2, 0, h + 50);                 // m12 part 1
+        s.write(f1, h + 40, h + 40);            // m11 part 2
+        s.write(f2, h + 50, h + 20);            // m12 part 2 (last)
+        s.write(f1, 2 * (h + 40), h + 20);      // m11 part 3 (last)
+        byte[] stream = s.toByteArray();
+        long mem = UNSAFE.allocateMemory(stream.length);
+        try {
+            UNSAFE.copyMemory(stream, UNSAFE.arrayBaseOffset(byte[].class), null, mem, stream.length);
+            List<byte[]> got = new ArrayList<>();
+            new StreamAssembler(1).feed(mem, stream.length, (src, t, st, fl, r, d) -> got.add(d));
+            assertEquals(2, got.size());
+            assertArrayEquals(p2, got.get(0));
+            assertArrayEquals(p1, got.get(1));
+        } finally {
+            UNSAFE.freeMemory(mem);
+        }
+    }
+}
