@@ -125,6 +125,10 @@ public class DXNetTest {
     }
 
     private List<DXNet> start(int count) throws Exception {
+        return start(count, "100");
+    }
+
+    private List<DXNet> start(int count, String maxConnections) throws Exception {
         List<DXNet> out = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             DXNetConfig c = new DXNetConfig(i);
@@ -137,6 +141,7 @@ public class DXNetTest {
             c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
             c.nativeConfig.put("srq_size", "128");
             c.nativeConfig.put("recv_buffer_count", "1024");
+            c.nativeConfig.put("max_connections", maxConnections);
             c.flowControlWindow = 1 << 20;
             DXNet n = DXNet.start(c);
             n.registerMessageType(TYPE, DATA, DataMessage.class);
@@ -316,6 +321,28 @@ public class DXNetTest {
             n.get(0).sendMessage(new DataMessage(2, 0, s, 100));
         }
         waitFor("node 2 still reachable", () -> toTwo.get() == 1000);
+    }
+
+    /** Connection limit 1: talking to another node evicts the idle connection; it comes back on demand. */
+    @Test
+    public void connectionLimitEvictsAndReconnects() throws Exception {
+        List<DXNet> n = start(3, "1");
+        AtomicLong one = new AtomicLong();
+        AtomicLong two = new AtomicLong();
+        n.get(1).register(TYPE, DATA, m -> one.incrementAndGet());
+        n.get(2).register(TYPE, DATA, m -> two.incrementAndGet());
+        for (int round = 1; round <= 3; round++) {
+            for (int s = 0; s < 100; s++) {
+                n.get(0).sendMessage(new DataMessage(1, 0, s, 64));
+            }
+            final long r = round;
+            waitFor("node 1 round " + round, () -> one.get() == 100 * r);
+            for (int s = 0; s < 100; s++) {
+                n.get(0).sendMessage(new DataMessage(2, 0, s, 64));
+            }
+            waitFor("node 2 round " + round, () -> two.get() == 100 * r);
+        }
+        assertTrue(n.get(0).transportStats().get("connections") <= 1);
     }
 
     @Test
