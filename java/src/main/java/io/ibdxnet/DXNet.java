@@ -103,6 +103,11 @@ public final class DXNet implements AutoCloseable {
         return new DXNet(config);
     }
 
+    /** Starts a node from a JSON or key=value configuration file (see {@link DXNetConfig#load}). */
+    public static DXNet start(java.nio.file.Path configFile) throws NetworkException, java.io.IOException {
+        return new DXNet(DXNetConfig.load(configFile));
+    }
+
     public int nodeId() {
         return config.nodeId;
     }

@@ -13,9 +13,10 @@ import java.util.Properties;
 /**
  * Configuration of a {@link DXNet} instance. Native engine settings go into
  * {@link #nativeConfig} under the engine's own keys (defaults live in the
- * native library). A file uses {@code key=value} lines: the fields below by
- * name, {@code node.<id>=host:port} for the node table, and {@code native.<key>}
- * for engine keys.
+ * native library). Files ({@link #load}) are JSON or {@code key=value} lines:
+ * the fields below by name, the node table ({@code "nodes": {"id": "host:port"}}
+ * or {@code node.<id>=host:port}) and engine keys ({@code "native": {...}} or
+ * {@code native.<key>=value}).
  */
 public final class DXNetConfig {
     public int nodeId;
@@ -43,8 +44,51 @@ public final class DXNetConfig {
         this.nodeId = nodeId;
     }
 
-    /** Reads a key=value file (see the class comment); unknown keys are errors. */
+    /**
+     * Reads a configuration file: JSON if the name ends in {@code .json}
+     * (<code>{"nodeId": 0, "nodes": {"1": "host:port"}, "native": {"fabric": "sim"}, ...}</code>),
+     * else key=value lines. Unknown keys are errors.
+     */
     public static DXNetConfig load(Path file) throws IOException {
+        if (file.getFileName().toString().endsWith(".json")) {
+            return loadJson(file);
+        }
+        return loadProperties(file);
+    }
+
+    private static DXNetConfig loadJson(Path file) throws IOException {
+        com.google.gson.JsonObject root;
+        try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            root = com.google.gson.JsonParser.parseReader(r).getAsJsonObject();
+        } catch (com.google.gson.JsonParseException | IllegalStateException e) {
+            throw new IllegalArgumentException(file + ": not a JSON object: " + e.getMessage(), e);
+        }
+        if (!root.has("nodeId")) {
+            throw new IllegalArgumentException(file + ": nodeId is missing");
+        }
+        DXNetConfig c = new DXNetConfig(root.get("nodeId").getAsInt());
+        for (Map.Entry<String, com.google.gson.JsonElement> e : root.entrySet()) {
+            String key = e.getKey();
+            if (key.equals("nodes") || key.equals("native")) {
+                for (Map.Entry<String, com.google.gson.JsonElement> inner : e.getValue().getAsJsonObject().entrySet()) {
+                    c.setChecked(file, (key.equals("nodes") ? "node." : "native.") + inner.getKey(), inner.getValue().getAsString());
+                }
+            } else {
+                c.setChecked(file, key, e.getValue().getAsString());
+            }
+        }
+        return c;
+    }
+
+    private void setChecked(Path file, String key, String v) {
+        try {
+            set(key, v.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(file + ": " + key + " = '" + v + "' is not a number");
+        }
+    }
+
+    private static DXNetConfig loadProperties(Path file) throws IOException {
         Properties p = new Properties();
         try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
             p.load(r);
@@ -55,12 +99,7 @@ public final class DXNetConfig {
         }
         DXNetConfig c = new DXNetConfig(Integer.parseInt(id.trim()));
         for (String key : Collections.list(p.propertyNames()).toArray(new String[0])) {
-            String v = p.getProperty(key).trim();
-            try {
-                c.set(key, v);
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(file + ": " + key + " = '" + v + "' is not a number");
-            }
+            c.setChecked(file, key, p.getProperty(key));
         }
         return c;
     }
