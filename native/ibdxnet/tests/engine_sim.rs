@@ -252,7 +252,7 @@ fn connection_limit_evicts_the_least_recently_used() {
 
 #[test]
 fn graceful_close_waits_for_handles_then_forces_at_the_deadline() {
-    let (_net, nodes) = start(2, StreamOptions::default(), |c| c.connect_timeout = Duration::from_millis(400));
+    let (_net, nodes) = start(2, StreamOptions::default(), |c| c.connect_timeout = Duration::from_millis(1500));
     let e = &nodes[0].engine;
     let c = e.connect_timeout(NodeId(1), Duration::from_secs(30)).unwrap();
     let qpn = c.local_qpn();
