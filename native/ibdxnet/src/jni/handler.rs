@@ -16,6 +16,46 @@ use super::cached;
 use crate::con::NodeEvent;
 use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, ThreadRole};
 
+/// Calls a `void` Java method through the raw JNI function table: one
+/// transition, no hidden exception check (the caller checks once).
+///
+/// # Safety
+/// `method` must be a `void` method of `obj`'s class taking `args`.
+pub(crate) unsafe fn raw_call_void(
+    env: &mut jni::JNIEnv,
+    obj: &jni::objects::JObject,
+    method: jni::objects::JMethodID,
+    args: &[jni::sys::jvalue],
+) {
+    let raw = env.get_raw();
+    // SAFETY: `raw` is this thread's live JNIEnv; arguments as promised by the caller.
+    unsafe {
+        if let Some(f) = (**raw).CallVoidMethodA {
+            f(raw, obj.as_raw(), method.into_raw(), args.as_ptr());
+        }
+    }
+}
+
+/// Calls an `int` Java method through the raw JNI function table.
+///
+/// # Safety
+/// `method` must be an `int` method of `obj`'s class taking `args`.
+pub(crate) unsafe fn raw_call_int(
+    env: &mut jni::JNIEnv,
+    obj: &jni::objects::JObject,
+    method: jni::objects::JMethodID,
+    args: &[jni::sys::jvalue],
+) -> i32 {
+    let raw = env.get_raw();
+    // SAFETY: as in raw_call_void.
+    unsafe {
+        match (**raw).CallIntMethodA {
+            Some(f) => f(raw, obj.as_raw(), method.into_raw(), args.as_ptr()),
+            None => 0,
+        }
+    }
+}
+
 /// Node event kinds as Java sees them.
 pub const EVENT_DISCOVERED: i32 = 1;
 /// See [`EVENT_DISCOVERED`].
@@ -106,10 +146,7 @@ impl EngineHandler for JniHandler {
         let args = [JValue::Long(ring.address() as i64).as_jni()];
         let consumed = self.upcall("received", |env, cb, ids| {
             // SAFETY: method ID of EngineCallbacks.received, signature (J)I.
-            unsafe {
-                env.call_method_unchecked(cb.as_obj(), ids.received, ReturnType::Primitive(Primitive::Int), &args)
-            }
-            .and_then(|v| v.i())
+            Ok(unsafe { raw_call_int(env, cb.as_obj(), ids.received, &args) })
         });
         consumed.map_or(0, |n| n.max(0) as u32)
     }

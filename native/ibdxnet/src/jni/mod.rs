@@ -5,6 +5,7 @@
 //! Every native runs inside [`guarded`]: errors become Java exceptions and a
 //! panic becomes a `java.lang.Error`; nothing unwinds into the JVM.
 
+mod bench;
 mod handler;
 mod natives;
 
@@ -106,6 +107,7 @@ fn on_load(vm: JavaVM) -> Result<(), String> {
         node_event: env.get_method_id(&cb, "nodeEvent", "(II)V").map_err(|e| e.to_string())?,
     };
     natives::register(&mut env).map_err(|e| format!("RegisterNatives on {NATIVE_CLASS}: {e}"))?;
+    bench::register(&mut env);
     let _ = CACHED.set(Cached { vm, ids });
     Ok(())
 }

@@ -1,0 +1,28 @@
+package io.ibdxnet.bench;
+
+import io.ibdxnet.ib.NativeLibrary;
+
+/** Natives for the JNI cost table (registered by libibdxnet when this class exists). */
+public final class JniCost {
+    static {
+        NativeLibrary.load();
+    }
+
+    private JniCost() {}
+
+    /** Java → native, static, no arguments. */
+    public static native void noop();
+
+    /** Java → native, static, three primitive arguments. */
+    public static native long withArgs(long a, int b, long c);
+
+    /** Copies {@code array} to native memory at {@code address} through JNI. */
+    public static native void copyIn(byte[] array, long address);
+
+    /**
+     * Calls {@code target.callback(long)} {@code count} times from a native thread;
+     * mode 0: attached once; 1: plus an exception check per call; 2: attach/detach per call.
+     * Returns the elapsed nanoseconds.
+     */
+    public static native long upcalls(Object target, int count, int mode);
+}

@@ -1,0 +1,131 @@
+package io.ibdxnet.bench;
+
+import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+
+/**
+ * The JNI cost table (paper §5, Figure 2): Java→native calls, native→Java
+ * up-calls from a native thread (raw JNI attached once, plus the exception
+ * check the engine makes, through the jni crate, attached per call), and
+ * three ways to access a 64-byte native struct.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(3)
+public class JniCostBenchmark {
+    static final int UPCALLS = 100_000;
+    static final int STRUCT = 64;
+
+    long struct;
+    ByteBuffer direct;
+    byte[] array = new byte[STRUCT];
+    long sink;
+
+    /** Up-call target. */
+    public final class Target {
+        public void callback(long v) {
+            sink += v;
+        }
+    }
+
+    final Target target = new Target();
+
+    @Setup
+    public void setup() {
+        struct = UNSAFE.allocateMemory(STRUCT);
+        UNSAFE.setMemory(struct, STRUCT, (byte) 1);
+        direct = ByteBuffer.allocateDirect(STRUCT).order(ByteOrder.nativeOrder());
+    }
+
+    @TearDown
+    public void tearDown() {
+        UNSAFE.freeMemory(struct);
+    }
+
+    @Benchmark
+    public void downcallNoArgs() {
+        JniCost.noop();
+    }
+
+    @Benchmark
+    public long downcallWithArgs() {
+        return JniCost.withArgs(1, 2, 3);
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(UPCALLS)
+    public long upcallAttachedOnce() {
+        return JniCost.upcalls(target, UPCALLS, 0);
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(UPCALLS)
+    public long upcallWithExceptionCheck() {
+        return JniCost.upcalls(target, UPCALLS, 1);
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(UPCALLS)
+    public long upcallThroughJniCrate() {
+        return JniCost.upcalls(target, UPCALLS, 3);
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(1_000)
+    public long upcallAttachDetachPerCall() {
+        return JniCost.upcalls(target, 1_000, 2);
+    }
+
+    /** Read and write a 64-byte native struct as 8 longs with Unsafe. */
+    @Benchmark
+    public void structUnsafe(Blackhole bh) {
+        long s = 0;
+        for (int i = 0; i < STRUCT; i += 8) {
+            s += UNSAFE.getLong(struct + i);
+            UNSAFE.putLong(struct + i, s);
+        }
+        bh.consume(s);
+    }
+
+    /** The same through a direct ByteBuffer. */
+    @Benchmark
+    public void structDirectByteBuffer(Blackhole bh) {
+        long s = 0;
+        for (int i = 0; i < STRUCT; i += 8) {
+            s += direct.getLong(i);
+            direct.putLong(i, s);
+        }
+        bh.consume(s);
+    }
+
+    /** The same by copying a byte[] across JNI into the native struct. */
+    @Benchmark
+    public void structByteArrayCopiedAcrossJni(Blackhole bh) {
+        long s = 0;
+        for (int i = 0; i < STRUCT; i++) {
+            array[i] = (byte) (array[i] + 1);
+            s += array[i];
+        }
+        JniCost.copyIn(array, struct);
+        bh.consume(s);
+    }
+}
