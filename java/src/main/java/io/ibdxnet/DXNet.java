@@ -217,7 +217,7 @@ public final class DXNet implements AutoCloseable {
         do {
             int n = Math.min(chunk, total - at);
             int flags = kindFlags | (at == 0 ? Frame.FIRST : 0) | (at + n == total ? Frame.LAST : 0);
-            Frame.writeHeader(header, n, messageId, m.getType(), m.getSubtype(), flags, requestId, total);
+            Frame.writeHeader(header, Frame.HEADER + n, messageId, m.getType(), m.getSubtype(), flags, requestId, total);
             transport.send(dest, header, out.array(), at, n, deadline);
             at += n;
         } while (at < total);

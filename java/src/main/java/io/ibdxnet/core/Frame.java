@@ -4,9 +4,12 @@ package io.ibdxnet.core;
  * Frame header on the wire (20 bytes, big-endian). A message becomes one or
  * more frames; frames of different messages may interleave (many threads
  * write a connection's ring at once), so fragments carry the message id.
+ * Frames are records of the outgoing ring: the first word is the frame's
+ * total length and each frame is followed by zero padding up to a multiple
+ * of {@link OutgoingRingBuffer#ALIGN}.
  *
  * <pre>
- *  0 frameLength u32   payload bytes in this frame
+ *  0 frameLength u32   header + payload bytes of this frame (padding excluded)
  *  4 messageId   u32   per sending node
  *  8 type u8  9 subtype u8  10 flags u8 (FIRST, LAST, REQUEST, RESPONSE)  11 reserved u8 (0)
  * 12 requestId   u32   requests and responses

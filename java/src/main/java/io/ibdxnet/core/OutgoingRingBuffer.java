@@ -16,25 +16,33 @@ import java.util.concurrent.locks.LockSupport;
  *   posted, not confirmed | ready, not posted | being written | free
  * </pre>
  *
- * Many threads serialize concurrently and lock-free: {@link #reserve} claims
- * space with a CAS on {@code reserved}; {@link #commit} publishes it, in
- * reservation order, by advancing {@code back}. Only the send thread moves
- * {@code frontPosted} ({@link #posted}) and {@code front} ({@link #confirmed}).
+ * The ring holds <em>records</em> aligned to 4 bytes whose first 4 bytes are
+ * the record length (big-endian, without the alignment padding; never 0).
+ * Many threads write concurrently and lock-free: {@link #reserve} claims
+ * space with a CAS, the writer fills the record behind its first word, and
+ * {@link #publish} stores that word last (release). Nobody waits for earlier
+ * writers: the send thread finds the published prefix itself
+ * ({@link #readyToPost}) by walking record lengths from {@code back} until a
+ * zero word, and zeroes confirmed space ({@link #confirmed}) so a stale word
+ * is never mistaken for a published one.
  */
 public final class OutgoingRingBuffer {
+    /** Records start at multiples of this. */
+    public static final int ALIGN = 4;
+
     private final long address;
     private final int capacity;
     private final long mask;
     private final AtomicLong reserved = new AtomicLong();
-    private volatile long back;
     private volatile long front;
+    private long back;
     private long frontPosted;
     private volatile boolean closed;
 
-    /** A ring over {@code capacity} bytes (a power of two) of native memory at {@code address}. */
+    /** A ring over {@code capacity} zeroed bytes (a power of two) of native memory at {@code address}. */
     public OutgoingRingBuffer(long address, int capacity) {
-        if (capacity <= 0 || Integer.bitCount(capacity) != 1) {
-            throw new IllegalArgumentException("ring capacity " + capacity + " is not a power of two");
+        if (capacity < ALIGN || Integer.bitCount(capacity) != 1) {
+            throw new IllegalArgumentException("ring capacity " + capacity + " is not a power of two ≥ " + ALIGN);
         }
         this.address = address;
         this.capacity = capacity;
@@ -45,15 +53,21 @@ public final class OutgoingRingBuffer {
         return capacity;
     }
 
+    /** Bytes a record of {@code length} occupies. */
+    public static int aligned(int length) {
+        return (length + ALIGN - 1) & -ALIGN;
+    }
+
     /**
-     * Claims {@code length} bytes, waiting (spinning, then parking) while the
-     * ring is full. Returns the start position, to be passed to
-     * {@link #write} and {@link #commit}. Fails if {@code length} exceeds the
-     * capacity or {@code deadlineNanos} (a {@link System#nanoTime} value)
-     * passes first.
+     * Claims space for a record of {@code length} bytes (at least 4),
+     * waiting (spinning, then parking) while the ring is full. Returns the
+     * start position for {@link #write} and {@link #publish}. Fails if the
+     * record exceeds the capacity, the ring is closed, or {@code deadlineNanos}
+     * (a {@link System#nanoTime} value) passes first.
      */
     public long reserve(int length, long deadlineNanos) throws InterruptedException, java.util.concurrent.TimeoutException {
-        if (length <= 0 || length > capacity) {
+        int size = aligned(length);
+        if (length < ALIGN || size > capacity) {
             throw new IllegalArgumentException("cannot reserve " + length + " bytes in a ring of " + capacity);
         }
         int spins = 0;
@@ -62,8 +76,8 @@ public final class OutgoingRingBuffer {
                 throw new IllegalStateException("connection closed");
             }
             long r = reserved.get();
-            if (r + length - front <= capacity) {
-                if (reserved.compareAndSet(r, r + length)) {
+            if (r + size - front <= capacity) {
+                if (reserved.compareAndSet(r, r + size)) {
                     return r;
                 }
                 continue;
@@ -92,24 +106,17 @@ public final class OutgoingRingBuffer {
         }
     }
 
-    /** Writes one byte at ring position {@code position}. */
-    public void putByte(long position, byte b) {
-        UNSAFE.putByte(address + (position & mask), b);
-    }
-
-    /** Publishes {@code [start, start + length)} once every earlier reservation is published. */
-    public void commit(long start, int length) {
-        // Predecessors are mid-copy: spin briefly, then yield so a preempted
-        // predecessor gets the CPU (2-core machines have more writers than cores).
-        int spins = 0;
-        while (back != start) {
-            if (++spins < 64) {
-                Thread.onSpinWait();
-            } else {
-                Thread.yield();
-            }
+    /**
+     * Publishes the record at {@code start}: stores its first word, the
+     * record length {@code length} (big-endian), after everything else the
+     * writer wrote. The record's bytes 0..3 must not have been written.
+     */
+    public void publish(long start, int length) {
+        int word = Integer.reverseBytes(length); // big-endian in memory on little-endian x86
+        if (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN) {
+            word = length;
         }
-        back = start + length;
+        UNSAFE.putIntVolatile(null, address + (start & mask), word);
     }
 
     /** Fails current and future reservations (the connection is gone). */
@@ -123,8 +130,21 @@ public final class OutgoingRingBuffer {
 
     // ---- send thread only ----
 
-    /** Bytes committed and not yet posted. */
+    private int lengthAt(long position) {
+        int word = UNSAFE.getIntVolatile(null, address + (position & mask));
+        return java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN ? word : Integer.reverseBytes(word);
+    }
+
+    /** Bytes published and not yet posted (walks newly published records). */
     public long readyToPost() {
+        long limit = reserved.get();
+        while (back < limit) {
+            int len = lengthAt(back);
+            if (len == 0) {
+                break;
+            }
+            back += aligned(len);
+        }
         return back - frontPosted;
     }
 
@@ -138,9 +158,16 @@ public final class OutgoingRingBuffer {
         frontPosted += n;
     }
 
-    /** The engine confirmed {@code n} more bytes sent: their space is free again. */
+    /** The engine confirmed {@code n} more bytes sent: zero them and free their space. */
     public void confirmed(long n) {
-        front = front + n;
+        long f = front;
+        long index = f & mask;
+        long first = Math.min(n, capacity - index);
+        UNSAFE.setMemory(address + index, first, (byte) 0);
+        if (first < n) {
+            UNSAFE.setMemory(address, n - first, (byte) 0);
+        }
+        front = f + n;
     }
 
     /** Bytes posted and not yet confirmed. */
@@ -148,7 +175,7 @@ public final class OutgoingRingBuffer {
         return frontPosted - front;
     }
 
-    /** True if everything written was confirmed. */
+    /** True if everything reserved was confirmed. */
     public boolean isDrained() {
         return front == reserved.get();
     }

@@ -30,6 +30,8 @@ public final class StreamAssembler {
     private final byte[] header = new byte[Frame.HEADER];
     private int headerFilled;
     private int frameLeft;
+    private int padLeft;
+    private int frameTotal;
     private Partial current;
     private byte type;
     private byte subtype;
@@ -46,6 +48,12 @@ public final class StreamAssembler {
     public void feed(long address, int length, Sink sink) {
         int at = 0;
         while (at < length) {
+            if (padLeft > 0) {
+                int n = Math.min(padLeft, length - at);
+                padLeft -= n;
+                at += n;
+                continue;
+            }
             if (headerFilled < Frame.HEADER) {
                 int n = Math.min(Frame.HEADER - headerFilled, length - at);
                 UNSAFE.copyMemory(null, address + at, header, UNSAFE.arrayBaseOffset(byte[].class) + headerFilled, n);
@@ -68,7 +76,8 @@ public final class StreamAssembler {
     }
 
     private void startFrame(Sink sink) {
-        frameLeft = Frame.getInt(header, 0);
+        frameTotal = Frame.getInt(header, 0);
+        frameLeft = frameTotal - Frame.HEADER;
         messageId = Frame.getInt(header, 4);
         type = header[8];
         subtype = header[9];
@@ -76,7 +85,7 @@ public final class StreamAssembler {
         requestId = Frame.getInt(header, 12);
         int total = Frame.getInt(header, 16);
         if (frameLeft < 0 || total < 0 || frameLeft > total) {
-            throw new IllegalStateException("corrupt frame from node " + source + ": length " + frameLeft + " of " + total);
+            throw new IllegalStateException("corrupt frame from node " + source + ": length " + frameTotal + " of " + total);
         }
         if ((flags & Frame.FIRST) != 0) {
             current = new Partial(total);
@@ -96,6 +105,7 @@ public final class StreamAssembler {
 
     private void endFrame(Sink sink) {
         headerFilled = 0;
+        padLeft = OutgoingRingBuffer.aligned(frameTotal) - frameTotal;
         if ((flags & Frame.LAST) != 0) {
             partials.remove(messageId);
             Partial done = current;

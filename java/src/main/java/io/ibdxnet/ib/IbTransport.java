@@ -49,7 +49,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         final int node;
         final OutgoingRingBuffer orb;
         final AtomicLong unconfirmed = new AtomicLong();
-        /** Threads between reserve and commit: the ring must outlive them. */
+        /** Threads between reserve and publish: the ring must outlive them. */
         final AtomicInteger writers = new AtomicInteger();
 
         Connection(int node, OutgoingRingBuffer orb) {
@@ -127,7 +127,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     @Override
     public void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException {
         int total = header.length + length;
-        if (total > maxFrame) {
+        if (header.length < 4 || total > maxFrame) {
             throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrame);
         }
         Connection c = connection(node);
@@ -135,9 +135,10 @@ public final class IbTransport implements Transport, EngineCallbacks {
         c.writers.incrementAndGet();
         try {
             long pos = c.orb.reserve(total, deadlineNanos);
-            c.orb.write(pos, header, 0, header.length);
+            // Everything but the first word, which publishes the record.
+            c.orb.write(pos + 4, header, 4, header.length - 4);
             c.orb.write(pos + header.length, payload, offset, length);
-            c.orb.commit(pos, total);
+            c.orb.publish(pos, total);
         } catch (IllegalStateException e) {
             throw new NetworkException("connection to node " + node + " closed", e);
         } catch (TimeoutException e) {

@@ -23,9 +23,11 @@ public class StreamAssemblerTest {
         do {
             int n = Math.min(maxChunk, payload.length - at);
             int flags = (at == 0 ? Frame.FIRST : 0) | (at + n == payload.length ? Frame.LAST : 0);
-            Frame.writeHeader(h, n, messageId, (byte) 3, (byte) 4, flags, 0, payload.length);
+            Frame.writeHeader(h, Frame.HEADER + n, messageId, (byte) 3, (byte) 4, flags, 0, payload.length);
             out.write(h, 0, h.length);
             out.write(payload, at, n);
+            int pad = OutgoingRingBuffer.aligned(Frame.HEADER + n) - (Frame.HEADER + n);
+            out.write(new byte[pad], 0, pad);
             at += n;
         } while (at < payload.length);
         return out.toByteArray();
@@ -76,14 +78,14 @@ public class StreamAssemblerTest {
         for (int i = 0; i < 70; i++) {
             p2[i] = (byte) (200 - i);
         }
-        byte[] f1 = frames(p1, 40, 11); // frames of 40, 40, 20
-        byte[] f2 = frames(p2, 50, 12); // frames of 50, 20
+        byte[] f1 = frames(p1, 40, 11); // frames of 40, 40, 20 (multiples of 4: no padding)
+        byte[] f2 = frames(p2, 50, 12); // frames of 50 (+2 padding), 20
         int h = Frame.HEADER;
         ByteArrayOutputStream s = new ByteArrayOutputStream();
         s.write(f1, 0, h + 40);                 // m11 part 1
-        s.write(f2, 0, h + 50);                 // m12 part 1
+        s.write(f2, 0, h + 52);                 // m12 part 1 with padding
         s.write(f1, h + 40, h + 40);            // m11 part 2
-        s.write(f2, h + 50, h + 20);            // m12 part 2 (last)
+        s.write(f2, h + 52, h + 20);            // m12 part 2 (last)
         s.write(f1, 2 * (h + 40), h + 20);      // m11 part 3 (last)
         byte[] stream = s.toByteArray();
         long mem = UNSAFE.allocateMemory(stream.length);
