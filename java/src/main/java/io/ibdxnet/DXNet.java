@@ -8,6 +8,8 @@ import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import java.lang.reflect.Constructor;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -223,9 +225,31 @@ public final class DXNet implements AutoCloseable {
         } while (at < total);
     }
 
+    /** Messages parsed from one buffer, handed to a handler thread in one go. */
+    private static final class Batch implements Runnable {
+        final List<MessageReceiver> receivers = new ArrayList<>();
+        final List<Message> messages = new ArrayList<>();
+
+        @Override
+        public void run() {
+            for (int i = 0; i < messages.size(); i++) {
+                Message m = messages.get(i);
+                try {
+                    receivers.get(i).onIncomingMessage(m);
+                } catch (RuntimeException e) {
+                    LOG.log(Level.SEVERE, "receiver of " + m.getType() + "/" + m.getSubtype() + " failed", e);
+                }
+            }
+        }
+    }
+
+    private Batch batch = new Batch(); // coordinator thread only
+
     /** The message creation coordinator: buffers → messages, in order per source. */
     private void coordinate() {
-        StreamAssembler.Sink sink = this::deliver;
+        // One hand-off per buffer, not per message: waking a handler thread
+        // (unpark) was the top hotspot with small messages.
+        StreamAssembler.Sink sink = (src, type, sub, flags, req, data) -> deliver(src, type, sub, flags, req, data, batch);
         while (running) {
             IncomingBuffer b;
             try {
@@ -250,10 +274,19 @@ public final class DXNet implements AutoCloseable {
                 b.release();
                 transport.consumed(b.source, b.length);
             }
+            if (!batch.messages.isEmpty()) {
+                handlers.execute(batch);
+                batch = new Batch();
+            }
         }
     }
 
     private void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload) {
+        deliver(source, type, subtype, flags, requestId, payload, null);
+    }
+
+    /** Creates the message and queues it for its receiver: into {@code into}, or as its own task. */
+    private void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload, Batch into) {
         Constructor<? extends Message> ctor = types.get(key(type, subtype));
         if (ctor == null) {
             dropped.incrementAndGet();
@@ -291,14 +324,12 @@ public final class DXNet implements AutoCloseable {
             LOG.warning("node " + config.nodeId + ": no receiver for " + type + "/" + subtype);
             return;
         }
-        Message msg = m;
-        handlers.execute(() -> {
-            try {
-                r.onIncomingMessage(msg);
-            } catch (RuntimeException e) {
-                LOG.log(Level.SEVERE, "receiver of " + type + "/" + subtype + " failed", e);
-            }
-        });
+        Batch b = into != null ? into : new Batch();
+        b.receivers.add(r);
+        b.messages.add(m);
+        if (into == null) {
+            handlers.execute(b);
+        }
     }
 
     private void failRequestsTo(int node) {
