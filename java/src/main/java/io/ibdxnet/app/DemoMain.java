@@ -156,16 +156,12 @@ public final class DemoMain {
                 a.fabricName(), b.fabricName(), fabric);
         // Warm-up, then the measured run.
         sendAll(a, 2_000, size, threads);
-        while (received.get() < 2_000) {
-            Thread.sleep(1);
-        }
+        awaitCount(received, 2_000);
         received.set(0);
         bytes.set(0);
         long t0 = System.nanoTime();
         sendAll(a, messages, size, threads);
-        while (received.get() < messages) {
-            Thread.sleep(1);
-        }
+        awaitCount(received, messages);
         double secs = (System.nanoTime() - t0) / 1e9;
         System.out.printf("messages: %d × %d B from %d threads in %.3f s: %.0f msg/s, %.1f MB/s payload%n",
                 messages, size, threads, secs, messages / secs, bytes.get() / secs / 1e6);
@@ -186,6 +182,18 @@ public final class DemoMain {
         System.out.println("dropped messages: " + (a.droppedMessages() + b.droppedMessages()));
         for (DXNet n : nodes) {
             n.close();
+        }
+    }
+
+    /** Waits until {@code counter} reaches {@code expected}; fails after 120 s instead of hanging. */
+    private static void awaitCount(AtomicLong counter, long expected) throws InterruptedException {
+        long end = System.nanoTime() + 120_000_000_000L;
+        while (counter.get() < expected) {
+            if (System.nanoTime() > end) {
+                System.err.println("demo: only " + counter.get() + " of " + expected + " messages arrived within 120 s");
+                System.exit(1);
+            }
+            Thread.sleep(1);
         }
     }
 

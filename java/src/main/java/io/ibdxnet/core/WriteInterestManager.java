@@ -16,8 +16,15 @@ public final class WriteInterestManager {
     private final AtomicIntegerArray data = new AtomicIntegerArray(NODES);
     private final AtomicIntegerArray flowControl = new AtomicIntegerArray(NODES);
 
-    /** Any thread: {@code node} has ready-to-send data. */
+    /**
+     * Any thread: {@code node} has ready-to-send data (already published).
+     * Fast path: if the node is queued, the send thread will look at it after
+     * clearing the flag, and so see this data; no shared write needed.
+     */
     public void pushData(int node) {
+        if (queued.get(node) != 0) {
+            return;
+        }
         data.incrementAndGet(node);
         enqueue(node);
     }
@@ -35,25 +42,22 @@ public final class WriteInterestManager {
     }
 
     /**
-     * Send thread: the next node with interests, or {@code -1}. {@code counts}
-     * receives {data interests, flow-control interests}, which are reset.
+     * Send thread: the next queued node, or {@code -1}. {@code counts} receives
+     * {data interests, flow-control interests}, which are reset. The node is
+     * returned even if both counts are 0: a producer that found the node
+     * already queued skipped its count (fast path), so the caller must look at
+     * the node's ring itself.
      */
     public int next(int[] counts) {
-        while (true) {
-            int node = queue.poll();
-            if (node < 0) {
-                return -1;
-            }
-            // Clear the flag before taking the counters: an interest added
-            // after this point queues the node again instead of being lost.
-            queued.set(node, 0);
-            int d = data.getAndSet(node, 0);
-            int f = flowControl.getAndSet(node, 0);
-            if (d != 0 || f != 0) {
-                counts[0] = d;
-                counts[1] = f;
-                return node;
-            }
+        int node = queue.poll();
+        if (node < 0) {
+            return -1;
         }
+        // Clear the flag before looking at counters and data: anything
+        // published after this point queues the node again.
+        queued.set(node, 0);
+        counts[0] = data.getAndSet(node, 0);
+        counts[1] = flowControl.getAndSet(node, 0);
+        return node;
     }
 }

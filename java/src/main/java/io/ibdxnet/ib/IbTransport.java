@@ -156,12 +156,14 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private void acquireWindow(Connection c, int bytes, long deadlineNanos) throws NetworkException {
         int spins = 0;
         while (true) {
-            long u = c.unconfirmed.get();
-            if (u + bytes <= window || u == 0) {
-                if (c.unconfirmed.compareAndSet(u, u + bytes)) {
+            long seen = c.unconfirmed.get();
+            if (seen + bytes <= window || seen == 0) {
+                // getAndAdd never retries under contention (a CAS loop did, visibly in JFR).
+                long u = c.unconfirmed.getAndAdd(bytes);
+                if (u + bytes <= window || u == 0) {
                     return;
                 }
-                continue;
+                c.unconfirmed.addAndGet(-bytes);
             }
             if (c.orb.isClosed()) {
                 throw new NetworkException("connection to node " + c.node + " closed");
