@@ -160,6 +160,37 @@ public class DXNetTest {
         return out;
     }
 
+    /** Something a sender thread does for one sequence number. */
+    interface SendStep {
+        void send(int thread, int seq) throws Exception;
+    }
+
+    /** Runs {@code threads} sender threads doing {@code step} for seq 0..perThread-1; rethrows the first failure. */
+    private static void runSenders(int threads, int perThread, SendStep step) throws Exception {
+        List<Thread> senders = new ArrayList<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        for (int t = 0; t < threads; t++) {
+            final int id = t;
+            Thread th = new Thread(() -> {
+                try {
+                    for (int s = 0; s < perThread; s++) {
+                        step.send(id, s);
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            senders.add(th);
+            th.start();
+        }
+        for (Thread th : senders) {
+            th.join();
+        }
+        if (failure.get() != null) {
+            throw new AssertionError(failure.get());
+        }
+    }
+
     private static void waitFor(String what, java.util.function.BooleanSupplier c) throws InterruptedException {
         long end = System.nanoTime() + 60_000_000_000L;
         while (!c.getAsBoolean()) {
@@ -188,30 +219,11 @@ public class DXNetTest {
             nextSeq.put(d.thread, expected + 1);
             received.incrementAndGet();
         });
-        List<Thread> senders = new ArrayList<>();
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        for (int t = 0; t < threads; t++) {
-            final int id = t;
-            Thread th = new Thread(() -> {
-                try {
-                    for (int s = 0; s < perThread; s++) {
-                        // Mostly small, some beyond a receive buffer, every 500th larger than the ring.
-                        int size = s % 500 == 499 ? 600_000 : s % 10 == 0 ? 40_000 : (s * 37) % 300;
-                        n.get(0).sendMessage(new DataMessage(1, id, s, size));
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            });
-            senders.add(th);
-            th.start();
-        }
-        for (Thread th : senders) {
-            th.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError(failure.get());
-        }
+        // Mostly small, some beyond a receive buffer, every 500th larger than the ring.
+        runSenders(threads, perThread, (id, seq) -> {
+            int size = seq % 500 == 499 ? 600_000 : seq % 10 == 0 ? 40_000 : (seq * 37) % 300;
+            n.get(0).sendMessage(new DataMessage(1, id, seq, size));
+        });
         waitFor("all messages", () -> received.get() == (long) threads * perThread || problem.get() != null);
         assertEquals(null, problem.get());
         assertEquals(0, n.get(1).droppedMessages());
@@ -234,28 +246,7 @@ public class DXNetTest {
             next[d.thread] = d.seq + 1;
             received.incrementAndGet();
         });
-        List<Thread> senders = new ArrayList<>();
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        for (int t = 0; t < threads; t++) {
-            final int id = t;
-            Thread th = new Thread(() -> {
-                try {
-                    for (int s = 0; s < perThread; s++) {
-                        n.get(0).sendMessage(new DataMessage(1, id, s, 8));
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            });
-            senders.add(th);
-            th.start();
-        }
-        for (Thread th : senders) {
-            th.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError(failure.get());
-        }
+        runSenders(threads, perThread, (id, seq) -> n.get(0).sendMessage(new DataMessage(1, id, seq, 8)));
         waitFor("all messages", () -> received.get() >= (long) threads * perThread || problem.get() != null);
         assertEquals(null, problem.get());
         Thread.sleep(50);
