@@ -96,12 +96,16 @@ struct IbdxnetDeviceInfo {
  * The next data to send (user → engine). 16 bytes.
  *
  * ```text
- * 0 node_id u16  2 fc_data u8  3 flags u8  4 offset u32  8 length u32  12 reserved u32
+ * 0 node_id u16  2 fc_data u8  3 flags u8  4 offset u32  8 length u32  12 connection u32
  * ```
  * `offset` is the position in the node's send ring where the data starts
  * (the ring's *front posted* pointer), `length` how many bytes follow
  * (wrapping around the ring's end). `fc_data` is a flow-control count to
  * piggy-back (0–255); with `length == 0` it goes out as a zero-length send.
+ * `connection` names the connection whose ring holds the data (its local
+ * queue pair number, see `Connection::local_qpn`); if the node's connection
+ * was replaced meanwhile, the data is not posted rather than read from the
+ * wrong ring. 0 = do not check.
  */
 struct IbdxnetNextWorkPackage {
   /**
@@ -125,9 +129,9 @@ struct IbdxnetNextWorkPackage {
    */
   uint32_t length;
   /**
-   * Zero.
+   * Local QPN of the connection the data was written for (0 = any).
    */
-  uint32_t reserved;
+  uint32_t connection;
 };
 
 /**

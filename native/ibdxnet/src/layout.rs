@@ -147,7 +147,7 @@ pub fn layouts() -> Vec<StructLayout> {
             flags: u8,
             offset: u32,
             length: u32,
-            reserved: u32,
+            connection: u32,
         }),
         describe!(PrevWorkResults as IbdxnetPrevWorkResults {
             node_id: u16,

@@ -229,7 +229,7 @@ impl<F: Fabric> EngineHandler for StreamHandler<F> {
                 flags: NWP_VALID,
                 offset: (o.posted % u64::from(o.size)) as u32,
                 length: len as u32,
-                reserved: 0,
+                connection: 0,
             };
         }
         NextWorkPackage::default()

@@ -317,3 +317,56 @@ fn lost_exchange_packets_are_retransmitted() {
     assert!(c.is_established());
     wait_until("both sides established", || nodes[1].engine.manager().established(NodeId(0)).is_some());
 }
+
+/// Offers one package for a connection id that is not the node's current
+/// connection: the engine must post nothing and say so.
+struct StaleRing {
+    target: std::sync::Mutex<Option<u32>>,
+    reported: std::sync::Mutex<Vec<ibdxnet::msgrc::PrevWorkResults>>,
+}
+
+impl ibdxnet::msgrc::EngineHandler for StaleRing {
+    fn next_data_to_send(
+        &self,
+        prev: &ibdxnet::msgrc::PrevWorkResults,
+        _: &ibdxnet::msgrc::CompletedList,
+    ) -> ibdxnet::msgrc::NextWorkPackage {
+        if prev.node_id != 0xFFFF {
+            self.reported.lock().unwrap().push(*prev);
+        }
+        match self.target.lock().unwrap().take() {
+            Some(stale) => ibdxnet::msgrc::NextWorkPackage {
+                node_id: 1,
+                flags: ibdxnet::msgrc::NWP_VALID,
+                offset: 0,
+                length: 100,
+                connection: stale,
+                ..Default::default()
+            },
+            None => Default::default(),
+        }
+    }
+    fn received(&self, _: &ibdxnet::msgrc::IncomingRing) -> u32 {
+        0
+    }
+    fn node_event(&self, _: NodeEvent) {}
+}
+
+#[test]
+fn package_for_a_replaced_connection_is_not_posted() {
+    let net = SimNetwork::new();
+    let h0 = Arc::new(StaleRing { target: std::sync::Mutex::new(None), reported: std::sync::Mutex::new(Vec::new()) });
+    let e0 = Engine::<SimFabric>::start(config(0, &net), h0.clone()).unwrap();
+    let h1 = StreamHandler::<SimFabric>::new(NodeId(1), StreamOptions::default());
+    let e1 = Engine::<SimFabric>::start(config(1, &net), h1.clone()).unwrap();
+    h1.set_pool(e1.buffer_pool());
+    e0.add_node(NodeId(1), e1.manager().local_addr()).unwrap();
+    e1.add_node(NodeId(0), e0.manager().local_addr()).unwrap();
+    let c = e0.connect(NodeId(1)).unwrap();
+    *h0.target.lock().unwrap() = Some(c.local_qpn() + 1000);
+    wait_until("the package's outcome", || !h0.reported.lock().unwrap().is_empty());
+    let r = h0.reported.lock().unwrap()[0];
+    assert_eq!((r.bytes_posted, r.bytes_not_posted), (0, 100));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(h1.received.load(std::sync::atomic::Ordering::Relaxed), 0, "nothing was sent from the new ring");
+}

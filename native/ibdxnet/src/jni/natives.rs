@@ -188,6 +188,13 @@ extern "system" fn connect<'l>(
     })
 }
 
+extern "system" fn local_qpn<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, id: jint) -> jint {
+    guarded(&mut env, 0, |_| {
+        let id = node(id)?;
+        Ok(with_native!(engine(handle)?, |n| lock(&n.conns).get(&id.0).map_or(0, |c| c.local_qpn() as jint)))
+    })
+}
+
 extern "system" fn ring_size<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jint {
     guarded(&mut env, -1, |_| Ok(with_native!(engine(handle)?, |n| n.engine.config().send_ring_size as jint)))
 }
@@ -257,6 +264,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("removeNode", "(JI)Z", remove_node as *mut c_void),
         m("connect", "(JII)J", connect as *mut c_void),
         m("ringSize", "(J)I", ring_size as *mut c_void),
+        m("localQpn", "(JI)I", local_qpn as *mut c_void),
         m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
         m("returnBuffer", "(JI)I", return_buffer as *mut c_void),
         m("stats", "(J)Ljava/lang/String;", stats as *mut c_void),

@@ -169,6 +169,13 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             let _ = self.mgr.request_create(node);
             return 0;
         };
+        if p.connection != 0 && p.connection != ns.conn.qp().qp_num() {
+            // Written into the ring of a connection that was replaced: do not
+            // read it from the new ring. The user learns of the old one's end
+            // from its disconnect event.
+            log::warn!("node {me}: package for replaced connection {} to {node} not posted", p.connection);
+            return 0;
+        }
         let ring_size = ns.conn.ring().size();
         if p.length > ring_size || p.offset >= ring_size {
             log::error!("node {me}: work package {p:?} exceeds the send ring of {ring_size} bytes; ignored");

@@ -16,12 +16,16 @@ pub const NWP_VALID: u8 = 1;
 /// The next data to send (user → engine). 16 bytes.
 ///
 /// ```text
-/// 0 node_id u16  2 fc_data u8  3 flags u8  4 offset u32  8 length u32  12 reserved u32
+/// 0 node_id u16  2 fc_data u8  3 flags u8  4 offset u32  8 length u32  12 connection u32
 /// ```
 /// `offset` is the position in the node's send ring where the data starts
 /// (the ring's *front posted* pointer), `length` how many bytes follow
 /// (wrapping around the ring's end). `fc_data` is a flow-control count to
 /// piggy-back (0–255); with `length == 0` it goes out as a zero-length send.
+/// `connection` names the connection whose ring holds the data (its local
+/// queue pair number, see `Connection::local_qpn`); if the node's connection
+/// was replaced meanwhile, the data is not posted rather than read from the
+/// wrong ring. 0 = do not check.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NextWorkPackage {
@@ -35,8 +39,8 @@ pub struct NextWorkPackage {
     pub offset: u32,
     /// Bytes to send.
     pub length: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// Local QPN of the connection the data was written for (0 = any).
+    pub connection: u32,
 }
 
 /// What the engine did with the previous package (engine → user). 16 bytes.

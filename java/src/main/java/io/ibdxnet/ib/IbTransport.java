@@ -48,13 +48,16 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private static final class Connection {
         final int node;
         final OutgoingRingBuffer orb;
+        /** The native connection whose ring {@link #orb} covers. */
+        final int connectionId;
         final AtomicLong unconfirmed = new AtomicLong();
         /** Threads between reserve and publish: the ring must outlive them. */
         final AtomicInteger writers = new AtomicInteger();
 
-        Connection(int node, OutgoingRingBuffer orb) {
+        Connection(int node, OutgoingRingBuffer orb, int connectionId) {
             this.node = node;
             this.orb = orb;
+            this.connectionId = connectionId;
         }
     }
 
@@ -117,7 +120,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 } catch (IbException e) {
                     throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
                 }
-                c = new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()));
+                c = new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node));
                 connections.set(node, c);
             }
             return c;
@@ -223,7 +226,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         int offset = c == null ? 0 : c.orb.postOffset();
         int fc = Math.min(Math.max(fcToSend.get(node), 0), 255);
         if (ready > 0 || fc > 0) {
-            next.wrap(nextAddress).set(node, fc, offset, ready);
+            next.wrap(nextAddress).set(node, fc, offset, ready, c == null ? 0 : c.connectionId);
         }
     }
 

@@ -34,6 +34,9 @@ final class IbdxnetNative {
 
     static native int ringSize(long handle);
 
+    /** Local QPN of the connection Java holds to {@code nodeId} (0 = none): identifies its ring. */
+    static native int localQpn(long handle, int nodeId);
+
     static native void closeConnection(long handle, int nodeId, boolean force);
 
     /** 0 = returned, 1 = unknown buffer, 2 = returned twice. */

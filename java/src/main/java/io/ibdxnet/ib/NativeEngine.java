@@ -69,6 +69,11 @@ public final class NativeEngine implements AutoCloseable {
         return IbdxnetNative.connect(handle(), nodeId, timeoutMs);
     }
 
+    /** Identifies the connection (and so the ring) {@link #connect} returned for {@code nodeId}; 0 if none. */
+    public int connectionId(int nodeId) {
+        return IbdxnetNative.localQpn(handle(), nodeId);
+    }
+
     /** Bytes of every connection's send ring. */
     public int ringSize() {
         return ringSize;

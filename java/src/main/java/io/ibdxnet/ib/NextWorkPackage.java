@@ -10,6 +10,7 @@ public final class NextWorkPackage {
     private static final long FLAGS = S.offset("flags", 1);
     private static final long OFFSET = S.offset("offset", 4);
     private static final long LENGTH = S.offset("length", 4);
+    private static final long CONNECTION = S.offset("connection", 4);
     /** Bit 0 of flags: the package is valid. */
     public static final byte VALID = 1;
 
@@ -25,10 +26,20 @@ public final class NextWorkPackage {
      * send ring (wrapping at its end) and the flow-control value {@code fcData}.
      */
     public void set(int nodeId, int fcData, long offset, long length) {
+        set(nodeId, fcData, offset, length, 0);
+    }
+
+    /**
+     * As {@link #set(int, int, long, long)}, for the ring of connection
+     * {@code connectionId} ({@link NativeEngine#connectionId}): if the node's
+     * connection was replaced meanwhile, the engine posts nothing.
+     */
+    public void set(int nodeId, int fcData, long offset, long length, int connectionId) {
         UNSAFE.putShort(address + NODE_ID, (short) nodeId);
         UNSAFE.putByte(address + FC_DATA, (byte) fcData);
         UNSAFE.putInt(address + OFFSET, (int) offset);
         UNSAFE.putInt(address + LENGTH, (int) length);
+        UNSAFE.putInt(address + CONNECTION, connectionId);
         UNSAFE.putByte(address + FLAGS, VALID);
     }
 }
