@@ -173,7 +173,9 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             // Written into the ring of a connection that was replaced: do not
             // read it from the new ring. The user learns of the old one's end
             // from its disconnect event.
-            log::warn!("node {me}: package for replaced connection {} to {node} not posted", p.connection);
+            // Debug only: the user offers it again every iteration until the
+            // disconnect event of the old connection reaches it.
+            log::debug!("node {me}: package for replaced connection {} to {node} not posted", p.connection);
             return 0;
         }
         let ring_size = ns.conn.ring().size();

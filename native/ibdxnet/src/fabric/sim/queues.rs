@@ -67,24 +67,17 @@ impl CompletionQueue for SimCq {
     fn poll(&self, out: &mut [WorkCompletion]) -> Result<usize, FabricError> {
         self.0.dev.net.progress();
         let mut n = 0;
-        let mut frees: Vec<(Weak<QpCore>, u32)> = Vec::new();
-        {
-            let mut st = lock(&self.0.state);
-            if st.overrun {
-                return Err(FabricError::CqOverrun);
-            }
-            while n < out.len() {
-                let Some(e) = st.entries.pop_front() else { break };
-                out[n] = e.wc;
-                n += 1;
-                if let Some(r) = e.release {
-                    frees.push(r);
-                }
-            }
+        let mut st = lock(&self.0.state);
+        if st.overrun {
+            return Err(FabricError::CqOverrun);
         }
-        for (qp, slots) in frees {
-            if let Some(qp) = qp.upgrade() {
-                qp.sq_outstanding.fetch_sub(slots, Ordering::AcqRel);
+        while n < out.len() {
+            let Some(e) = st.entries.pop_front() else { break };
+            out[n] = e.wc;
+            n += 1;
+            // Free the send queue slots here: an atomic, no other lock taken.
+            if let Some(qp) = e.release.and_then(|(qp, slots)| qp.upgrade().map(|q| (q, slots))) {
+                qp.0.sq_outstanding.fetch_sub(qp.1, Ordering::AcqRel);
             }
         }
         Ok(n)

@@ -43,6 +43,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final int[] counts = new int[2];
     // Receive-thread state.
     private final IncomingRing ring = new IncomingRing();
+    private final IncomingBuffer.BufferReleaser releaser;
 
     /** One connection's Java side. */
     private static final class Connection {
@@ -78,6 +79,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         this.unit = Math.max(1, (long) (flowControlWindow * flowControlThreshold));
         this.connectTimeoutMs = connectTimeoutMs;
         this.engine = NativeEngine.start(nativeConfig, this);
+        this.releaser = engine::returnBuffer;
         this.maxFrame = (int) Math.min(engine.ringSize() / 2, flowControlWindow);
     }
 
@@ -241,7 +243,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             int source = ring.sourceNodeId(i);
             int id = ring.bufferId(i);
             if (id != IncomingRing.NO_BUFFER) {
-                IncomingBuffer b = new IncomingBuffer(source, ring.dataAddress(i), ring.dataLength(i), id, engine::returnBuffer);
+                IncomingBuffer b = new IncomingBuffer(source, ring.dataAddress(i), ring.dataLength(i), id, releaser);
                 if (!listener.onBuffer(b)) {
                     break; // the core is full: leave the rest in the ring (backpressure)
                 }
