@@ -3,9 +3,9 @@ package io.ibdxnet;
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.core.IncomingBufferQueue;
 import io.ibdxnet.core.StreamAssembler;
-import io.ibdxnet.ib.IbTransport;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
+import io.ibdxnet.transport.Transports;
 import io.ibdxnet.transport.TransportListener;
 import java.lang.reflect.Constructor;
 import java.util.ArrayList;
@@ -55,9 +55,6 @@ public final class DXNet implements AutoCloseable {
         config.validate();
         this.config = config;
         this.ibq = new IncomingBufferQueue(config.ibqMaxBuffers, config.ibqMaxBytes);
-        Map<String, String> nativeConfig = new java.util.LinkedHashMap<>(config.nativeConfig);
-        nativeConfig.put("node_id", Integer.toString(config.nodeId));
-        nativeConfig.putIfAbsent("listen", "0.0.0.0:0");
         TransportListener listener = new TransportListener() {
             @Override
             public boolean onBuffer(IncomingBuffer b) {
@@ -69,12 +66,7 @@ public final class DXNet implements AutoCloseable {
                 failRequestsTo(node);
             }
         };
-        try {
-            this.transport = new IbTransport(nativeConfig, config.flowControlWindow, config.flowControlThreshold,
-                    config.connectTimeoutMs, listener);
-        } catch (io.ibdxnet.ib.IbException e) {
-            throw new NetworkException("cannot start the InfiniBand transport: " + e.getMessage(), e);
-        }
+        this.transport = Transports.open(config, listener);
         for (Map.Entry<Integer, String> n : config.nodes.entrySet()) {
             if (n.getKey() != config.nodeId) {
                 addNode(n.getKey(), n.getValue());
@@ -82,7 +74,7 @@ public final class DXNet implements AutoCloseable {
         }
         AtomicInteger handlerIndex = new AtomicInteger();
         this.handlers = new ThreadPoolExecutor(config.handlerThreads, config.handlerThreads, 0, TimeUnit.MILLISECONDS,
-                new ArrayBlockingQueue<>(16_384), r -> {
+                new ArrayBlockingQueue<>(config.handlerQueueSize), r -> {
                     Thread t = new Thread(r, "dxnet-handler-" + config.nodeId + "-" + handlerIndex.getAndIncrement());
                     t.setDaemon(true);
                     return t;
@@ -262,8 +254,8 @@ public final class DXNet implements AutoCloseable {
             }
             try {
                 StreamAssembler a = assemblers.get(b.source);
-                if (a == null) {
-                    a = new StreamAssembler(b.source);
+                if (a == null || a.connection() != b.connection) {
+                    a = new StreamAssembler(b.source, b.connection);
                     assemblers.set(b.source, a);
                 }
                 a.feed(b.address, b.length, sink);
@@ -272,7 +264,7 @@ public final class DXNet implements AutoCloseable {
                 assemblers.set(b.source, null);
             } finally {
                 b.release();
-                transport.consumed(b.source, b.length);
+                transport.consumed(b);
             }
             if (!batch.messages.isEmpty()) {
                 handlers.execute(batch);
@@ -351,12 +343,12 @@ public final class DXNet implements AutoCloseable {
 
     /** The device the transport runs on (e.g. {@code rxe0}, {@code sim2}). */
     public String fabricName() {
-        return ((IbTransport) transport).fabricName();
+        return transport.name();
     }
 
     /** Native transport counters. */
     public Map<String, Long> transportStats() {
-        return ((IbTransport) transport).stats();
+        return transport.stats();
     }
 
     @Override

@@ -19,11 +19,26 @@ import java.util.Properties;
  * {@code native.<key>=value}).
  */
 public final class DXNetConfig {
+    /** Transports {@link #transport} can name. */
+    public static final java.util.List<String> TRANSPORTS = java.util.Arrays.asList("ib", "nio", "loopback");
+
     public int nodeId;
+    /**
+     * {@code ib}: the native InfiniBand engine (verbs, or {@code sim} without a
+     * device); {@code nio}: TCP sockets; {@code loopback}: nodes in this JVM
+     * only, through memory (no network; for tests and measuring the core).
+     */
+    public String transport = "ib";
+    /** Where this node listens (nio and loopback): "host:port"; default: its own node table entry, else any port. */
+    public String listen;
+    /** Open outgoing connections at most; the least recently used idle one is closed for a new one. */
+    public int maxConnections = 100;
     /** Node table: id → "host:port" of its connection manager. */
     public final Map<Integer, String> nodes = new LinkedHashMap<>();
     /** Message handler threads. */
     public int handlerThreads = 2;
+    /** Batches of received messages waiting for a handler; when full, receiving waits (backpressure). */
+    public int handlerQueueSize = 16_384;
     /** Default request timeout. */
     public int requestTimeoutMs = 10_000;
     /** How long a send may wait for ring space or the flow-control window. */
@@ -37,6 +52,15 @@ public final class DXNetConfig {
     /** Incoming buffer queue limits (Table 2: 8192 buffers, 128 MB). */
     public int ibqMaxBuffers = 8192;
     public long ibqMaxBytes = 128L << 20;
+    /** nio: bytes of one pooled receive buffer, and how many there are. */
+    public int nioBufferSize = 64 << 10;
+    public int nioBufferCount = 512;
+    /** nio: outgoing ring per connection, bytes (a power of two). */
+    public int nioRingSize = 4 << 20;
+    /** nio: an idle connection sends a keep-alive after this long. */
+    public int keepAliveMs = 1_000;
+    /** nio: a connection that received nothing (not even a keep-alive) for this long has failed (half-open). */
+    public int idleTimeoutMs = 10_000;
     /** Native engine settings (key → value), e.g. "fabric" → "sim". */
     public final Map<String, String> nativeConfig = new LinkedHashMap<>();
 
@@ -112,12 +136,21 @@ public final class DXNetConfig {
         } else {
             switch (key) {
                 case "nodeId": nodeId = Integer.parseInt(v); break;
+                case "transport": transport = v; break;
+                case "listen": listen = v; break;
+                case "maxConnections": maxConnections = Integer.parseInt(v); break;
+                case "nioBufferSize": nioBufferSize = Integer.parseInt(v); break;
+                case "nioBufferCount": nioBufferCount = Integer.parseInt(v); break;
+                case "nioRingSize": nioRingSize = Integer.parseInt(v); break;
+                case "keepAliveMs": keepAliveMs = Integer.parseInt(v); break;
+                case "idleTimeoutMs": idleTimeoutMs = Integer.parseInt(v); break;
                 case "handlerThreads": handlerThreads = Integer.parseInt(v); break;
                 case "requestTimeoutMs": requestTimeoutMs = Integer.parseInt(v); break;
                 case "sendTimeoutMs": sendTimeoutMs = Integer.parseInt(v); break;
                 case "connectTimeoutMs": connectTimeoutMs = Integer.parseInt(v); break;
                 case "flowControlWindow": flowControlWindow = Long.parseLong(v); break;
                 case "flowControlThreshold": flowControlThreshold = Double.parseDouble(v); break;
+                case "handlerQueueSize": handlerQueueSize = Integer.parseInt(v); break;
                 case "ibqMaxBuffers": ibqMaxBuffers = Integer.parseInt(v); break;
                 case "ibqMaxBytes": ibqMaxBytes = Long.parseLong(v); break;
                 default: throw new IllegalArgumentException("unknown configuration key '" + key + "'");
@@ -130,8 +163,29 @@ public final class DXNetConfig {
         if (nodeId < 0 || nodeId > 0xFFFE) {
             throw new IllegalArgumentException("nodeId " + nodeId + " is not in 0..65534");
         }
+        if (!TRANSPORTS.contains(transport)) {
+            throw new IllegalArgumentException("transport '" + transport + "' is not one of " + TRANSPORTS);
+        }
+        if (listen != null && listen.lastIndexOf(':') < 1) {
+            throw new IllegalArgumentException("listen = '" + listen + "' is not host:port");
+        }
+        if (maxConnections < 1) {
+            throw new IllegalArgumentException("maxConnections must be at least 1");
+        }
+        if (nioBufferSize < 4096 || nioBufferCount < 2) {
+            throw new IllegalArgumentException("nioBufferSize must be at least 4096 and nioBufferCount at least 2");
+        }
+        if (nioRingSize < 8192 || Integer.bitCount(nioRingSize) != 1) {
+            throw new IllegalArgumentException("nioRingSize must be a power of two of at least 8192");
+        }
+        if (keepAliveMs <= 0 || idleTimeoutMs <= keepAliveMs) {
+            throw new IllegalArgumentException("keepAliveMs must be positive and idleTimeoutMs larger than keepAliveMs");
+        }
         if (handlerThreads < 1) {
             throw new IllegalArgumentException("handlerThreads must be at least 1");
+        }
+        if (handlerQueueSize < 1) {
+            throw new IllegalArgumentException("handlerQueueSize must be at least 1");
         }
         if (requestTimeoutMs <= 0 || sendTimeoutMs <= 0 || connectTimeoutMs <= 0) {
             throw new IllegalArgumentException("requestTimeoutMs, sendTimeoutMs and connectTimeoutMs must be positive");

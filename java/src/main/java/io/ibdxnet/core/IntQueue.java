@@ -66,4 +66,9 @@ public final class IntQueue {
             }
         }
     }
+
+    /** True if no value is queued (an offer in progress may already count as queued). */
+    public boolean isEmpty() {
+        return tail.get() == head.get();
+    }
 }

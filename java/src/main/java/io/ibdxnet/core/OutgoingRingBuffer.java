@@ -119,6 +119,20 @@ public final class OutgoingRingBuffer {
         UNSAFE.putIntVolatile(null, address + (start & mask), word);
     }
 
+    /**
+     * Writes one record: {@code header} (whose first word, the length, is
+     * published last) followed by {@code payload[offset, offset + length)}.
+     * Waits for space like {@link #reserve}.
+     */
+    public void writeRecord(byte[] header, byte[] payload, int offset, int length, long deadlineNanos)
+            throws InterruptedException, java.util.concurrent.TimeoutException {
+        int total = header.length + length;
+        long pos = reserve(total, deadlineNanos);
+        write(pos + 4, header, 4, header.length - 4);
+        write(pos + header.length, payload, offset, length);
+        publish(pos, total);
+    }
+
     /** Fails current and future reservations (the connection is gone). */
     public void close() {
         closed = true;

@@ -27,6 +27,7 @@ public final class StreamAssembler {
     }
 
     private final int source;
+    private final int connection;
     private final byte[] header = new byte[Frame.HEADER];
     private int headerFilled;
     private int frameLeft;
@@ -40,8 +41,14 @@ public final class StreamAssembler {
     private int messageId;
     private final Map<Integer, Partial> partials = new HashMap<>();
 
-    public StreamAssembler(int source) {
+    /** The stream of {@code connection} from {@code source}. */
+    public StreamAssembler(int source, int connection) {
         this.source = source;
+        this.connection = connection;
+    }
+
+    public int connection() {
+        return connection;
     }
 
     /** Parses {@code length} bytes at native {@code address}. */

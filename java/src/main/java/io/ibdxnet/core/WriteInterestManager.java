@@ -60,4 +60,9 @@ public final class WriteInterestManager {
         counts[1] = flowControl.getAndSet(node, 0);
         return node;
     }
+
+    /** True if no node is queued (see {@link IntQueue#isEmpty}). */
+    public boolean isEmpty() {
+        return queue.isEmpty();
+    }
 }

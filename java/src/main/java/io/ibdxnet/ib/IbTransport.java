@@ -3,15 +3,15 @@ package io.ibdxnet.ib;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.core.OutgoingRingBuffer;
 import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.transport.Confirmations;
+import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import java.util.Map;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The InfiniBand transport (paper §8): frames are serialized straight into
@@ -27,12 +27,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final TransportListener listener;
     private final WriteInterestManager wim = new WriteInterestManager();
     private final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(1 << 16);
-    /** Receive-side flow control per node: bytes consumed not yet confirmed, units owed. */
-    private final java.util.concurrent.atomic.AtomicLongArray receivedUnconfirmed = new java.util.concurrent.atomic.AtomicLongArray(1 << 16);
-    private final java.util.concurrent.atomic.AtomicIntegerArray fcToSend = new java.util.concurrent.atomic.AtomicIntegerArray(1 << 16);
+    private final Confirmations confirmations;
     private final Object[] connectLocks = new Object[64];
     private final long window;
-    private final long unit;
     private final int connectTimeoutMs;
     private final int maxFrame;
     private volatile boolean closing;
@@ -51,12 +48,13 @@ public final class IbTransport implements Transport, EngineCallbacks {
         final OutgoingRingBuffer orb;
         /** The native connection whose ring {@link #orb} covers. */
         final int connectionId;
-        final AtomicLong unconfirmed = new AtomicLong();
+        final FlowWindow flow;
         /** Threads between reserve and publish: the ring must outlive them. */
         final AtomicInteger writers = new AtomicInteger();
 
-        Connection(int node, OutgoingRingBuffer orb, int connectionId) {
+        Connection(int node, OutgoingRingBuffer orb, int connectionId, FlowWindow flow) {
             this.node = node;
+            this.flow = flow;
             this.orb = orb;
             this.connectionId = connectionId;
         }
@@ -68,15 +66,12 @@ public final class IbTransport implements Transport, EngineCallbacks {
      */
     public IbTransport(Map<String, String> nativeConfig, long flowControlWindow, double flowControlThreshold,
             int connectTimeoutMs, TransportListener listener) throws IbException {
-        if (flowControlWindow <= 0 || flowControlThreshold <= 0 || flowControlThreshold > 1) {
-            throw new IllegalArgumentException("flow control window must be positive and threshold in (0, 1]");
-        }
+        this.confirmations = new Confirmations(Confirmations.unit(flowControlWindow, flowControlThreshold));
         for (int i = 0; i < connectLocks.length; i++) {
             connectLocks[i] = new Object();
         }
         this.listener = listener;
         this.window = flowControlWindow;
-        this.unit = Math.max(1, (long) (flowControlWindow * flowControlThreshold));
         this.connectTimeoutMs = connectTimeoutMs;
         this.engine = NativeEngine.start(nativeConfig, this);
         this.releaser = engine::returnBuffer;
@@ -99,11 +94,13 @@ public final class IbTransport implements Transport, EngineCallbacks {
     }
 
     /** The device the engine runs on (e.g. {@code rxe0}, {@code sim2}). */
-    public String fabricName() {
+    @Override
+    public String name() {
         return engine.fabricName();
     }
 
     /** Native counters. */
+    @Override
     public Map<String, Long> stats() {
         return engine.stats();
     }
@@ -122,7 +119,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 } catch (IbException e) {
                     throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
                 }
-                c = new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node));
+                c = new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
+                        new FlowWindow(window, confirmations.unit()));
                 connections.set(node, c);
             }
             return c;
@@ -136,14 +134,10 @@ public final class IbTransport implements Transport, EngineCallbacks {
             throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrame);
         }
         Connection c = connection(node);
-        acquireWindow(c, total, deadlineNanos);
+        c.flow.acquire(total, deadlineNanos, node, c.orb::isClosed);
         c.writers.incrementAndGet();
         try {
-            long pos = c.orb.reserve(total, deadlineNanos);
-            // Everything but the first word, which publishes the record.
-            c.orb.write(pos + 4, header, 4, header.length - 4);
-            c.orb.write(pos + header.length, payload, offset, length);
-            c.orb.publish(pos, total);
+            c.orb.writeRecord(header, payload, offset, length, deadlineNanos);
         } catch (IllegalStateException e) {
             throw new NetworkException("connection to node " + node + " closed", e);
         } catch (TimeoutException e) {
@@ -157,42 +151,11 @@ public final class IbTransport implements Transport, EngineCallbacks {
         wim.pushData(node);
     }
 
-    /** Waits until {@code bytes} fit into the flow-control window (a frame larger than the window goes alone). */
-    private void acquireWindow(Connection c, int bytes, long deadlineNanos) throws NetworkException {
-        int spins = 0;
-        while (true) {
-            long seen = c.unconfirmed.get();
-            if (seen + bytes <= window || seen == 0) {
-                // getAndAdd never retries under contention (a CAS loop did, visibly in JFR).
-                long u = c.unconfirmed.getAndAdd(bytes);
-                if (u + bytes <= window || u == 0) {
-                    return;
-                }
-                c.unconfirmed.addAndGet(-bytes);
-            }
-            if (c.orb.isClosed()) {
-                throw new NetworkException("connection to node " + c.node + " closed");
-            }
-            if (System.nanoTime() - deadlineNanos > 0) {
-                throw new NetworkException("flow control window to node " + c.node + " stayed full");
-            }
-            if (++spins > 100) {
-                LockSupport.parkNanos(20_000);
-            } else {
-                Thread.onSpinWait();
-            }
-        }
-    }
-
     @Override
-    public void consumed(int node, int bytes) {
+    public void consumed(IncomingBuffer b) {
         // Never blocks (runs on the message creation coordinator).
-        long r = receivedUnconfirmed.addAndGet(node, bytes);
-        if (r >= unit) {
-            long units = r / unit;
-            receivedUnconfirmed.addAndGet(node, -units * unit);
-            fcToSend.addAndGet(node, (int) units);
-            wim.pushFlowControl(node);
+        if (confirmations.consumed(b.source, b.length)) {
+            wim.pushFlowControl(b.source);
         }
     }
 
@@ -207,7 +170,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             if (c != null) {
                 c.orb.posted(prev.bytesPosted());
             }
-            fcToSend.addAndGet(pn, -prev.fcPosted());
+            confirmations.sent(pn, prev.fcPosted());
             if (prev.bytesNotPosted() > 0 || prev.fcNotPosted() > 0) {
                 wim.pushData(pn); // send queue full or not connected yet: try again later
             }
@@ -226,7 +189,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         Connection c = connections.get(node);
         long ready = c == null ? 0 : Math.min(c.orb.readyToPost(), c.orb.capacity());
         int offset = c == null ? 0 : c.orb.postOffset();
-        int fc = Math.min(Math.max(fcToSend.get(node), 0), 255);
+        int fc = confirmations.owed(node, 255);
         if (ready > 0 || fc > 0) {
             next.wrap(nextAddress).set(node, fc, offset, ready, c == null ? 0 : c.connectionId);
         }
@@ -243,7 +206,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             int source = ring.sourceNodeId(i);
             int id = ring.bufferId(i);
             if (id != IncomingRing.NO_BUFFER) {
-                IncomingBuffer b = new IncomingBuffer(source, ring.dataAddress(i), ring.dataLength(i), id, releaser);
+                IncomingBuffer b = new IncomingBuffer(source, ring.dataAddress(i), ring.dataLength(i), 0, id, releaser);
                 if (!listener.onBuffer(b)) {
                     break; // the core is full: leave the rest in the ring (backpressure)
                 }
@@ -252,7 +215,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             if (fc > 0) {
                 Connection c = connections.get(source);
                 if (c != null) {
-                    c.unconfirmed.addAndGet(-fc * unit);
+                    c.flow.confirm(fc);
                 }
             }
         }

@@ -9,6 +9,11 @@ public final class IncomingBuffer {
     public final int source;
     public final long address;
     public final int length;
+    /**
+     * Which connection from {@code source} delivered the bytes: the stream
+     * starts afresh when it changes (a new connection after a failure).
+     */
+    public final int connection;
     private final int id;
     private final BufferReleaser releaser;
 
@@ -18,8 +23,9 @@ public final class IncomingBuffer {
         void release(int id);
     }
 
-    public IncomingBuffer(int source, long address, int length, int id, BufferReleaser releaser) {
+    public IncomingBuffer(int source, long address, int length, int connection, int id, BufferReleaser releaser) {
         this.source = source;
+        this.connection = connection;
         this.address = address;
         this.length = length;
         this.id = id;

@@ -4,8 +4,9 @@ import io.ibdxnet.NetworkException;
 
 /**
  * Moves frames to other nodes as an ordered byte stream per connection.
- * Implementations: {@code ib} (the native engine). Connections are created on
- * demand; a frame is written as one unit, concurrently from many threads.
+ * Implementations: {@code ib} (the native engine), {@code nio} (TCP
+ * sockets). Connections are created on demand; a frame is written as one
+ * unit, concurrently from many threads.
  */
 public interface Transport extends AutoCloseable {
     /** Registers where node {@code id} listens. */
@@ -24,8 +25,14 @@ public interface Transport extends AutoCloseable {
      */
     void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException;
 
-    /** Called by the core after it processed {@code bytes} from {@code node} (flow control). */
-    void consumed(int node, int bytes);
+    /** Called by the core after it processed {@code buffer} (flow control); never blocks. */
+    void consumed(IncomingBuffer buffer);
+
+    /** What the transport runs on (e.g. {@code rxe0}, {@code sim2}, {@code tcp}). */
+    String name();
+
+    /** Counters (connections, bytes, errors …) by name. */
+    java.util.Map<String, Long> stats();
 
     @Override
     void close();

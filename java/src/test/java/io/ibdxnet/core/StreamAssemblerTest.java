@@ -50,7 +50,7 @@ public class StreamAssemblerTest {
             }
             for (int split = 0; split <= stream.length; split++) {
                 List<byte[]> got = new ArrayList<>();
-                StreamAssembler asm = new StreamAssembler(9);
+                StreamAssembler asm = new StreamAssembler(9, 0);
                 StreamAssembler.Sink sink = (src, type, sub, flags, req, data) -> {
                     assertEquals(9, src);
                     assertEquals(3, type);
@@ -92,7 +92,7 @@ public class StreamAssemblerTest {
         try {
             UNSAFE.copyMemory(stream, UNSAFE.arrayBaseOffset(byte[].class), null, mem, stream.length);
             List<byte[]> got = new ArrayList<>();
-            new StreamAssembler(1).feed(mem, stream.length, (src, t, st, fl, r, d) -> got.add(d));
+            new StreamAssembler(1, 0).feed(mem, stream.length, (src, t, st, fl, r, d) -> got.add(d));
             assertEquals(2, got.size());
             assertArrayEquals(p2, got.get(0));
             assertArrayEquals(p1, got.get(1));

@@ -1,0 +1,300 @@
+package io.ibdxnet.loopback;
+
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.core.OutgoingRingBuffer;
+import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.transport.Confirmations;
+import io.ibdxnet.transport.DirectBufferPool;
+import io.ibdxnet.transport.FlowWindow;
+import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.Transport;
+import io.ibdxnet.transport.TransportListener;
+import java.nio.ByteBuffer;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Nodes in one JVM, connected through memory: the same outgoing ring
+ * buffers, flow control and incoming buffers as the network transports, but
+ * a pump thread copies ring data straight into the receiver's buffers. It
+ * measures the messaging core without any network, and runs tests without
+ * one. "Ports" are keys of a JVM-wide registry.
+ */
+public final class LoopbackTransport implements Transport {
+    private static final Map<Integer, LoopbackTransport> REGISTRY = new ConcurrentHashMap<>();
+    private static final AtomicInteger NEXT_PORT = new AtomicInteger(1);
+    private static final int NODES = 1 << 16;
+
+    private final int nodeId;
+    private final int port;
+    private final long window;
+    private final int ringSize;
+    private final TransportListener listener;
+    private final Confirmations confirmations;
+    private final DirectBufferPool pool;
+    private final IncomingBuffer.BufferReleaser releaser;
+    private final Map<Integer, Integer> nodes = new ConcurrentHashMap<>();
+    private final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(NODES);
+    private final WriteInterestManager wim = new WriteInterestManager();
+    private final Thread pump;
+    private final AtomicLong bytesSent = new AtomicLong();
+    private volatile boolean running = true;
+    private volatile boolean sleeping;
+
+    /** Our side of the way to one other node. */
+    private static final class Connection {
+        final int node;
+        final LoopbackTransport peer;
+        final OutgoingRingBuffer orb;
+        final ByteBuffer ring;
+        final FlowWindow flow;
+        final AtomicInteger writers = new AtomicInteger();
+        /** Pump only: a buffer the receiver refused, offered again first. */
+        IncomingBuffer refused;
+
+        Connection(int node, LoopbackTransport peer, int ringSize, FlowWindow flow) {
+            this.node = node;
+            this.peer = peer;
+            this.ring = ByteBuffer.allocateDirect(ringSize);
+            this.orb = new OutgoingRingBuffer(DirectBufferPool.address(ring), ringSize);
+            this.flow = flow;
+        }
+    }
+
+    public LoopbackTransport(int nodeId, int port, long window, double threshold, int ringSize, int bufferSize,
+            int bufferCount, TransportListener listener) throws NetworkException {
+        this.nodeId = nodeId;
+        this.window = window;
+        this.ringSize = ringSize;
+        this.listener = listener;
+        this.confirmations = new Confirmations(Confirmations.unit(window, threshold));
+        this.pool = new DirectBufferPool(bufferCount, bufferSize);
+        this.releaser = pool::release;
+        int p = port;
+        if (p == 0) {
+            do {
+                p = NEXT_PORT.getAndIncrement();
+            } while (REGISTRY.putIfAbsent(p, this) != null);
+        } else if (REGISTRY.putIfAbsent(p, this) != null) {
+            throw new NetworkException("loopback port " + p + " is taken");
+        }
+        this.port = p;
+        this.pump = new Thread(this::run, "dxnet-loopback-" + nodeId);
+        pump.setDaemon(true);
+        pump.start();
+    }
+
+    @Override
+    public void addNode(int id, String host, int port) {
+        nodes.put(id, port);
+    }
+
+    @Override
+    public int localPort() {
+        return port;
+    }
+
+    @Override
+    public int maxFrameSize() {
+        return (int) Math.min(ringSize / 2, window);
+    }
+
+    @Override
+    public String name() {
+        return "loopback";
+    }
+
+    @Override
+    public Map<String, Long> stats() {
+        Map<String, Long> m = new LinkedHashMap<>();
+        long open = 0;
+        for (int i = 0; i < NODES; i++) {
+            open += connections.get(i) != null ? 1 : 0;
+        }
+        m.put("connections", open);
+        m.put("bytes_sent", bytesSent.get());
+        return m;
+    }
+
+    @Override
+    public void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException {
+        int total = header.length + length;
+        if (header.length < 4 || total > maxFrameSize()) {
+            throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrameSize());
+        }
+        Connection c = connection(node);
+        c.flow.acquire(total, deadlineNanos, node, c.orb::isClosed);
+        c.writers.incrementAndGet();
+        try {
+            c.orb.writeRecord(header, payload, offset, length, deadlineNanos);
+        } catch (IllegalStateException e) {
+            throw new NetworkException("node " + node + " went away", e);
+        } catch (TimeoutException e) {
+            throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NetworkException("interrupted while sending to node " + node, e);
+        } finally {
+            c.writers.decrementAndGet();
+        }
+        wim.pushData(node);
+        if (sleeping) {
+            LockSupport.unpark(pump);
+        }
+    }
+
+    private Connection connection(int node) throws NetworkException {
+        Connection c = connections.get(node);
+        if (c != null) {
+            return c;
+        }
+        Integer port = nodes.get(node);
+        if (port == null) {
+            throw new NetworkException("node " + node + " is not in the node table");
+        }
+        LoopbackTransport peer = REGISTRY.get(port);
+        if (peer == null || !peer.running || peer.nodeId != node) {
+            throw new NetworkException("no node " + node + " at loopback port " + port);
+        }
+        Connection fresh = new Connection(node, peer, ringSize, new FlowWindow(window, confirmations.unit()));
+        return connections.compareAndSet(node, null, fresh) ? fresh : connections.get(node);
+    }
+
+    @Override
+    public void consumed(IncomingBuffer b) {
+        if (confirmations.consumed(b.source, b.length)) {
+            int units = confirmations.owed(b.source, Integer.MAX_VALUE);
+            confirmations.sent(b.source, units);
+            Integer port = nodes.get(b.source);
+            LoopbackTransport sender = port == null ? null : REGISTRY.get(port);
+            Connection c = sender == null ? null : sender.connections.get(nodeId);
+            if (c != null && c.peer == this) {
+                c.flow.confirm(units);
+            }
+        }
+    }
+
+    // ---- pump thread ----
+
+    private final int[] counts = new int[2];
+
+    private void run() {
+        boolean stalled = false;
+        while (running) {
+            int node = wim.next(counts);
+            if (node >= 0) {
+                Connection c = connections.get(node);
+                if (c != null && !move(c)) {
+                    stalled = true;
+                }
+                continue;
+            }
+            if (stalled) {
+                stalled = false;
+                for (int i = 0; i < NODES; i++) {
+                    if (connections.get(i) != null) {
+                        wim.pushData(i); // look again at every ring after a short pause
+                    }
+                }
+                LockSupport.parkNanos(20_000);
+                continue;
+            }
+            sleeping = true;
+            if (wim.isEmpty()) {
+                LockSupport.parkNanos(1_000_000);
+            }
+            sleeping = false;
+        }
+    }
+
+    /** Copies what is published in {@code c}'s ring to the receiver; false if it could not take all. */
+    private boolean move(Connection c) {
+        LoopbackTransport to = c.peer;
+        if (!to.running) {
+            peerGone(c);
+            return true;
+        }
+        if (c.refused != null) {
+            if (!to.listener.onBuffer(c.refused)) {
+                return false;
+            }
+            c.refused = null;
+        }
+        long ready;
+        while ((ready = c.orb.readyToPost()) > 0) {
+            int id = to.pool.take();
+            if (id < 0) {
+                return false;
+            }
+            ByteBuffer dst = to.pool.buffer(id);
+            int n = (int) Math.min(ready, dst.capacity());
+            int offset = c.orb.postOffset();
+            int first = Math.min(n, ringSize - offset);
+            ByteBuffer src = c.ring.duplicate();
+            src.limit(offset + first).position(offset);
+            dst.clear();
+            dst.put(src);
+            if (first < n) {
+                src.limit(n - first).position(0);
+                dst.put(src);
+            }
+            c.orb.posted(n);
+            c.orb.confirmed(n);
+            bytesSent.addAndGet(n);
+            IncomingBuffer b = new IncomingBuffer(nodeId, to.pool.address(id), n, 0, id, to.releaser);
+            if (!to.listener.onBuffer(b)) {
+                c.refused = b;
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void peerGone(Connection c) {
+        if (connections.compareAndSet(c.node, c, null)) {
+            c.orb.close();
+            listener.onDisconnected(c.node);
+        }
+    }
+
+    /** {@code peer} closed: fail our way to it. */
+    private void peerClosed(LoopbackTransport peer) {
+        Connection c = connections.get(peer.nodeId);
+        if (c != null && c.peer == peer) {
+            peerGone(c);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!running) {
+            return;
+        }
+        running = false;
+        REGISTRY.remove(port, this);
+        LockSupport.unpark(pump);
+        try {
+            pump.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (int i = 0; i < NODES; i++) {
+            Connection c = connections.getAndSet(i, null);
+            if (c != null) {
+                c.orb.close();
+                if (c.refused != null) {
+                    c.refused.release();
+                }
+            }
+        }
+        for (LoopbackTransport t : REGISTRY.values()) {
+            t.peerClosed(this);
+        }
+    }
+}

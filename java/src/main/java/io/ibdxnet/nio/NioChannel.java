@@ -1,0 +1,168 @@
+package io.ibdxnet.nio;
+
+import io.ibdxnet.core.OutgoingRingBuffer;
+import io.ibdxnet.transport.DirectBufferPool;
+import io.ibdxnet.transport.FlowWindow;
+import io.ibdxnet.transport.IncomingBuffer;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.SocketChannel;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One TCP connection of the NIO transport. Outgoing channels (opened by this
+ * node) carry our frames from the ring and receive control words; incoming
+ * channels carry the peer's frames and return control words. Fields without
+ * a comment are touched by the selector thread only.
+ */
+final class NioChannel {
+    enum State { CONNECTING, HANDSHAKE, OPEN, CLOSING, CLOSED }
+
+    /** Incoming: the stream's id ({@link IncomingBuffer#connection}); kept across a graceful replacement. */
+    int id;
+    final boolean outgoing;
+    final SocketChannel socket;
+    SelectionKey key;
+    volatile State state;
+    /** The peer (for incoming channels known after the hello). */
+    int node;
+    long instance;
+    long deadline;
+    long lastRead;
+    long lastWrite;
+    /** Last send (any thread; coarse, for least-recently-used eviction). */
+    volatile long lastUse;
+    /** Closed on purpose (eviction or the peer's goodbye): no failure is reported. */
+    volatile boolean graceful;
+    /** Outgoing, closing on purpose: the goodbye is written, the peer's close is awaited. */
+    boolean goodbyeSent;
+
+    // Outgoing only: the ring senders write into, and how far this channel got.
+    final OutgoingRingBuffer orb;
+    final FlowWindow flow;
+    /** Senders between reserve and publish. */
+    final AtomicInteger writers = new AtomicInteger();
+    /** Completes when the handshake succeeded, or with the reason it failed. */
+    final CompletableFuture<Void> established = new CompletableFuture<>();
+    private final ByteBuffer[] ringViews;
+    private long writeLeft;
+
+    /** Control words, hello and reply to write (fill mode). */
+    final ByteBuffer control = ByteBuffer.allocate(64);
+    /** Hello, reply and control words read (fill mode). */
+    final ByteBuffer small = ByteBuffer.allocate(256);
+
+    // Incoming only: the record being skipped and a word split across reads.
+    int recordLeft;
+    final byte[] held = new byte[3];
+    int heldCount;
+    /** A buffer the core refused (full): offered again before reading more. */
+    IncomingBuffer refused;
+    /** Reading paused: no free receive buffer or {@link #refused} pending. */
+    boolean stalled;
+
+    private NioChannel(int id, boolean outgoing, SocketChannel socket, ByteBuffer ring, FlowWindow flow) {
+        this.id = id;
+        this.outgoing = outgoing;
+        this.socket = socket;
+        this.flow = flow;
+        if (ring != null) {
+            this.orb = new OutgoingRingBuffer(DirectBufferPool.address(ring), ring.capacity());
+            this.ringViews = new ByteBuffer[] {ring.duplicate(), ring.duplicate()};
+        } else {
+            this.orb = null;
+            this.ringViews = null;
+        }
+    }
+
+    static NioChannel outgoing(int id, int node, SocketChannel socket, int ringSize, FlowWindow flow) {
+        NioChannel c = new NioChannel(id, true, socket, ByteBuffer.allocateDirect(ringSize), flow);
+        c.node = node;
+        c.state = State.CONNECTING;
+        return c;
+    }
+
+    static NioChannel incoming(int id, SocketChannel socket) {
+        NioChannel c = new NioChannel(id, false, socket, null, null);
+        c.node = -1;
+        c.state = State.HANDSHAKE;
+        return c;
+    }
+
+    boolean isClosed() {
+        return state == State.CLOSED || orb != null && orb.isClosed();
+    }
+
+    /** True when nothing is half-written (control words may go out only between records). */
+    boolean betweenRecords() {
+        return writeLeft == 0;
+    }
+
+    /**
+     * Writes pending control bytes and published ring data (many frames in
+     * one gathering write). Returns the bytes written; {@link #fullyWritten}
+     * says whether the socket took everything.
+     */
+    long flush(long now) throws IOException {
+        long total = 0;
+        while (true) {
+            if (writeLeft == 0 && control.position() > 0) {
+                control.flip();
+                total += socket.write(control);
+                boolean done = !control.hasRemaining();
+                control.compact();
+                if (!done) {
+                    break;
+                }
+            }
+            if (writeLeft == 0) {
+                if (orb == null || (state != State.OPEN && state != State.CLOSING)) {
+                    break;
+                }
+                writeLeft = orb.readyToPost();
+                if (writeLeft == 0) {
+                    break;
+                }
+            }
+            long n = writeRing();
+            total += n;
+            if (writeLeft > 0) {
+                break; // the socket is full
+            }
+        }
+        if (total > 0) {
+            lastWrite = now;
+        }
+        return total;
+    }
+
+    private long writeRing() throws IOException {
+        int capacity = orb.capacity();
+        int offset = orb.postOffset();
+        int first = (int) Math.min(writeLeft, capacity - offset);
+        ByteBuffer a = ringViews[0];
+        a.limit(capacity).position(offset);
+        a.limit(offset + first);
+        long n;
+        if (first < writeLeft) {
+            ByteBuffer b = ringViews[1];
+            b.position(0).limit((int) (writeLeft - first));
+            n = socket.write(ringViews, 0, 2);
+        } else {
+            n = socket.write(a);
+        }
+        if (n > 0) {
+            writeLeft -= n;
+            orb.posted(n);
+            orb.confirmed(n); // in the kernel's hands: the ring space is free again
+        }
+        return n;
+    }
+
+    /** True if nothing is left to write right now. */
+    boolean fullyWritten() {
+        return writeLeft == 0 && control.position() == 0 && (orb == null || orb.readyToPost() == 0);
+    }
+}

@@ -1,0 +1,911 @@
+package io.ibdxnet.nio;
+
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.transport.Confirmations;
+import io.ibdxnet.transport.DirectBufferPool;
+import io.ibdxnet.transport.FlowWindow;
+import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.Transport;
+import io.ibdxnet.transport.TransportListener;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The Ethernet transport over Java NIO: one selector thread per node does
+ * all socket work. Senders write frames into the per-connection outgoing
+ * ring buffer (as with InfiniBand); the selector thread writes everything
+ * published in one gathering write (many small messages, one system call),
+ * reads into pooled direct buffers that go to the core as they are, and
+ * returns flow-control confirmations on the way back of each connection
+ * (wire format: {@link NioWire}). Each node opens its own connection to a
+ * peer it sends to, so two nodes starting to talk at once never race.
+ */
+public final class NioTransport implements Transport {
+    private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
+    private static final int NODES = 1 << 16;
+    private static final long HOUSEKEEPING_NANOS = 50_000_000L;
+
+    /** Settings of one transport instance. */
+    public static final class Settings {
+        public int nodeId;
+        public String listenHost = "0.0.0.0";
+        public int listenPort;
+        public long flowControlWindow = 16L << 20;
+        public double flowControlThreshold = 0.1;
+        public int connectTimeoutMs = 10_000;
+        public int maxConnections = 100;
+        public int bufferSize = 64 << 10;
+        public int bufferCount = 512;
+        public int ringSize = 4 << 20;
+        public int keepAliveMs = 1_000;
+        public int idleTimeoutMs = 10_000;
+    }
+
+    private final Settings settings;
+    private final TransportListener listener;
+    private final long instance = new SecureRandom().nextLong();
+    private final Selector selector;
+    private final ServerSocketChannel server;
+    private final Thread thread;
+    private final DirectBufferPool pool;
+    private final IncomingBuffer.BufferReleaser releaser;
+    private final Confirmations confirmations;
+    private final WriteInterestManager wim = new WriteInterestManager();
+    private final Map<Integer, InetSocketAddress> nodes = new ConcurrentHashMap<>();
+    private final AtomicReferenceArray<NioChannel> outgoing = new AtomicReferenceArray<>(NODES);
+    /** The current incoming channel's id per node (consumed bytes of older ones are not confirmed). */
+    private final AtomicIntegerArray incomingId = new AtomicIntegerArray(NODES);
+    private final Object[] connectLocks = new Object[64];
+    private final ConcurrentLinkedQueue<NioChannel> toConnect = new ConcurrentLinkedQueue<>();
+    private final int maxFrame;
+    private volatile boolean running = true;
+    private volatile boolean sleeping;
+
+    // Selector thread only.
+    private final Map<Integer, NioChannel> incoming = new HashMap<>();
+    /** Connects waiting for the previous connection to the node to finish closing. */
+    private final List<NioChannel> deferred = new ArrayList<>();
+    /** Per node: {instance, id} of the last incoming connection that ended with a goodbye. */
+    private final Map<Integer, long[]> goodbyes = new HashMap<>();
+    private final List<NioChannel> channels = new ArrayList<>();
+    private int nextId = 1;
+    private long nextHousekeeping;
+
+    private final AtomicLong bytesSent = new AtomicLong();
+    private final AtomicLong bytesReceived = new AtomicLong();
+    private final AtomicLong rejected = new AtomicLong();
+    private final AtomicLong failures = new AtomicLong();
+    private final AtomicLong evictions = new AtomicLong();
+    private final AtomicLong keepAlives = new AtomicLong();
+
+    public NioTransport(Settings settings, TransportListener listener) throws NetworkException {
+        this.settings = settings;
+        this.listener = listener;
+        this.confirmations = new Confirmations(Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold));
+        this.maxFrame = (int) Math.min(settings.ringSize / 2, settings.flowControlWindow);
+        this.pool = new DirectBufferPool(settings.bufferCount, settings.bufferSize);
+        this.releaser = pool::release;
+        for (int i = 0; i < connectLocks.length; i++) {
+            connectLocks[i] = new Object();
+        }
+        InetSocketAddress listen = new InetSocketAddress(settings.listenHost, settings.listenPort);
+        if (listen.isUnresolved()) {
+            throw new IllegalArgumentException("listen host '" + settings.listenHost + "' does not resolve");
+        }
+        try {
+            this.selector = Selector.open();
+        } catch (IOException e) {
+            throw new NetworkException("cannot open a selector: " + e.getMessage(), e);
+        }
+        try {
+            this.server = ServerSocketChannel.open();
+            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            server.bind(listen, 128);
+            server.configureBlocking(false);
+            server.register(selector, SelectionKey.OP_ACCEPT);
+        } catch (IOException e) {
+            closeQuietly(selector);
+            throw new NetworkException("cannot listen on " + settings.listenHost + ":" + settings.listenPort + ": " + e.getMessage(), e);
+        }
+        this.thread = new Thread(this::run, "dxnet-nio-" + settings.nodeId);
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    @Override
+    public void addNode(int id, String host, int port) {
+        InetSocketAddress a = new InetSocketAddress(host, port);
+        if (a.isUnresolved()) {
+            throw new IllegalArgumentException("node " + id + ": host '" + host + "' does not resolve");
+        }
+        nodes.put(id, a);
+    }
+
+    @Override
+    public int localPort() {
+        return server.socket().getLocalPort();
+    }
+
+    @Override
+    public int maxFrameSize() {
+        return maxFrame;
+    }
+
+    @Override
+    public String name() {
+        return "tcp";
+    }
+
+    @Override
+    public Map<String, Long> stats() {
+        Map<String, Long> m = new LinkedHashMap<>();
+        long open = 0;
+        for (int i = 0; i < NODES; i++) {
+            NioChannel c = outgoing.get(i);
+            if (c != null && c.state == NioChannel.State.OPEN) {
+                open++;
+            }
+        }
+        m.put("connections", open);
+        m.put("bytes_sent", bytesSent.get());
+        m.put("bytes_received", bytesReceived.get());
+        m.put("rejected", rejected.get());
+        m.put("failures", failures.get());
+        m.put("evictions", evictions.get());
+        m.put("keep_alives", keepAlives.get());
+        return m;
+    }
+
+    // ---- senders (any thread) ----
+
+    @Override
+    public void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException {
+        int total = header.length + length;
+        if (header.length < 4 || total > maxFrame) {
+            throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrame);
+        }
+        while (true) {
+            NioChannel c = connection(node, deadlineNanos);
+            try {
+                c.flow.acquire(total, deadlineNanos, node, c::isClosed);
+                c.writers.incrementAndGet();
+                try {
+                    c.orb.writeRecord(header, payload, offset, length, deadlineNanos);
+                } finally {
+                    c.writers.decrementAndGet();
+                }
+            } catch (NetworkException | IllegalStateException e) {
+                if (c.graceful && running) {
+                    continue; // evicted before we wrote: the next connection takes the frame
+                }
+                throw e instanceof NetworkException ? (NetworkException) e
+                        : new NetworkException("connection to node " + node + " closed", e);
+            } catch (TimeoutException e) {
+                throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new NetworkException("interrupted while sending to node " + node, e);
+            }
+            long now = System.nanoTime();
+            if (now - c.lastUse > 1_000_000L) {
+                c.lastUse = now;
+            }
+            wim.pushData(node);
+            wake();
+            return;
+        }
+    }
+
+    private void wake() {
+        if (sleeping) {
+            selector.wakeup();
+        }
+    }
+
+    /** The open outgoing channel to {@code node}, connecting first if needed. */
+    private NioChannel connection(int node, long deadlineNanos) throws NetworkException {
+        NioChannel c = outgoing.get(node);
+        if (c == null) {
+            if (!running) {
+                throw new NetworkException("transport closed");
+            }
+            InetSocketAddress address = nodes.get(node);
+            if (address == null) {
+                throw new NetworkException("node " + node + " is not in the node table");
+            }
+            synchronized (connectLocks[node & (connectLocks.length - 1)]) {
+                c = outgoing.get(node);
+                if (c == null) {
+                    SocketChannel socket;
+                    try {
+                        socket = SocketChannel.open();
+                        socket.configureBlocking(false);
+                        socket.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                    } catch (IOException e) {
+                        throw new NetworkException("cannot open a socket: " + e.getMessage(), e);
+                    }
+                    c = NioChannel.outgoing(0, node, socket, settings.ringSize,
+                            new FlowWindow(settings.flowControlWindow, confirmations.unit()));
+                    c.lastUse = System.nanoTime();
+                    c.deadline = c.lastUse + TimeUnit.MILLISECONDS.toNanos(settings.connectTimeoutMs);
+                    outgoing.set(node, c);
+                    toConnect.add(c);
+                    selector.wakeup();
+                }
+            }
+        }
+        if (!c.established.isDone()) {
+            try {
+                c.established.get(Math.max(1, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (ExecutionException e) {
+                throw new NetworkException("no connection to node " + node + ": " + e.getCause().getMessage(), e.getCause());
+            } catch (TimeoutException e) {
+                throw new NetworkException("no connection to node " + node + " in time");
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new NetworkException("interrupted while connecting to node " + node, e);
+            }
+        }
+        return c;
+    }
+
+    @Override
+    public void consumed(IncomingBuffer b) {
+        if (incomingId.get(b.source) == b.connection && confirmations.consumed(b.source, b.length)) {
+            wim.pushFlowControl(b.source);
+            wake();
+        }
+    }
+
+    // ---- selector thread ----
+
+    private void run() {
+        try {
+            while (running) {
+                startConnects();
+                serveWriteInterests();
+                long now = System.nanoTime();
+                boolean stalled = retryStalled(now);
+                if (now - nextHousekeeping >= 0) {
+                    housekeeping(now);
+                    nextHousekeeping = now + HOUSEKEEPING_NANOS;
+                }
+                sleeping = true;
+                if (toConnect.isEmpty() && wim.isEmpty()) {
+                    selector.select(stalled ? 1 : HOUSEKEEPING_NANOS / 1_000_000);
+                } else {
+                    selector.selectNow();
+                }
+                sleeping = false;
+                Iterator<SelectionKey> it = selector.selectedKeys().iterator();
+                while (it.hasNext()) {
+                    SelectionKey k = it.next();
+                    it.remove();
+                    handle(k);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.log(Level.SEVERE, "node " + settings.nodeId + ": NIO selector thread failed", e);
+        } finally {
+            shutdownChannels();
+        }
+    }
+
+    private void handle(SelectionKey k) {
+        if (!k.isValid()) {
+            return;
+        }
+        if (k.attachment() == null) {
+            accept();
+            return;
+        }
+        NioChannel c = (NioChannel) k.attachment();
+        long now = System.nanoTime();
+        try {
+            if (k.isConnectable()) {
+                finishConnect(c, now);
+            }
+            if (k.isValid() && k.isReadable()) {
+                read(c, now);
+            }
+            if (k.isValid() && k.isWritable()) {
+                flush(c, now);
+            }
+        } catch (IOException e) {
+            fail(c, e.getMessage() == null ? e.toString() : e.getMessage());
+        } catch (ProtocolException e) {
+            fail(c, "protocol error: " + e.getMessage());
+        } catch (java.nio.channels.CancelledKeyException e) {
+            close(c, "connection closed"); // closed while its events were handled
+        }
+    }
+
+    private void accept() {
+        SocketChannel s;
+        try {
+            s = server.accept();
+            if (s == null) {
+                return;
+            }
+            s.configureBlocking(false);
+            s.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "node " + settings.nodeId + ": accept failed", e);
+            return;
+        }
+        NioChannel c = NioChannel.incoming(nextId++, s);
+        long now = System.nanoTime();
+        c.lastRead = now;
+        c.lastWrite = now;
+        c.deadline = now + TimeUnit.MILLISECONDS.toNanos(settings.connectTimeoutMs);
+        c.small.limit(NioWire.HELLO);
+        try {
+            c.key = s.register(selector, SelectionKey.OP_READ, c);
+        } catch (IOException e) {
+            closeQuietly(s);
+            return;
+        }
+        channels.add(c);
+    }
+
+    private void startConnects() {
+        for (int i = deferred.size() - 1; i >= 0; i--) {
+            NioChannel c = deferred.get(i);
+            if (closingTo(c.node) == null) {
+                deferred.remove(i);
+                toConnect.add(c);
+            }
+        }
+        NioChannel c;
+        while ((c = toConnect.poll()) != null) {
+            if (closingTo(c.node) != null) {
+                // The peer must read the old stream to its goodbye before the new one starts.
+                deferred.add(c);
+                continue;
+            }
+            evictIfNeeded(c.node);
+            channels.add(c);
+            long now = System.nanoTime();
+            c.lastRead = now;
+            c.lastWrite = now;
+            try {
+                c.key = c.socket.register(selector, SelectionKey.OP_CONNECT, c);
+                if (c.socket.connect(nodes.get(c.node))) {
+                    finishConnect(c, now);
+                }
+            } catch (IOException | RuntimeException e) {
+                fail(c, describe(e));
+            }
+        }
+    }
+
+    /** An outgoing channel to {@code node} that is being closed on purpose, or null. */
+    private NioChannel closingTo(int node) {
+        for (NioChannel c : channels) {
+            if (c.outgoing && c.node == node && c.state == NioChannel.State.CLOSING) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    private static String describe(Exception e) {
+        return e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+    }
+
+    private void finishConnect(NioChannel c, long now) throws IOException {
+        if (!c.socket.finishConnect()) {
+            return;
+        }
+        c.state = NioChannel.State.HANDSHAKE;
+        c.small.limit(NioWire.REPLY);
+        NioWire.putHello(c.control, settings.nodeId, c.node, instance);
+        c.key.interestOps(SelectionKey.OP_READ);
+        flush(c, now);
+    }
+
+    /** Evicts the least recently used idle outgoing channel if a new one would exceed the limit. */
+    private void evictIfNeeded(int newNode) {
+        int open = 0;
+        NioChannel lru = null;
+        for (NioChannel c : channels) {
+            if (!c.outgoing || c.state == NioChannel.State.CLOSED || c.graceful) {
+                continue;
+            }
+            open++;
+            if (c.node != newNode && c.state == NioChannel.State.OPEN && c.orb.isDrained() && c.writers.get() == 0
+                    && (lru == null || c.lastUse - lru.lastUse < 0)) {
+                lru = c;
+            }
+        }
+        if (open >= settings.maxConnections && lru != null) {
+            evictions.incrementAndGet();
+            lru.graceful = true;
+            lru.orb.close(); // senders that race with this retry on a new connection
+            outgoing.compareAndSet(lru.node, lru, null);
+            lru.state = NioChannel.State.CLOSING; // flushes what was published, then says goodbye
+        }
+    }
+
+    private final int[] counts = new int[2];
+
+    private void serveWriteInterests() {
+        int node;
+        long now = System.nanoTime();
+        while ((node = wim.next(counts)) >= 0) {
+            NioChannel out = outgoing.get(node);
+            if (out != null && out.state == NioChannel.State.OPEN) {
+                flush(out, now);
+            }
+            NioChannel in = incoming.get(node);
+            if (in != null && in.state == NioChannel.State.OPEN) {
+                int units = confirmations.owed(node, NioWire.MAX_UNITS);
+                if (units > 0 && in.control.remaining() >= 4) {
+                    in.control.putInt(NioWire.confirmation(units));
+                    confirmations.sent(node, units);
+                }
+                flush(in, now);
+            }
+        }
+    }
+
+    private void flush(NioChannel c, long now) {
+        try {
+            bytesSent.addAndGet(c.flush(now));
+            if (c.state == NioChannel.State.CLOSED || !c.key.isValid()) {
+                return;
+            }
+            boolean done = c.fullyWritten();
+            int ops = c.key.interestOps();
+            int want = done ? ops & ~SelectionKey.OP_WRITE : ops | SelectionKey.OP_WRITE;
+            if (want != ops) {
+                c.key.interestOps(want);
+            }
+            if (done && c.state == NioChannel.State.CLOSING && c.writers.get() == 0) {
+                finishGracefulClose(c, now);
+            }
+        } catch (IOException e) {
+            fail(c, describe(e));
+        }
+    }
+
+    /** Everything was written: say goodbye; the peer closes when it read it (then we do). */
+    private void finishGracefulClose(NioChannel c, long now) throws IOException {
+        if (!c.goodbyeSent && c.control.remaining() >= 4) {
+            c.goodbyeSent = true;
+            c.control.putInt(NioWire.GOODBYE);
+            c.flush(now);
+        }
+    }
+
+    private void read(NioChannel c, long now) throws IOException, ProtocolException {
+        if (c.state == NioChannel.State.HANDSHAKE) {
+            if (readFully(c, now) && (c.outgoing ? onReply(c) : onHello(c, now))) {
+                c.small.clear();
+            } else {
+                return;
+            }
+        }
+        if (c.outgoing) {
+            readControl(c, now);
+        } else {
+            readData(c, now);
+        }
+    }
+
+    /** Reads into {@code small} up to its limit; true when full. */
+    private boolean readFully(NioChannel c, long now) throws IOException {
+        int n = c.socket.read(c.small);
+        if (n < 0) {
+            throw new IOException(c.outgoing ? "the peer closed the connection during the handshake" : "closed during the handshake");
+        }
+        c.lastRead = now;
+        return !c.small.hasRemaining();
+    }
+
+    private boolean onHello(NioChannel c, long now) throws IOException {
+        ByteBuffer h = c.small;
+        h.flip();
+        int magic = h.getInt();
+        int version = h.getShort() & 0xFFFF;
+        int source = h.getShort() & 0xFFFF;
+        int destination = h.getShort() & 0xFFFF;
+        h.getShort();
+        long peerInstance = h.getLong();
+        if (magic != NioWire.MAGIC) {
+            rejected.incrementAndGet();
+            LOG.warning("node " + settings.nodeId + ": not a DXNet peer at " + remote(c) + " (bad magic), closed");
+            close(c);
+            return false;
+        }
+        int status = NioWire.REPLY_OK;
+        NioChannel old = incoming.get(source);
+        if (version != NioWire.VERSION) {
+            status = NioWire.REPLY_BAD_VERSION;
+        } else if (destination != settings.nodeId) {
+            status = NioWire.REPLY_WRONG_DESTINATION;
+        } else if (!nodes.containsKey(source)) {
+            status = NioWire.REPLY_UNKNOWN_NODE;
+        } else if (old != null && old.instance == peerInstance && !old.graceful) {
+            status = NioWire.REPLY_DUPLICATE;
+        }
+        NioWire.putReply(c.control, status, settings.nodeId);
+        if (status != NioWire.REPLY_OK) {
+            rejected.incrementAndGet();
+            LOG.warning("node " + settings.nodeId + ": refused a connection from " + remote(c) + " claiming node " + source
+                    + ": " + NioWire.replyText(status).replace("our node", "its node").replace("it ", "we "));
+            c.flush(now);
+            close(c);
+            return false;
+        }
+        if (old != null) {
+            fail(old, "node " + source + " connected again (restarted)");
+        }
+        c.node = source;
+        c.instance = peerInstance;
+        c.state = NioChannel.State.OPEN;
+        long[] last = goodbyes.remove(source);
+        if (last != null && last[0] == peerInstance) {
+            c.id = (int) last[1]; // the same stream, continued after an eviction
+        }
+        // The sender starts a fresh window (bytes of the old connection still being
+        // processed may credit it once more: at most one window extra, once).
+        confirmations.reset(source);
+        incoming.put(source, c);
+        incomingId.set(source, c.id);
+        flush(c, now);
+        return true;
+    }
+
+    private boolean onReply(NioChannel c) throws IOException {
+        ByteBuffer r = c.small;
+        r.flip();
+        int magic = r.getInt();
+        int status = r.getShort() & 0xFFFF;
+        int node = r.getShort() & 0xFFFF;
+        if (magic != NioWire.MAGIC || node != c.node) {
+            throw new IOException("the peer at " + remote(c) + " is not DXNet node " + c.node);
+        }
+        if (status != NioWire.REPLY_OK) {
+            throw new IOException("node " + c.node + " refused the connection: " + NioWire.replyText(status));
+        }
+        c.state = NioChannel.State.OPEN;
+        c.established.complete(null);
+        flush(c, System.nanoTime()); // frames written while connecting
+        return true;
+    }
+
+    private static String remote(NioChannel c) {
+        try {
+            return String.valueOf(c.socket.getRemoteAddress());
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+
+    /** The way back of an outgoing channel: control words only. */
+    private void readControl(NioChannel c, long now) throws IOException, ProtocolException {
+        int n = c.socket.read(c.small);
+        if (n < 0) {
+            if (c.goodbyeSent) {
+                close(c); // the peer read our goodbye
+                return;
+            }
+            throw new IOException("node " + c.node + " closed the connection");
+        }
+        if (n == 0) {
+            return;
+        }
+        c.lastRead = now;
+        ByteBuffer b = c.small;
+        b.flip();
+        while (b.remaining() >= 4) {
+            control(c, b.getInt());
+        }
+        b.compact();
+    }
+
+    private void control(NioChannel c, int word) throws ProtocolException {
+        if (word >= 0) {
+            throw new ProtocolException("a data record where only control words may come (node " + c.node + ")");
+        }
+        if (word == NioWire.GOODBYE) {
+            c.graceful = true;
+            return;
+        }
+        int units = word & 0x7FFFFFFF;
+        if (units > 0) {
+            if (c.flow == null) {
+                throw new ProtocolException("flow-control confirmation from the sending side (node " + c.node + ")");
+            }
+            c.flow.confirm(units);
+        } else {
+            keepAlives.incrementAndGet();
+        }
+    }
+
+    /** Frames from the peer: read into pooled buffers and hand them to the core. */
+    private void readData(NioChannel c, long now) throws IOException, ProtocolException {
+        if (c.refused != null) {
+            if (!listener.onBuffer(c.refused)) {
+                stall(c);
+                return;
+            }
+            c.refused = null;
+            if (c.graceful) {
+                goodbyes.put(c.node, new long[] {c.instance, c.id});
+                close(c);
+                return;
+            }
+        }
+        for (int round = 0; round < 4; round++) {
+            int id = pool.take();
+            if (id < 0) {
+                stall(c);
+                return;
+            }
+            ByteBuffer bb = pool.buffer(id);
+            bb.clear();
+            bb.put(c.held, 0, c.heldCount);
+            int n;
+            try {
+                n = c.socket.read(bb);
+            } catch (IOException e) {
+                pool.release(id);
+                throw e;
+            }
+            if (n <= 0) {
+                pool.release(id);
+                if (n < 0) {
+                    if (c.graceful) {
+                        close(c);
+                        return;
+                    }
+                    throw new IOException("node " + c.node + " closed the connection");
+                }
+                return;
+            }
+            c.lastRead = now;
+            bytesReceived.addAndGet(n);
+            c.heldCount = 0;
+            int length;
+            try {
+                length = records(c, bb, bb.position());
+            } catch (ProtocolException e) {
+                pool.release(id);
+                throw e;
+            }
+            if (length == 0) {
+                pool.release(id);
+            } else {
+                IncomingBuffer b = new IncomingBuffer(c.node, pool.address(id), length, c.id, id, releaser);
+                if (!listener.onBuffer(b)) {
+                    c.refused = b;
+                    stall(c);
+                    return;
+                }
+            }
+            if (c.graceful) {
+                // The sender's goodbye: its stream continues on its next connection.
+                goodbyes.put(c.node, new long[] {c.instance, c.id});
+                close(c);
+                return;
+            }
+            if (bb.position() < bb.capacity()) {
+                return; // the socket had no more
+            }
+        }
+    }
+
+    /**
+     * Walks the records in {@code b[0, length)}: data records stay, control
+     * words are handled and cut out, a word split at the end is held back for
+     * the next read. Returns the bytes of data left in the buffer.
+     */
+    private int records(NioChannel c, ByteBuffer b, int length) throws ProtocolException {
+        int pos = 0;
+        while (pos < length) {
+            if (c.recordLeft > 0) {
+                int k = Math.min(c.recordLeft, length - pos);
+                pos += k;
+                c.recordLeft -= k;
+                continue;
+            }
+            if (length - pos < 4) {
+                c.heldCount = length - pos;
+                for (int i = 0; i < c.heldCount; i++) {
+                    c.held[i] = b.get(pos + i);
+                }
+                return pos;
+            }
+            int word = b.getInt(pos);
+            if (word < 0) {
+                control(c, word);
+                for (int i = pos + 4; i < length; i++) {
+                    b.put(i - 4, b.get(i)); // forward copy: safe although the ranges overlap
+                }
+                length -= 4;
+                continue;
+            }
+            if (word < 4 || word > NioWire.MAX_RECORD) {
+                throw new ProtocolException("record of " + word + " bytes from node " + c.node);
+            }
+            c.recordLeft = (word + 3) & -4;
+        }
+        return length;
+    }
+
+    private void stall(NioChannel c) {
+        if (!c.stalled) {
+            c.stalled = true;
+            c.key.interestOps(c.key.interestOps() & ~SelectionKey.OP_READ);
+        }
+    }
+
+    /** Resumes reading on stalled channels once buffers are free again. True if some stay stalled. */
+    private boolean retryStalled(long now) {
+        boolean any = false;
+        for (int i = 0; i < channels.size(); i++) {
+            NioChannel c = channels.get(i);
+            if (!c.stalled || c.state == NioChannel.State.CLOSED) {
+                continue;
+            }
+            c.stalled = false;
+            c.key.interestOps(c.key.interestOps() | SelectionKey.OP_READ);
+            try {
+                readData(c, now);
+            } catch (IOException e) {
+                fail(c, describe(e));
+            } catch (ProtocolException e) {
+                fail(c, "protocol error: " + e.getMessage());
+            }
+            any |= c.stalled;
+        }
+        return any;
+    }
+
+    private void housekeeping(long now) {
+        long keepAlive = TimeUnit.MILLISECONDS.toNanos(settings.keepAliveMs);
+        long idle = TimeUnit.MILLISECONDS.toNanos(settings.idleTimeoutMs);
+        for (int i = channels.size() - 1; i >= 0; i--) {
+            NioChannel c = channels.get(i);
+            switch (c.state) {
+                case CLOSED:
+                    channels.remove(i);
+                    break;
+                case CONNECTING:
+                case HANDSHAKE:
+                    if (now - c.deadline > 0) {
+                        fail(c, "no handshake within " + settings.connectTimeoutMs + " ms");
+                    }
+                    break;
+                case CLOSING:
+                    if (now - c.lastRead > idle) {
+                        fail(c, "no goodbye from node " + c.node + " within " + settings.idleTimeoutMs + " ms");
+                    } else {
+                        flush(c, now);
+                    }
+                    break;
+                default:
+                    // A stalled reader has unread bytes waiting: that is not silence.
+                    if (now - c.lastRead > idle && !c.stalled) {
+                        fail(c, "nothing received from node " + c.node + " for " + settings.idleTimeoutMs + " ms");
+                    } else if (now - c.lastWrite > keepAlive && c.betweenRecords() && c.control.remaining() >= 4) {
+                        c.control.putInt(NioWire.KEEP_ALIVE);
+                        flush(c, now);
+                    }
+            }
+        }
+    }
+
+    /** A connection failed: tell the senders and the core. */
+    private void fail(NioChannel c, String reason) {
+        if (c.state == NioChannel.State.CLOSED) {
+            return;
+        }
+        boolean wasOpen = c.state == NioChannel.State.OPEN;
+        boolean graceful = c.graceful;
+        close(c, reason);
+        if (graceful && reason.contains("closed the connection")) {
+            return; // the peer said goodbye before closing
+        }
+        failures.incrementAndGet();
+        if (running) {
+            LOG.warning("node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node " + c.node + " failed: " + reason);
+        }
+        if (wasOpen && running && c.node >= 0) {
+            listener.onDisconnected(c.node);
+        }
+    }
+
+    private void close(NioChannel c) {
+        close(c, "connection closed");
+    }
+
+    /** Closes the socket and forgets the channel; senders waiting for it learn {@code reason}. */
+    private void close(NioChannel c, String reason) {
+        c.state = NioChannel.State.CLOSED;
+        if (c.key != null) {
+            c.key.cancel();
+        }
+        closeQuietly(c.socket);
+        if (c.outgoing) {
+            c.orb.close();
+            outgoing.compareAndSet(c.node, c, null);
+            c.established.completeExceptionally(new IOException(reason));
+        } else if (c.node >= 0 && incoming.get(c.node) == c) {
+            incoming.remove(c.node);
+        }
+        if (c.refused != null) {
+            c.refused.release();
+            c.refused = null;
+        }
+    }
+
+    private void shutdownChannels() {
+        for (NioChannel c : channels) {
+            close(c);
+        }
+        NioChannel c;
+        while ((c = toConnect.poll()) != null) {
+            close(c);
+        }
+        closeQuietly(server);
+        closeQuietly(selector);
+    }
+
+    private static void closeQuietly(java.io.Closeable c) {
+        try {
+            c.close();
+        } catch (IOException e) {
+            // closing anyway
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!running) {
+            return;
+        }
+        running = false;
+        selector.wakeup();
+        try {
+            thread.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** The peer broke the wire format. */
+    static final class ProtocolException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        ProtocolException(String message) {
+            super(message);
+        }
+    }
+}

@@ -1,0 +1,65 @@
+package io.ibdxnet.transport;
+
+import io.ibdxnet.NetworkException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Sender side of flow control (paper §2.4) for one connection: at most
+ * {@code window} bytes sent and not yet confirmed by the receiver. A frame
+ * larger than the window goes alone (when nothing else is outstanding).
+ */
+public final class FlowWindow {
+    private final long window;
+    private final long unit;
+    private final AtomicLong unconfirmed = new AtomicLong();
+
+    /** {@code unit}: bytes one confirmation unit stands for. */
+    public FlowWindow(long window, long unit) {
+        this.window = window;
+        this.unit = unit;
+    }
+
+    /** Something that says whether the connection is gone (then waiting is pointless). */
+    @FunctionalInterface
+    public interface Liveness {
+        boolean isClosed();
+    }
+
+    /** Waits until {@code bytes} fit into the window, until {@code deadlineNanos}. */
+    public void acquire(int bytes, long deadlineNanos, int node, Liveness connection) throws NetworkException {
+        int spins = 0;
+        while (true) {
+            long seen = unconfirmed.get();
+            if (seen + bytes <= window || seen <= 0) {
+                // getAndAdd never retries under contention (a CAS loop did, visibly in JFR).
+                long u = unconfirmed.getAndAdd(bytes);
+                if (u + bytes <= window || u <= 0) {
+                    return;
+                }
+                unconfirmed.addAndGet(-bytes);
+            }
+            if (connection.isClosed()) {
+                throw new NetworkException("connection to node " + node + " closed");
+            }
+            if (System.nanoTime() - deadlineNanos > 0) {
+                throw new NetworkException("flow control window to node " + node + " stayed full");
+            }
+            if (++spins > 100) {
+                LockSupport.parkNanos(20_000);
+            } else {
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    /** The receiver confirmed {@code units} units. */
+    public void confirm(int units) {
+        unconfirmed.addAndGet(-units * unit);
+    }
+
+    /** Bytes sent and not confirmed. */
+    public long unconfirmed() {
+        return unconfirmed.get();
+    }
+}

@@ -1,0 +1,76 @@
+package io.ibdxnet.transport;
+
+import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.ib.IbException;
+import io.ibdxnet.ib.IbTransport;
+import io.ibdxnet.loopback.LoopbackTransport;
+import io.ibdxnet.nio.NioTransport;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** Opens the transport a configuration names ({@link DXNetConfig#transport}). */
+public final class Transports {
+    private Transports() {}
+
+    public static Transport open(DXNetConfig config, TransportListener listener) throws NetworkException {
+        String listen = listenAddress(config);
+        int colon = listen.lastIndexOf(':');
+        String host = listen.substring(0, colon);
+        int port;
+        try {
+            port = Integer.parseInt(listen.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("listen = '" + listen + "': the port is not a number");
+        }
+        switch (config.transport) {
+            case "ib":
+                return openIb(config, listener, listen);
+            case "nio":
+                NioTransport.Settings s = new NioTransport.Settings();
+                s.nodeId = config.nodeId;
+                s.listenHost = host;
+                s.listenPort = port;
+                s.flowControlWindow = config.flowControlWindow;
+                s.flowControlThreshold = config.flowControlThreshold;
+                s.connectTimeoutMs = config.connectTimeoutMs;
+                s.maxConnections = config.maxConnections;
+                s.bufferSize = config.nioBufferSize;
+                s.bufferCount = config.nioBufferCount;
+                s.ringSize = config.nioRingSize;
+                s.keepAliveMs = config.keepAliveMs;
+                s.idleTimeoutMs = config.idleTimeoutMs;
+                return new NioTransport(s, listener);
+            case "loopback":
+                return new LoopbackTransport(config.nodeId, port, config.flowControlWindow, config.flowControlThreshold,
+                        config.nioRingSize, config.nioBufferSize, config.nioBufferCount, listener);
+            default:
+                throw new IllegalArgumentException("transport '" + config.transport + "' is not one of " + DXNetConfig.TRANSPORTS);
+        }
+    }
+
+    /** The configured listen address, else the node's own node-table entry (port only), else any port. */
+    private static String listenAddress(DXNetConfig config) {
+        if (config.listen != null) {
+            return config.listen;
+        }
+        String own = config.nodes.get(config.nodeId);
+        if (own != null) {
+            return "0.0.0.0" + own.substring(own.lastIndexOf(':'));
+        }
+        return "0.0.0.0:0";
+    }
+
+    private static Transport openIb(DXNetConfig config, TransportListener listener, String listen) throws NetworkException {
+        Map<String, String> nativeConfig = new LinkedHashMap<>(config.nativeConfig);
+        nativeConfig.put("node_id", Integer.toString(config.nodeId));
+        nativeConfig.putIfAbsent("listen", listen);
+        nativeConfig.putIfAbsent("max_connections", Integer.toString(config.maxConnections));
+        try {
+            return new IbTransport(nativeConfig, config.flowControlWindow, config.flowControlThreshold,
+                    config.connectTimeoutMs, listener);
+        } catch (IbException e) {
+            throw new NetworkException("cannot start the InfiniBand transport: " + e.getMessage(), e);
+        }
+    }
+}
