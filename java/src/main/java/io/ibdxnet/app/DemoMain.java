@@ -11,14 +11,16 @@ import io.ibdxnet.Response;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.CountDownLatch;
 
 /**
- * The main job: two nodes in one JVM exchange messages over the InfiniBand
- * transport (on {@code sim} without an RDMA device) and print a report:
- * message rate and throughput from several sender threads, then request
- * round trip times. Options: {@code --messages N --size BYTES --threads T
- * --requests R --fabric auto|sim|verbs}.
+ * The main job: two nodes exchange messages over the InfiniBand transport
+ * (on {@code sim} without an RDMA device), or NIO or loopback, and print a
+ * report: message rate and throughput from several sender threads, then
+ * request round trip times. Both nodes run in this JVM ({@code --role both}),
+ * or each in its own process ({@code --role receiver} and {@code --role
+ * sender} with {@code --node0}/{@code --node1} addresses). Options: see
+ * {@link #usage}.
  */
 public final class DemoMain {
     static final byte TYPE = 1;
@@ -106,65 +108,72 @@ public final class DemoMain {
         int threads = 2;
         int requests = 20_000;
         String fabric = "auto";
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--messages": messages = Integer.parseInt(args[i + 1]); break;
-                case "--size": size = Integer.parseInt(args[i + 1]); break;
-                case "--threads": threads = Integer.parseInt(args[i + 1]); break;
-                case "--requests": requests = Integer.parseInt(args[i + 1]); break;
-                case "--fabric": fabric = args[i + 1]; break;
-                default:
-                    System.err.println("unknown option " + args[i]);
-                    System.exit(2);
+        String transport = "ib";
+        String role = "both";
+        String[] addresses = {"127.0.0.1:0", "127.0.0.1:0"};
+        for (int i = 0; i < args.length; i += 2) {
+            if (i + 1 >= args.length) {
+                usage("option " + args[i] + " needs a value");
             }
+            String v = args[i + 1];
+            switch (args[i]) {
+                case "--messages": messages = Integer.parseInt(v); break;
+                case "--size": size = Integer.parseInt(v); break;
+                case "--threads": threads = Integer.parseInt(v); break;
+                case "--requests": requests = Integer.parseInt(v); break;
+                case "--fabric": fabric = v; break;
+                case "--transport": transport = v; break;
+                case "--role": role = v; break;
+                case "--node0": addresses[0] = v; break;
+                case "--node1": addresses[1] = v; break;
+                default: usage("unknown option " + args[i]);
+            }
+        }
+        if (!role.equals("both") && !role.equals("sender") && !role.equals("receiver")) {
+            usage("--role must be both, sender or receiver");
+        }
+        if (!role.equals("both") && (addresses[0].endsWith(":0") || addresses[1].endsWith(":0"))) {
+            usage("two processes need fixed addresses: --node0 host:port --node1 host:port");
         }
         List<DXNet> nodes = new ArrayList<>();
         for (int id = 0; id < 2; id++) {
-            DXNetConfig c = new DXNetConfig(id);
-            c.nativeConfig.put("fabric", fabric);
-            c.nativeConfig.put("listen", "127.0.0.1:0");
-            c.nativeConfig.put("send_ring_size", Integer.toString(1 << 20));
-            c.nativeConfig.put("srq_size", "256");
-            c.nativeConfig.put("recv_buffer_count", "2048");
-            // Two nodes share this machine's cores: idle engine threads yield at once.
-            c.nativeConfig.put("parking_yield_after_ms", "0");
-            c.handlerThreads = 1;
-            DXNet n = DXNet.start(c);
-            n.registerMessageType(TYPE, DATA, Data.class);
-            n.registerMessageType(TYPE, PING, Ping.class);
-            n.registerMessageType(TYPE, PONG, Pong.class);
-            nodes.add(n);
+            if (role.equals("sender") && id == 1 || role.equals("receiver") && id == 0) {
+                continue;
+            }
+            nodes.add(startNode(id, transport, fabric, addresses[id]));
+        }
+        if (role.equals("both")) {
+            nodes.get(0).addNode(1, "127.0.0.1:" + nodes.get(1).localPort());
+            nodes.get(1).addNode(0, "127.0.0.1:" + nodes.get(0).localPort());
+        } else {
+            nodes.get(0).addNode(1 - nodes.get(0).nodeId(), addresses[1 - nodes.get(0).nodeId()]);
+        }
+        if (!role.equals("sender")) {
+            DXNet b = nodes.get(nodes.size() - 1);
+            CountDownLatch quit = serve(b);
+            if (role.equals("receiver")) {
+                System.out.printf("ibdxnet demo receiver: node 1 on %s (%s transport, %s), waiting for node 0%n",
+                        addresses[1], transport, b.fabricName());
+                quit.await();
+                Thread.sleep(200); // the last answer leaves before the node closes
+                b.close();
+                System.out.println("receiver: done");
+                return;
+            }
         }
         DXNet a = nodes.get(0);
-        DXNet b = nodes.get(1);
-        a.addNode(1, "127.0.0.1:" + b.localPort());
-        b.addNode(0, "127.0.0.1:" + a.localPort());
-        AtomicLong received = new AtomicLong();
-        AtomicLong bytes = new AtomicLong();
-        b.register(TYPE, DATA, m -> {
-            received.incrementAndGet();
-            bytes.addAndGet(((Data) m).payload.length);
-        });
-        b.register(TYPE, PING, m -> {
-            try {
-                b.sendMessage(new Pong((Ping) m));
-            } catch (NetworkException e) {
-                throw new IllegalStateException(e);
-            }
-        });
-        System.out.printf("ibdxnet demo: 2 nodes in one JVM, InfiniBand transport on %s / %s (fabric=%s)%n",
-                a.fabricName(), b.fabricName(), fabric);
-        // Warm-up, then the measured run.
+        System.out.printf("ibdxnet demo: %s, %s transport on %s (fabric=%s)%n",
+                role.equals("both") ? "2 nodes in one JVM" : "node 0 of 2 processes", transport, a.fabricName(), fabric);
+        // Warm-up, then the measured run. A request after the messages returns
+        // once the receiver (one handler thread, in order) has handled them all.
         sendAll(a, 2_000, size, threads);
-        awaitCount(received, 2_000);
-        received.set(0);
-        bytes.set(0);
+        a.sendSync(new Ping(1, 0), 120_000);
         long t0 = System.nanoTime();
         sendAll(a, messages, size, threads);
-        awaitCount(received, messages);
+        a.sendSync(new Ping(1, 0), 120_000);
         double secs = (System.nanoTime() - t0) / 1e9;
         System.out.printf("messages: %d × %d B from %d threads in %.3f s: %.0f msg/s, %.1f MB/s payload%n",
-                messages, size, threads, secs, messages / secs, bytes.get() / secs / 1e6);
+                messages, size, threads, secs, messages / secs, (double) messages * size / secs / 1e6);
         for (int i = 0; i < 1000; i++) {
             a.sendSync(new Ping(1, System.nanoTime()), 10_000);
         }
@@ -178,23 +187,61 @@ public final class DemoMain {
         System.out.printf("request/response: %d round trips, RTT µs: p50 %.1f  p95 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%n",
                 requests, rtt[requests / 2] / 1e3, rtt[(int) (requests * 0.95)] / 1e3, rtt[(int) (requests * 0.99)] / 1e3,
                 rtt[(int) (requests * 0.999)] / 1e3, rtt[requests - 1] / 1e3);
-        System.out.println("native counters node 0: " + a.transportStats());
-        System.out.println("dropped messages: " + (a.droppedMessages() + b.droppedMessages()));
+        System.out.println("transport counters node 0: " + a.transportStats());
+        if (!role.equals("both")) {
+            a.sendSync(new Ping(1, QUIT), 10_000);
+        }
+        long dropped = 0;
         for (DXNet n : nodes) {
+            dropped += n.droppedMessages();
             n.close();
         }
+        System.out.println("dropped messages: " + dropped);
     }
 
-    /** Waits until {@code counter} reaches {@code expected}; fails after 120 s instead of hanging. */
-    private static void awaitCount(AtomicLong counter, long expected) throws InterruptedException {
-        long end = System.nanoTime() + 120_000_000_000L;
-        while (counter.get() < expected) {
-            if (System.nanoTime() > end) {
-                System.err.println("demo: only " + counter.get() + " of " + expected + " messages arrived within 120 s");
-                System.exit(1);
+    /** A ping with this timestamp asks a receiver process to quit after answering. */
+    private static final long QUIT = -1;
+
+    private static void usage(String problem) {
+        System.err.println("demo: " + problem);
+        System.err.println("options: --messages N --size BYTES --threads T --requests R --transport ib|nio|loopback"
+                + " --fabric auto|sim|verbs --role both|sender|receiver --node0 HOST:PORT --node1 HOST:PORT");
+        System.exit(2);
+    }
+
+    private static DXNet startNode(int id, String transport, String fabric, String listen) throws Exception {
+        DXNetConfig c = new DXNetConfig(id);
+        c.transport = transport;
+        c.listen = listen;
+        c.nativeConfig.put("fabric", fabric);
+        c.nativeConfig.put("send_ring_size", Integer.toString(1 << 20));
+        c.nativeConfig.put("srq_size", "256");
+        c.nativeConfig.put("recv_buffer_count", "2048");
+        // Two nodes share this machine's cores: idle engine threads yield at once.
+        c.nativeConfig.put("parking_yield_after_ms", "0");
+        c.handlerThreads = 1;
+        DXNet n = DXNet.start(c);
+        n.registerMessageType(TYPE, DATA, Data.class);
+        n.registerMessageType(TYPE, PING, Ping.class);
+        n.registerMessageType(TYPE, PONG, Pong.class);
+        return n;
+    }
+
+    /** The receiving node: counts data, answers pings; the latch opens on a quit ping. */
+    private static CountDownLatch serve(DXNet b) {
+        CountDownLatch quit = new CountDownLatch(1);
+        b.register(TYPE, DATA, m -> {});
+        b.register(TYPE, PING, m -> {
+            try {
+                b.sendMessage(new Pong((Ping) m));
+            } catch (NetworkException e) {
+                throw new IllegalStateException(e);
             }
-            Thread.sleep(1);
-        }
+            if (((Ping) m).sent == QUIT) {
+                quit.countDown();
+            }
+        });
+        return quit;
     }
 
     private static void sendAll(DXNet a, int messages, int size, int threads) throws InterruptedException {

@@ -258,7 +258,7 @@ public final class NioTransport implements Transport {
                 }
             }
         }
-        if (!c.established.isDone()) {
+        if (c.state != NioChannel.State.OPEN) {
             try {
                 c.established.get(Math.max(1, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (ExecutionException e) {

@@ -1,0 +1,319 @@
+package io.ibdxnet.nio;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import io.ibdxnet.DXNet;
+import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.Message;
+import io.ibdxnet.MessageExporter;
+import io.ibdxnet.MessageImporter;
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.Request;
+import io.ibdxnet.Response;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.After;
+import org.junit.Test;
+
+/** The NIO transport's failure cases: refused, reset, half-open, garbage, unknown nodes, leaks. */
+public class NioFailureTest {
+    static final byte TYPE = 1;
+
+    /** Same wire shape as the demo's data message (type 1/1, a byte array). */
+    public static final class Data extends Message {
+        byte[] payload = new byte[0];
+
+        public Data() {
+            super(TYPE, (byte) 1);
+        }
+
+        public Data(int dest, int size) {
+            super(dest, TYPE, (byte) 1);
+            payload = new byte[size];
+        }
+
+        @Override
+        protected void exportPayload(MessageExporter out) {
+            out.writeByteArray(payload);
+        }
+
+        @Override
+        protected void importPayload(MessageImporter in) {
+            payload = in.readByteArray();
+        }
+    }
+
+    /** Same wire shape as the demo's ping (type 1/2, a long). */
+    public static final class Ping extends Request {
+        long sent;
+
+        public Ping() {
+            super(TYPE, (byte) 2);
+        }
+
+        public Ping(int dest) {
+            super(dest, TYPE, (byte) 2);
+        }
+
+        @Override
+        protected void exportPayload(MessageExporter out) {
+            out.writeLong(sent);
+        }
+
+        @Override
+        protected void importPayload(MessageImporter in) {
+            sent = in.readLong();
+        }
+    }
+
+    /** The demo's pong (type 1/3). */
+    public static final class Pong extends Response {
+        long sent;
+
+        public Pong() {
+            super(TYPE, (byte) 3);
+        }
+
+        @Override
+        protected void exportPayload(MessageExporter out) {
+            out.writeLong(sent);
+        }
+
+        @Override
+        protected void importPayload(MessageImporter in) {
+            sent = in.readLong();
+        }
+    }
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @After
+    public void closeAll() throws Exception {
+        for (int i = open.size() - 1; i >= 0; i--) {
+            open.get(i).close();
+        }
+    }
+
+    private DXNet node(int id) throws Exception {
+        DXNetConfig c = new DXNetConfig(id);
+        c.transport = "nio";
+        c.listen = "127.0.0.1:0";
+        c.keepAliveMs = 100;
+        c.idleTimeoutMs = 600;
+        c.connectTimeoutMs = 2_000;
+        c.sendTimeoutMs = 5_000;
+        DXNet n = DXNet.start(c);
+        n.registerMessageType(TYPE, (byte) 1, Data.class);
+        n.registerMessageType(TYPE, (byte) 2, Ping.class);
+        n.registerMessageType(TYPE, (byte) 3, Pong.class);
+        open.add(n);
+        return n;
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** A fake peer: accepts one connection and hands it to {@code script}. */
+    private ServerSocket fakePeer(SocketScript script) throws IOException {
+        ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        open.add(server);
+        Thread t = new Thread(() -> {
+            try (Socket s = server.accept()) {
+                script.run(s);
+            } catch (IOException e) {
+                // the node closed its side: the script is over
+            }
+        }, "fake-peer");
+        t.setDaemon(true);
+        t.start();
+        return server;
+    }
+
+    interface SocketScript {
+        void run(Socket s) throws IOException;
+    }
+
+    /** Reads the node's hello and answers OK as node {@code self}. */
+    private static void handshake(Socket s, int self) throws IOException {
+        DataInputStream in = new DataInputStream(s.getInputStream());
+        assertEquals(NioWire.MAGIC, in.readInt());
+        in.readFully(new byte[NioWire.HELLO - 4]);
+        DataOutputStream out = new DataOutputStream(s.getOutputStream());
+        out.writeInt(NioWire.MAGIC);
+        out.writeShort(NioWire.REPLY_OK);
+        out.writeShort(self);
+        out.flush();
+    }
+
+    private static void sendUntilFailure(DXNet n, int dest, AtomicReference<Throwable> error) {
+        try {
+            for (int i = 0; i < 10_000_000; i++) {
+                n.sendMessage(new Data(dest, 1000));
+            }
+        } catch (NetworkException e) {
+            error.set(e);
+        }
+    }
+
+    @Test
+    public void connectionRefusedIsAnExceptionAndOthersKeepWorking() throws Exception {
+        DXNet a = node(0);
+        DXNet b = node(2);
+        a.addNode(1, "127.0.0.1:" + freePort()); // nobody listens there
+        a.addNode(2, "127.0.0.1:" + b.localPort());
+        b.addNode(0, "127.0.0.1:" + a.localPort());
+        AtomicLong got = new AtomicLong();
+        b.register(TYPE, (byte) 1, m -> got.incrementAndGet());
+        long t0 = System.nanoTime();
+        try {
+            a.sendMessage(new Data(1, 10));
+            fail("sent to a port nobody listens on");
+        } catch (NetworkException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("node 1") && e.getMessage().toLowerCase().contains("refused"));
+        }
+        assertTrue("refusal took too long", System.nanoTime() - t0 < 2_000_000_000L);
+        for (int i = 0; i < 100; i++) {
+            a.sendMessage(new Data(2, 10));
+        }
+        waitFor(() -> got.get() == 100);
+    }
+
+    @Test
+    public void garbageFromANonDxnetClientIsRejected() throws Exception {
+        DXNet a = node(0);
+        DXNet b = node(1);
+        a.addNode(1, "127.0.0.1:" + b.localPort());
+        b.addNode(0, "127.0.0.1:" + a.localPort());
+        try (Socket s = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
+            s.getOutputStream().write("GET / HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            s.setSoTimeout(5_000);
+            assertEquals("the node must close the connection", -1, s.getInputStream().read());
+        }
+        assertEquals(1L, (long) b.transportStats().get("rejected"));
+        AtomicLong got = new AtomicLong();
+        b.register(TYPE, (byte) 1, m -> got.incrementAndGet());
+        a.sendMessage(new Data(1, 10));
+        waitFor(() -> got.get() == 1);
+    }
+
+    @Test
+    public void unknownNodeIsRefusedWithAReason() throws Exception {
+        DXNet b = node(1);
+        try (Socket s = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
+            DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            out.writeInt(NioWire.MAGIC);
+            out.writeShort(NioWire.VERSION);
+            out.writeShort(77); // not in node 1's table
+            out.writeShort(1);
+            out.writeShort(0);
+            out.writeLong(42);
+            out.flush();
+            s.setSoTimeout(5_000);
+            DataInputStream in = new DataInputStream(s.getInputStream());
+            assertEquals(NioWire.MAGIC, in.readInt());
+            assertEquals(NioWire.REPLY_UNKNOWN_NODE, in.readShort());
+            assertEquals(1, in.readShort());
+            assertEquals(-1, in.read());
+        }
+        assertEquals(1L, (long) b.transportStats().get("rejected"));
+    }
+
+    @Test
+    public void halfOpenPeerIsDetectedAndPendingRequestsFail() throws Exception {
+        DXNet a = node(0);
+        // Answers the handshake, then neither reads nor writes: a half-open connection.
+        ServerSocket fake = fakePeer(s -> {
+            handshake(s, 1);
+            try {
+                Thread.sleep(30_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        a.addNode(1, "127.0.0.1:" + fake.getLocalPort());
+        long t0 = System.nanoTime();
+        CompletableFuture<Response> f = a.sendAsync(new Ping(1));
+        try {
+            f.get(10, TimeUnit.SECONDS);
+            fail("answered by a silent peer");
+        } catch (ExecutionException expected) {
+            assertTrue(expected.getCause().getMessage(), expected.getCause() instanceof NetworkException);
+        }
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue("detected after " + ms + " ms (idle timeout 600 ms)", ms >= 500 && ms < 5_000);
+        assertTrue(a.transportStats().get("failures") >= 1);
+    }
+
+    @Test
+    public void peerResetMidStreamFailsTheSender() throws Exception {
+        DXNet a = node(0);
+        ServerSocket fake = fakePeer(s -> {
+            handshake(s, 1);
+            s.getInputStream().read(new byte[100_000]); // some of the stream, then a reset
+            s.setSoLinger(true, 0);
+        });
+        a.addNode(1, "127.0.0.1:" + fake.getLocalPort());
+        AtomicReference<Throwable> error = new AtomicReference<>();
+        Thread sender = new Thread(() -> sendUntilFailure(a, 1, error));
+        sender.start();
+        sender.join(15_000);
+        assertTrue("sender still running", !sender.isAlive());
+        assertTrue(String.valueOf(error.get()), error.get() instanceof NetworkException);
+    }
+
+    @Test
+    public void noThreadsLeakOverManyNodeLifetimes() throws Exception {
+        int before = Thread.activeCount();
+        for (int round = 0; round < 15; round++) {
+            DXNet a = node(0);
+            DXNet b = node(1);
+            a.addNode(1, "127.0.0.1:" + b.localPort());
+            b.addNode(0, "127.0.0.1:" + a.localPort());
+            AtomicLong got = new AtomicLong();
+            b.register(TYPE, (byte) 1, m -> got.incrementAndGet());
+            for (int i = 0; i < 100; i++) {
+                a.sendMessage(new Data(1, 100));
+            }
+            waitFor(() -> got.get() == 100);
+            a.close();
+            b.close();
+            open.clear();
+        }
+        Thread.sleep(200);
+        List<String> left = new ArrayList<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith("dxnet-")) {
+                left.add(t.getName());
+            }
+        }
+        assertEquals("threads left: " + left, 0, left.size());
+        assertTrue("threads grew from " + before + " to " + Thread.activeCount(), Thread.activeCount() <= before + 2);
+    }
+
+    static void waitFor(java.util.function.BooleanSupplier c) throws InterruptedException {
+        long end = System.nanoTime() + 30_000_000_000L;
+        while (!c.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                fail("timed out");
+            }
+            Thread.sleep(2);
+        }
+    }
+}

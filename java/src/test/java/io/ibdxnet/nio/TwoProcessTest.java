@@ -1,0 +1,164 @@
+package io.ibdxnet.nio;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import io.ibdxnet.DXNet;
+import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.Request;
+import io.ibdxnet.Response;
+import io.ibdxnet.app.DemoMain;
+import java.io.File;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.After;
+import org.junit.Test;
+
+/** Nodes in separate processes over the NIO transport, including a peer killed with SIGKILL. */
+public class TwoProcessTest {
+    private final List<Process> processes = new ArrayList<>();
+    private DXNet node;
+
+    @After
+    public void cleanUp() {
+        if (node != null) {
+            node.close();
+        }
+        for (Process p : processes) {
+            p.destroyForcibly();
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** Starts the demo in its own JVM; output goes to {@code log}. */
+    private Process demo(File log, String... args) throws IOException {
+        String classes = System.getProperty("test.classpath", System.getProperty("java.class.path"));
+        List<String> cmd = new ArrayList<>(Arrays.asList(
+                System.getProperty("java.home") + "/bin/java", "-cp", classes,
+                "-Djava.library.path=" + System.getProperty("java.library.path"), DemoMain.class.getName()));
+        cmd.addAll(Arrays.asList(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
+        processes.add(p);
+        return p;
+    }
+
+    private static String read(File f) throws IOException {
+        return new String(Files.readAllBytes(f.toPath()), StandardCharsets.UTF_8);
+    }
+
+    private static void awaitOutput(File log, String text) throws Exception {
+        long end = System.nanoTime() + 30_000_000_000L;
+        while (!read(log).contains(text)) {
+            if (System.nanoTime() > end) {
+                fail("no '" + text + "' in: " + read(log));
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    @Test
+    public void demoRunsAcrossTwoProcesses() throws Exception {
+        String n0 = "127.0.0.1:" + freePort();
+        String n1 = "127.0.0.1:" + freePort();
+        File recvLog = File.createTempFile("receiver", ".log");
+        File sendLog = File.createTempFile("sender", ".log");
+        Process receiver = demo(recvLog, "--transport", "nio", "--role", "receiver", "--node0", n0, "--node1", n1);
+        awaitOutput(recvLog, "waiting for node 0");
+        Process sender = demo(sendLog, "--transport", "nio", "--role", "sender", "--node0", n0, "--node1", n1,
+                "--messages", "20000", "--requests", "500");
+        assertTrue("sender did not finish", sender.waitFor(60, TimeUnit.SECONDS));
+        assertTrue("receiver did not finish", receiver.waitFor(30, TimeUnit.SECONDS));
+        String out = read(sendLog);
+        assertEquals(out, 0, sender.exitValue());
+        assertEquals(read(recvLog), 0, receiver.exitValue());
+        assertTrue(out, out.contains("messages: 20000 × 64 B"));
+        assertTrue(out, out.contains("request/response: 500 round trips"));
+        assertTrue(out, out.contains("dropped messages: 0"));
+        assertTrue(read(recvLog), read(recvLog).contains("receiver: done"));
+    }
+
+    /** A request type the demo receiver does not know: it is never answered. */
+    public static final class Unanswered extends Request {
+        public Unanswered() {
+            super((byte) 1, (byte) 9);
+        }
+
+        Unanswered(int dest) {
+            super(dest, (byte) 1, (byte) 9);
+        }
+
+        @Override
+        protected void exportPayload(io.ibdxnet.MessageExporter out) {}
+
+        @Override
+        protected void importPayload(io.ibdxnet.MessageImporter in) {}
+    }
+
+    @Test
+    public void killedPeerFailsSendersAndRequestsAndComesBack() throws Exception {
+        int port0 = freePort();
+        String n1 = "127.0.0.1:" + freePort();
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = "nio";
+        c.listen = "127.0.0.1:" + port0;
+        c.sendTimeoutMs = 30_000;
+        node = DXNet.start(c);
+        node.registerMessageType((byte) 1, (byte) 1, NioFailureTest.Data.class);
+        node.registerMessageType((byte) 1, (byte) 2, NioFailureTest.Ping.class);
+        node.registerMessageType((byte) 1, (byte) 3, NioFailureTest.Pong.class);
+        node.addNode(1, n1);
+        String[] args = {"--transport", "nio", "--role", "receiver", "--node0", "127.0.0.1:" + port0, "--node1", n1};
+        File log = File.createTempFile("receiver", ".log");
+        Process peer = demo(log, args);
+        awaitOutput(log, "waiting for node 0");
+        assertEquals(1, node.sendSync(new NioFailureTest.Ping(1), 10_000).getSource());
+        CompletableFuture<Response> pending = node.sendAsync(new Unanswered(1));
+        AtomicReference<Throwable> error = new AtomicReference<>();
+        Thread sender = new Thread(() -> {
+            try {
+                while (true) {
+                    node.sendMessage(new NioFailureTest.Data(1, 1000));
+                }
+            } catch (NetworkException e) {
+                error.set(e);
+            }
+        });
+        sender.start();
+        Thread.sleep(300);
+        long t0 = System.nanoTime();
+        peer.destroyForcibly(); // SIGKILL
+        sender.join(10_000);
+        assertTrue("sender still running 10 s after the kill", !sender.isAlive());
+        assertTrue(String.valueOf(error.get()), error.get() instanceof NetworkException);
+        try {
+            pending.get(10, TimeUnit.SECONDS);
+            fail("a request to a killed node completed");
+        } catch (ExecutionException expected) {
+            assertTrue(expected.getCause() instanceof NetworkException);
+        }
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        System.err.println("killed peer: sender and request failed within " + ms + " ms");
+        // The peer comes back (a new process, a new instance): we reconnect on demand.
+        File log2 = File.createTempFile("receiver", ".log");
+        demo(log2, args);
+        awaitOutput(log2, "waiting for node 0");
+        assertEquals(1, node.sendSync(new NioFailureTest.Ping(1), 10_000).getSource());
+    }
+}
