@@ -41,8 +41,9 @@ public final class DXNet implements AutoCloseable {
     private final IncomingBufferQueue ibq;
     private final Thread coordinator;
     private final ThreadPoolExecutor handlers;
-    private final Map<Integer, Constructor<? extends Message>> types = new ConcurrentHashMap<>();
-    private final Map<Integer, MessageReceiver> receivers = new ConcurrentHashMap<>();
+    /** By {@link #key}: arrays, not maps (a boxed key per message showed in profiles). */
+    private final AtomicReferenceArray<Constructor<? extends Message>> types = new AtomicReferenceArray<>(1 << 16);
+    private final AtomicReferenceArray<MessageReceiver> receivers = new AtomicReferenceArray<>(1 << 16);
     private final Map<Integer, CompletableFuture<Response>> pending = new ConcurrentHashMap<>();
     private final Map<Integer, Integer> pendingTarget = new ConcurrentHashMap<>();
     private final AtomicInteger nextRequestId = new AtomicInteger(1);
@@ -126,7 +127,7 @@ public final class DXNet implements AutoCloseable {
         try {
             Constructor<? extends Message> ctor = c.getDeclaredConstructor();
             ctor.setAccessible(true);
-            Constructor<? extends Message> old = types.putIfAbsent(key(type, subtype), ctor);
+            Constructor<? extends Message> old = types.compareAndExchange(key(type, subtype), null, ctor);
             if (old != null && !old.equals(ctor)) {
                 throw new IllegalArgumentException("type " + type + "/" + subtype + " is already registered to " + old.getDeclaringClass().getName());
             }
@@ -137,7 +138,7 @@ public final class DXNet implements AutoCloseable {
 
     /** Delivers messages of {@code type/subtype} to {@code receiver} (on handler threads). */
     public void register(byte type, byte subtype, MessageReceiver receiver) {
-        receivers.put(key(type, subtype), receiver);
+        receivers.set(key(type, subtype), receiver);
     }
 
     /** Sends {@code message} to its destination. */
@@ -195,7 +196,37 @@ public final class DXNet implements AutoCloseable {
             requestId = ((Response) m).requestId;
         }
         m.source = config.nodeId;
-        MessageExporter out = new MessageExporter(64);
+        SendScratch scratch = SCRATCH.get();
+        if (scratch.busy) {
+            scratch = new SendScratch(); // a message exported while exporting another
+        }
+        scratch.busy = true;
+        try {
+            sendFrames(m, dest, kindFlags, requestId, scratch);
+        } finally {
+            scratch.release();
+        }
+    }
+
+    /** Per-thread serialization buffer and frame header, reused (two allocations per message less). */
+    private static final class SendScratch {
+        MessageExporter out = new MessageExporter(256);
+        final byte[] header = new byte[Frame.HEADER];
+        boolean busy;
+
+        void release() {
+            busy = false;
+            if (out.array().length > 1 << 20) {
+                out = new MessageExporter(256); // do not keep a huge buffer per thread
+            }
+        }
+    }
+
+    private static final ThreadLocal<SendScratch> SCRATCH = ThreadLocal.withInitial(SendScratch::new);
+
+    private void sendFrames(Message m, int dest, int kindFlags, int requestId, SendScratch scratch) throws NetworkException {
+        MessageExporter out = scratch.out;
+        out.reset();
         m.exportPayload(out);
         int total = out.size();
         if (dest == config.nodeId) {
@@ -206,7 +237,7 @@ public final class DXNet implements AutoCloseable {
         int messageId = nextMessageId.getAndIncrement();
         int chunk = transport.maxFrameSize() - Frame.HEADER;
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.sendTimeoutMs);
-        byte[] header = new byte[Frame.HEADER];
+        byte[] header = scratch.header;
         int at = 0;
         do {
             int n = Math.min(chunk, total - at);
@@ -241,7 +272,8 @@ public final class DXNet implements AutoCloseable {
     private void coordinate() {
         // One hand-off per buffer, not per message: waking a handler thread
         // (unpark) was the top hotspot with small messages.
-        StreamAssembler.Sink sink = (src, type, sub, flags, req, data) -> deliver(src, type, sub, flags, req, data, batch);
+        StreamAssembler.Sink sink = (src, type, sub, flags, req, base, offset, length) ->
+                deliver(src, type, sub, flags, req, new MessageImporter(base, offset, length), batch);
         while (running) {
             IncomingBuffer b;
             try {
@@ -274,11 +306,11 @@ public final class DXNet implements AutoCloseable {
     }
 
     private void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload) {
-        deliver(source, type, subtype, flags, requestId, payload, null);
+        deliver(source, type, subtype, flags, requestId, new MessageImporter(payload, payload.length), null);
     }
 
     /** Creates the message and queues it for its receiver: into {@code into}, or as its own task. */
-    private void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload, Batch into) {
+    private void deliver(int source, byte type, byte subtype, int flags, int requestId, MessageImporter payload, Batch into) {
         Constructor<? extends Message> ctor = types.get(key(type, subtype));
         if (ctor == null) {
             dropped.incrementAndGet();
@@ -290,7 +322,7 @@ public final class DXNet implements AutoCloseable {
             m = ctor.newInstance();
             m.source = source;
             m.destination = config.nodeId;
-            m.importPayload(new MessageImporter(payload, payload.length));
+            m.importPayload(payload);
         } catch (ReflectiveOperationException | RuntimeException e) {
             dropped.incrementAndGet();
             LOG.log(Level.WARNING, "cannot create message " + type + "/" + subtype + " from " + source, e);

@@ -83,6 +83,10 @@ public final class MessageExporter {
         writeByteArray(s.getBytes(StandardCharsets.UTF_8));
     }
 
+    void reset() {
+        pos = 0;
+    }
+
     int size() {
         return pos;
     }

@@ -1,27 +1,45 @@
 package io.ibdxnet;
 
+import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+
 import java.nio.charset.StandardCharsets;
 
-/** Reads a payload written by {@link MessageExporter}; reading past the end is an error. */
+/**
+ * Reads a payload written by {@link MessageExporter}; reading past the end
+ * is an error. The bytes are read where they are: in a {@code byte[]} or, for
+ * a message that arrived whole in one receive buffer, straight from the
+ * buffer's native memory (valid only while the importer is used, during
+ * {@link Message#importPayload}).
+ */
 public final class MessageImporter {
-    private final byte[] buf;
+    private static final long BYTES = UNSAFE.arrayBaseOffset(byte[].class);
+    private final Object base;
+    private final long offset;
     private final int end;
     private int pos;
 
     MessageImporter(byte[] buf, int length) {
-        this.buf = buf;
+        this(buf, BYTES, length);
+    }
+
+    /** Over {@code length} bytes at {@code offset} in {@code base} (null: a native address). */
+    MessageImporter(Object base, long offset, int length) {
+        this.base = base;
+        this.offset = offset;
         this.end = length;
     }
 
-    private void need(int n) {
+    private long at(int n) {
         if (n < 0 || pos + n > end) {
             throw new IllegalStateException("message payload too short: need " + n + " bytes at " + pos + " of " + end);
         }
+        long a = offset + pos;
+        pos += n;
+        return a;
     }
 
     public byte readByte() {
-        need(1);
-        return buf[pos++];
+        return UNSAFE.getByte(base, at(1));
     }
 
     public boolean readBoolean() {
@@ -29,26 +47,24 @@ public final class MessageImporter {
     }
 
     public short readShort() {
-        need(2);
-        short v = (short) ((buf[pos] & 0xFF) << 8 | (buf[pos + 1] & 0xFF));
-        pos += 2;
-        return v;
+        long a = at(2);
+        return (short) ((UNSAFE.getByte(base, a) & 0xFF) << 8 | (UNSAFE.getByte(base, a + 1) & 0xFF));
     }
 
     public int readInt() {
-        need(4);
+        long a = at(4);
         int v = 0;
         for (int i = 0; i < 4; i++) {
-            v = v << 8 | (buf[pos++] & 0xFF);
+            v = v << 8 | (UNSAFE.getByte(base, a + i) & 0xFF);
         }
         return v;
     }
 
     public long readLong() {
-        need(8);
+        long a = at(8);
         long v = 0;
         for (int i = 0; i < 8; i++) {
-            v = v << 8 | (buf[pos++] & 0xFF);
+            v = v << 8 | (UNSAFE.getByte(base, a + i) & 0xFF);
         }
         return v;
     }
@@ -59,16 +75,17 @@ public final class MessageImporter {
 
     public byte[] readByteArray() {
         int n = readInt();
-        need(n);
+        long a = at(n);
         byte[] v = new byte[n];
-        System.arraycopy(buf, pos, v, 0, n);
-        pos += n;
+        UNSAFE.copyMemory(base, a, v, BYTES, n);
         return v;
     }
 
     public int[] readIntArray() {
         int n = readInt();
-        need(n * 4);
+        if (n < 0 || (long) n * 4 > remaining()) {
+            throw new IllegalStateException("message payload too short for " + n + " ints");
+        }
         int[] v = new int[n];
         for (int i = 0; i < n; i++) {
             v[i] = readInt();
@@ -78,7 +95,9 @@ public final class MessageImporter {
 
     public long[] readLongArray() {
         int n = readInt();
-        need(n * 8);
+        if (n < 0 || (long) n * 8 > remaining()) {
+            throw new IllegalStateException("message payload too short for " + n + " longs");
+        }
         long[] v = new long[n];
         for (int i = 0; i < n; i++) {
             v[i] = readLong();

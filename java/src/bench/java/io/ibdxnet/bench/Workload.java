@@ -22,7 +22,8 @@ import org.HdrHistogram.Histogram;
  * line ({@link Results}); progress goes to stderr on long runs.
  *
  * <pre>--transport ib|nio|loopback --fabric sim|auto|verbs --pattern uni|bi|all|rtt --nodes N
- * --size BYTES --messages PER_SENDER_THREAD --threads SENDERS_PER_NODE --handlers H</pre>
+ * --size BYTES --messages PER_SENDER_THREAD --threads SENDERS_PER_NODE --handlers H
+ * --native KEY=VALUE (engine settings, repeatable)</pre>
  */
 public final class Workload {
     static final byte TYPE = 3;
@@ -97,6 +98,7 @@ public final class Workload {
     public static void main(String[] args) throws Exception {
         Results.Row row = new Results.Row();
         String fabric = "sim";
+        java.util.Map<String, String> nativeExtra = new java.util.LinkedHashMap<>();
         for (int i = 0; i < args.length; i += 2) {
             if (i + 1 >= args.length) {
                 usage("option " + args[i] + " needs a value");
@@ -111,6 +113,14 @@ public final class Workload {
                 case "--messages": row.messages = Long.parseLong(v); break;
                 case "--threads": row.senders = Integer.parseInt(v); break;
                 case "--handlers": row.handlers = Integer.parseInt(v); break;
+                case "--native": {
+                    int eq = v.indexOf('=');
+                    if (eq < 1) {
+                        usage("--native needs key=value");
+                    }
+                    nativeExtra.put(v.substring(0, eq), v.substring(eq + 1));
+                    break;
+                }
                 default: usage("unknown option " + args[i]);
             }
         }
@@ -120,7 +130,7 @@ public final class Workload {
         if (!row.pattern.equals("all")) {
             row.nodes = 2;
         }
-        List<DXNet> nodes = start(row, fabric);
+        List<DXNet> nodes = start(row, fabric, nativeExtra);
         try {
             // Warm-up (JIT, connections, buffers), then the measured run.
             Results.Row warm = row.copy();
@@ -138,13 +148,13 @@ public final class Workload {
     private static void usage(String problem) {
         System.err.println("workload: " + problem);
         System.err.println("options: --transport ib|nio|loopback --fabric sim|auto|verbs --pattern uni|bi|all|rtt --nodes N"
-                + " --size BYTES --messages PER_SENDER_THREAD --threads SENDERS --handlers H");
+                + " --size BYTES --messages PER_SENDER_THREAD --threads SENDERS --handlers H --native KEY=VALUE");
         System.exit(2);
     }
 
     private static final AtomicLong RECEIVED = new AtomicLong();
 
-    private static List<DXNet> start(Results.Row row, String fabric) throws Exception {
+    private static List<DXNet> start(Results.Row row, String fabric, java.util.Map<String, String> nativeExtra) throws Exception {
         List<DXNet> nodes = new ArrayList<>();
         for (int id = 0; id < row.nodes; id++) {
             DXNetConfig c = new DXNetConfig(id);
@@ -156,6 +166,7 @@ public final class Workload {
             c.nativeConfig.put("fabric", fabric);
             // Nodes share this machine's cores: idle engine threads yield at once.
             c.nativeConfig.put("parking_yield_after_ms", "0");
+            c.nativeConfig.putAll(nativeExtra);
             DXNet n = DXNet.start(c);
             n.registerMessageType(TYPE, (byte) 1, Payload.class);
             n.registerMessageType(TYPE, (byte) 2, Ask.class);

@@ -12,10 +12,16 @@ import java.util.Map;
  * Used by the message creation coordinator only (one thread).
  */
 public final class StreamAssembler {
-    /** A complete message's bytes. */
+    /**
+     * A complete message's bytes: {@code length} bytes at {@code offset} in
+     * {@code base} (a {@code byte[]}, or null for native memory that is valid
+     * only during the call).
+     */
     public interface Sink {
-        void message(int source, byte type, byte subtype, int flags, int requestId, byte[] payload);
+        void message(int source, byte type, byte subtype, int flags, int requestId, Object base, long offset, int length);
     }
+
+    private static final long BYTES = UNSAFE.arrayBaseOffset(byte[].class);
 
     private static final class Partial {
         final byte[] data;
@@ -61,6 +67,10 @@ public final class StreamAssembler {
                 at += n;
                 continue;
             }
+            if (headerFilled == 0 && length - at >= Frame.HEADER && whole(address + at, length - at, sink)) {
+                at += frameTotal; // padLeft is set: skipped above, here or in the next buffer
+                continue;
+            }
             if (headerFilled < Frame.HEADER) {
                 int n = Math.min(Frame.HEADER - headerFilled, length - at);
                 UNSAFE.copyMemory(null, address + at, header, UNSAFE.arrayBaseOffset(byte[].class) + headerFilled, n);
@@ -80,6 +90,29 @@ public final class StreamAssembler {
                 endFrame(sink);
             }
         }
+    }
+
+    /**
+     * The common case: a single-frame message entirely inside this buffer is
+     * handed over where it is (no copy). False if it is not that case.
+     */
+    private boolean whole(long frame, int available, Sink sink) {
+        int total = Integer.reverseBytes(UNSAFE.getInt(frame));
+        if (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN) {
+            total = UNSAFE.getInt(frame);
+        }
+        int f = UNSAFE.getByte(frame + 10) & 0xFF;
+        if ((f & (Frame.FIRST | Frame.LAST)) != (Frame.FIRST | Frame.LAST) || total < Frame.HEADER || total > available) {
+            return false;
+        }
+        UNSAFE.copyMemory(null, frame, header, BYTES, Frame.HEADER);
+        if (Frame.getInt(header, 16) != total - Frame.HEADER) {
+            throw new IllegalStateException("corrupt frame from node " + source + ": length " + total + " of " + Frame.getInt(header, 16));
+        }
+        frameTotal = total;
+        padLeft = OutgoingRingBuffer.aligned(total) - total;
+        sink.message(source, header[8], header[9], f, Frame.getInt(header, 12), null, frame + Frame.HEADER, total - Frame.HEADER);
+        return true;
     }
 
     private void startFrame(Sink sink) {
@@ -117,7 +150,7 @@ public final class StreamAssembler {
             partials.remove(messageId);
             Partial done = current;
             current = null;
-            sink.message(source, type, subtype, flags, requestId, done.data);
+            sink.message(source, type, subtype, flags, requestId, done.data, BYTES, done.data.length);
         }
     }
 }

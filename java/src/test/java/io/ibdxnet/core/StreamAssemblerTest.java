@@ -40,8 +40,12 @@ public class StreamAssemblerTest {
         ByteArrayOutputStream s = new ByteArrayOutputStream();
         byte[] a = frames(p, p.length, 1);
         byte[] b = frames(p, p.length / 3 + 1, 2);
+        byte[] odd = {1, 2, 3, 4, 5, 6, 7}; // single frames with 1 byte of padding each
+        byte[] c = frames(odd, odd.length, 3);
         s.write(a, 0, a.length);
         s.write(b, 0, b.length);
+        s.write(c, 0, c.length);
+        s.write(c, 0, c.length);
         byte[] stream = s.toByteArray();
         long mem = UNSAFE.allocateMemory(stream.length);
         try {
@@ -51,16 +55,18 @@ public class StreamAssemblerTest {
             for (int split = 0; split <= stream.length; split++) {
                 List<byte[]> got = new ArrayList<>();
                 StreamAssembler asm = new StreamAssembler(9, 0);
-                StreamAssembler.Sink sink = (src, type, sub, flags, req, data) -> {
+                StreamAssembler.Sink sink = (src, type, sub, flags, req, base, offset, length) -> {
                     assertEquals(9, src);
                     assertEquals(3, type);
-                    got.add(data);
+                    got.add(copy(base, offset, length));
                 };
                 asm.feed(mem, split, sink);
                 asm.feed(mem + split, stream.length - split, sink);
-                assertEquals("split at " + split, 2, got.size());
+                assertEquals("split at " + split, 4, got.size());
                 assertArrayEquals(p, got.get(0));
                 assertArrayEquals(p, got.get(1));
+                assertArrayEquals(odd, got.get(2));
+                assertArrayEquals(odd, got.get(3));
                 Codec.checkSamplePayload(got.get(1));
             }
         } finally {
@@ -92,12 +98,19 @@ public class StreamAssemblerTest {
         try {
             UNSAFE.copyMemory(stream, UNSAFE.arrayBaseOffset(byte[].class), null, mem, stream.length);
             List<byte[]> got = new ArrayList<>();
-            new StreamAssembler(1, 0).feed(mem, stream.length, (src, t, st, fl, r, d) -> got.add(d));
+            new StreamAssembler(1, 0).feed(mem, stream.length, (src, t, st, fl, r, b, o, n) -> got.add(copy(b, o, n)));
             assertEquals(2, got.size());
             assertArrayEquals(p2, got.get(0));
             assertArrayEquals(p1, got.get(1));
         } finally {
             UNSAFE.freeMemory(mem);
         }
+    }
+
+    /** The sink's bytes, copied out (native ones are valid only during the call). */
+    static byte[] copy(Object base, long offset, int length) {
+        byte[] out = new byte[length];
+        UNSAFE.copyMemory(base, offset, out, UNSAFE.arrayBaseOffset(byte[].class), length);
+        return out;
     }
 }
