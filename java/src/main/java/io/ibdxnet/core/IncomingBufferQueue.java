@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * network: receiver not ready).
  */
 public final class IncomingBufferQueue {
+    private static final long IDLE_YIELD_NANOS = 50_000;
     private final ArrayBlockingQueue<IncomingBuffer> queue;
     private final long maxBytes;
     private final AtomicLong bytes = new AtomicLong();
@@ -35,9 +36,21 @@ public final class IncomingBufferQueue {
         return true;
     }
 
-    /** The oldest buffer, waiting up to {@code timeoutMs}; null if none came. */
+    /**
+     * The oldest buffer, waiting up to {@code timeoutMs}; null if none came.
+     * Yields for a moment before blocking: a blocked consumer costs the
+     * producer a wake-up system call and the next buffer a scheduling delay.
+     */
     public IncomingBuffer poll(long timeoutMs) throws InterruptedException {
-        IncomingBuffer b = queue.poll(timeoutMs, TimeUnit.MILLISECONDS);
+        IncomingBuffer b = queue.poll();
+        long idle = System.nanoTime();
+        while (b == null && System.nanoTime() - idle < IDLE_YIELD_NANOS) {
+            Thread.yield();
+            b = queue.poll();
+        }
+        if (b == null) {
+            b = queue.poll(timeoutMs, TimeUnit.MILLISECONDS);
+        }
         if (b != null) {
             bytes.addAndGet(-b.length);
         }

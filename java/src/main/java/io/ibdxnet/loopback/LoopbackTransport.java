@@ -30,6 +30,7 @@ public final class LoopbackTransport implements Transport {
     private static final Map<Integer, LoopbackTransport> REGISTRY = new ConcurrentHashMap<>();
     private static final AtomicInteger NEXT_PORT = new AtomicInteger(1);
     private static final int NODES = 1 << 16;
+    private static final long IDLE_YIELD_NANOS = 50_000;
 
     private final int nodeId;
     private final int port;
@@ -204,6 +205,11 @@ public final class LoopbackTransport implements Transport {
                 }
                 LockSupport.parkNanos(20_000);
                 continue;
+            }
+            // Idle: yield for a moment (cheap to wake), then sleep (a sender unparks us).
+            long idle = System.nanoTime();
+            while (wim.isEmpty() && System.nanoTime() - idle < IDLE_YIELD_NANOS) {
+                Thread.yield();
             }
             sleeping = true;
             if (wim.isEmpty()) {

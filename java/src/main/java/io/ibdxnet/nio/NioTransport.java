@@ -48,6 +48,7 @@ public final class NioTransport implements Transport {
     private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
     private static final int NODES = 1 << 16;
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
+    private static final long IDLE_POLL_NANOS = 50_000;
 
     /** Settings of one transport instance. */
     public static final class Settings {
@@ -294,13 +295,21 @@ public final class NioTransport implements Transport {
                     housekeeping(now);
                     nextHousekeeping = now + HOUSEKEEPING_NANOS;
                 }
-                sleeping = true;
-                if (toConnect.isEmpty() && wim.isEmpty()) {
-                    selector.select(stalled ? 1 : HOUSEKEEPING_NANOS / 1_000_000);
-                } else {
-                    selector.selectNow();
+                // Idle: poll without blocking for a moment (cheap to wake), then block
+                // in select (a sender's wakeup costs a system call).
+                int ready = selector.selectNow();
+                long idle = System.nanoTime();
+                while (ready == 0 && !stalled && toConnect.isEmpty() && wim.isEmpty() && System.nanoTime() - idle < IDLE_POLL_NANOS) {
+                    Thread.yield();
+                    ready = selector.selectNow();
                 }
-                sleeping = false;
+                if (ready == 0) {
+                    sleeping = true;
+                    if (toConnect.isEmpty() && wim.isEmpty()) {
+                        selector.select(stalled ? 1 : HOUSEKEEPING_NANOS / 1_000_000);
+                    }
+                    sleeping = false;
+                }
                 Iterator<SelectionKey> it = selector.selectedKeys().iterator();
                 while (it.hasNext()) {
                     SelectionKey k = it.next();
