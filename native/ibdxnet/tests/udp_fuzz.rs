@@ -172,7 +172,11 @@ fn fuzz(datagrams: u64) {
     for n in &nodes {
         let before = n.handler.received.load(Relaxed);
         wait_until("data still flows", || n.handler.received.load(Relaxed) > before + (4 << 20));
-        assert!(!n.handler.events().iter().any(|e| matches!(e, NodeEvent::Disconnected(_))), "{:?}", n.handler.events());
+        assert!(
+            !n.handler.events().iter().any(|e| matches!(e, NodeEvent::Disconnected(_))),
+            "{:?}",
+            n.handler.events()
+        );
     }
     for n in &nodes {
         n.handler.stop_sending();
