@@ -210,7 +210,7 @@ fn a_busy_listen_address_is_refused_naming_listen() {
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let before = thread_count();
-    let err = try_start(&net, &[("listen", &addr)]).err().expect("busy address accepted");
+    let err = try_start(&net, &[("listen", &addr)]).expect_err("busy address accepted");
     assert!(err.contains("listen") && err.contains(&addr), "{err}");
     assert_eq!(thread_count(), before);
 }
@@ -223,15 +223,14 @@ fn missing_rdma_device_is_refused_naming_the_fabric_and_device() {
         let mut c = base_config(3, FabricKind::Verbs);
         c.device.device = Some("no_such_device_9".into());
         let before = thread_count();
-        let err = Engine::<VerbsFabric>::start(c, Arc::new(Idle)).err().expect("unknown device accepted");
+        let err = Engine::<VerbsFabric>::start(c, Arc::new(Idle)).expect_err("unknown device accepted");
         assert!(err.to_string().contains("device"), "{err}");
         assert_eq!(thread_count(), before);
         return;
     }
     let before = thread_count();
     let err = Engine::<VerbsFabric>::start(base_config(3, FabricKind::Verbs), Arc::new(Idle))
-        .err()
-        .expect("verbs without a device accepted");
+        .expect_err("verbs without a device accepted");
     assert!(matches!(err, EngineError::Config(_)), "{err:?}");
     let err = err.to_string();
     assert!(err.contains("fabric") && err.contains("device"), "{err}");

@@ -257,21 +257,24 @@ impl<F: Fabric> EngineHandler for RecordHandler<F> {
         let start = self.next_target.fetch_add(1, Ordering::Relaxed) as usize;
         for k in 0..n {
             let o = &mut out[(start + k) % n];
-            while generating {
-                if o.pending.is_empty() {
-                    let (src, dst, seq) = (self.me.0, o.node.0, o.next_seq);
-                    make_record(src, dst, seq, &mut o.sizes, &mut o.pending);
+            // Write whole records while they fit the free part of the ring.
+            if generating {
+                loop {
+                    if o.pending.is_empty() {
+                        let (src, dst, seq) = (self.me.0, o.node.0, o.next_seq);
+                        make_record(src, dst, seq, &mut o.sizes, &mut o.pending);
+                    }
+                    let free = o.confirmed + u64::from(o.size) - o.written;
+                    if (o.pending.len() as u64) > free {
+                        break;
+                    }
+                    // SAFETY: [written, written + len) ≤ confirmed + size lies in
+                    // the free part of the ring; the connection is held by the test.
+                    unsafe { write_wrapped(o.ring, o.size, o.written, &o.pending) };
+                    o.written += o.pending.len() as u64;
+                    o.next_seq += 1;
+                    o.pending.clear();
                 }
-                let free = o.confirmed + u64::from(o.size) - o.written;
-                if (o.pending.len() as u64) > free {
-                    break;
-                }
-                // SAFETY: [written, written + len) ≤ confirmed + size lies in
-                // the free part of the ring; the connection is held by the test.
-                unsafe { write_wrapped(o.ring, o.size, o.written, &o.pending) };
-                o.written += o.pending.len() as u64;
-                o.next_seq += 1;
-                o.pending.clear();
             }
             let avail = o.written - o.posted;
             if avail == 0 {
