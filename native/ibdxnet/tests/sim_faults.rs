@@ -106,3 +106,26 @@ fn deregistered_receive_buffer_is_a_protection_error_not_a_write() {
     assert!(poll_n(&a.send_cq, 1)[0].status != WcStatus::Success);
     assert!(spare.iter().all(|&x| x == 0), "freed registration was written");
 }
+
+#[test]
+fn cuts_within_the_retry_budget_delay_without_loss_and_longer_ones_fail() {
+    let (a, b) = pair();
+    a.fabric.network().set_retry_budget(Duration::from_millis(400));
+    // A short cut: the messages wait and arrive in order once it is over.
+    b.fabric.set_link_up(false);
+    a.post_sends(&[(1, &[(0, 8)], Some(1), S), (2, &[(8, 8)], Some(2), S)]).unwrap();
+    b.post_recvs(&[(1, &[(0, 64)]), (2, &[(64, 64)])]);
+    assert!(poll_for(&a.send_cq, Duration::from_millis(50)).is_empty(), "nothing completes during the cut");
+    b.fabric.set_link_up(true);
+    let s = poll_n(&a.send_cq, 2);
+    assert!(s.iter().all(|w| w.status == WcStatus::Success), "{s:?}");
+    let r = poll_n(&b.recv_cq, 2);
+    assert_eq!((r[0].imm_data, r[1].imm_data), (Some(1), Some(2)));
+    // A cut longer than the budget: retry exceeded after about the budget.
+    b.fabric.set_link_up(false);
+    let t0 = Instant::now();
+    a.post_sends(&[(3, &[(0, 8)], None, S)]).unwrap();
+    assert_eq!(poll_n(&a.send_cq, 1)[0].status, WcStatus::RetryExcErr);
+    assert!(t0.elapsed() >= Duration::from_millis(400), "{:?}", t0.elapsed());
+    assert_eq!(a.qp.state(), QpState::Error);
+}

@@ -102,6 +102,12 @@ pub struct ConStats {
     pub dropped_malformed: AtomicU64,
     /// Packets dropped because of an unknown source or a wrong destination.
     pub dropped_foreign: AtomicU64,
+    /// Packets naming a known source node but not sent from that node's
+    /// address in the node table (forged source, or a forged instance id).
+    pub dropped_spoofed: AtomicU64,
+    /// Close packets that match no current connection (wrong queue pair or
+    /// instance id of the peer, e.g. late from a previous instance).
+    pub dropped_stale: AtomicU64,
     /// Connections created.
     pub created: AtomicU64,
     /// Connections closed.
@@ -152,7 +158,8 @@ struct JobState<F: Fabric> {
     last_exchange: HashMap<NodeId, Instant>,
     pending_since: HashMap<NodeId, Instant>,
     closing: Vec<(Arc<Connection<F>>, Instant)>,
-    last_discovery: Instant,
+    /// None until the first discovery round (which runs at once).
+    last_discovery: Option<Instant>,
     buf: Vec<u8>,
 }
 
@@ -160,6 +167,16 @@ impl<F: Fabric> ConManager<F> {
     /// Binds the UDP socket; the job thread is started with [`ConManager::run`].
     pub fn new(cfg: Arc<EngineConfig>, queues: Arc<QueueSet<F>>, events: EventSink) -> std::io::Result<Self> {
         let socket = UdpSocket::bind(cfg.listen)?;
+        Self::with_socket(cfg, queues, events, socket)
+    }
+
+    /// As [`ConManager::new`] with a socket the caller bound (to `cfg.listen`).
+    pub fn with_socket(
+        cfg: Arc<EngineConfig>,
+        queues: Arc<QueueSet<F>>,
+        events: EventSink,
+        socket: UdpSocket,
+    ) -> std::io::Result<Self> {
         socket.set_read_timeout(Some(Duration::from_millis(20)))?;
         let local_addr = socket.local_addr()?;
         let me = cfg.node_id;
@@ -201,13 +218,20 @@ impl<F: Fabric> ConManager<F> {
         &self.queues
     }
 
-    /// Adds (or moves) a node.
+    /// Adds a node. Adding it again with the same address does nothing; a
+    /// different address for a known id, this node's own id or address, or
+    /// the invalid id are refused (remove the node first to move it).
     pub fn add_node(&self, id: NodeId, addr: SocketAddr) -> Result<(), String> {
         if id == self.me {
-            return Err(format!("node {id} is this node"));
+            return Err(format!(
+                "node id {id} ({}) is this node's own id (node_id); it cannot be added as a peer",
+                id.0
+            ));
         }
-        self.nodes.add(id, addr)?;
-        Ok(())
+        if addr == self.local_addr {
+            return Err(format!("node {id}: address {addr} is this node's own listen address"));
+        }
+        self.nodes.add_unique(id, addr)
     }
 
     /// Removes a node: its connection is closed and `Invalidated` reported.
@@ -339,7 +363,7 @@ impl<F: Fabric> ConManager<F> {
             last_exchange: HashMap::new(),
             pending_since: HashMap::new(),
             closing: Vec::new(),
-            last_discovery: Instant::now() - self.cfg.discovery_interval,
+            last_discovery: None,
             buf: Vec::with_capacity(MAX_PACKET),
         };
         let mut rx = [0u8; MAX_PACKET + 1];
@@ -467,7 +491,7 @@ impl<F: Fabric> ConManager<F> {
     }
 
     fn handle_datagram(&self, data: &[u8], from: SocketAddr, st: &mut JobState<F>) {
-        if data == KICK {
+        if data == KICK && from.port() == self.local_addr.port() {
             return;
         }
         let p = match Packet::decode(data) {
@@ -478,9 +502,17 @@ impl<F: Fabric> ConManager<F> {
                 return;
             }
         };
-        if p.dst != self.me || self.nodes.get(p.src).is_none() {
+        let Some(src_addr) = self.nodes.get(p.src).filter(|_| p.dst == self.me) else {
             self.stats.dropped_foreign.fetch_add(1, Ordering::Relaxed);
             log::debug!("node {}: dropped packet for {} from unknown or foreign node {}", self.me, p.dst, p.src);
+            return;
+        };
+        // Only the node's own address speaks for it: a packet from elsewhere
+        // could otherwise forge a restart (new instance id) or a close and
+        // tear down a working connection.
+        if from.port() != src_addr.port() || !(src_addr.ip().is_unspecified() || from.ip() == src_addr.ip()) {
+            self.stats.dropped_spoofed.fetch_add(1, Ordering::Relaxed);
+            log::debug!("node {}: dropped packet claiming to be from {} ({src_addr}) sent from {from}", self.me, p.src);
             return;
         }
         self.stats.packets_in.fetch_add(1, Ordering::Relaxed);
@@ -491,14 +523,18 @@ impl<F: Fabric> ConManager<F> {
             Body::Discover => self.send(p.src, Body::DiscoverAck, &mut st.buf),
             Body::DiscoverAck => {}
             Body::Close { qpn } => {
-                let stale = self
+                // Only the peer instance our queue pair is connected to can close it.
+                let current = self
                     .table
                     .read()
                     .unwrap_or_else(|pp| pp.into_inner())
                     .get(&p.src)
-                    .is_some_and(|c| c.peer_qpn() == qpn);
-                if stale {
+                    .is_some_and(|c| c.peer_qpn() == qpn && c.peer_instance() == p.instance);
+                if current {
                     self.close_now(p.src, true, st);
+                } else {
+                    self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
+                    log::debug!("node {}: dropped close of qpn {qpn} from {} (no such connection)", self.me, p.src);
                 }
             }
             Body::Exchange { endpoint, peer_qpn, established } => {
@@ -602,8 +638,8 @@ impl<F: Fabric> ConManager<F> {
             }
         }
         // Discovery of nodes not heard from.
-        if now - st.last_discovery >= self.cfg.discovery_interval {
-            st.last_discovery = now;
+        if st.last_discovery.is_none_or(|t| now - t >= self.cfg.discovery_interval) {
+            st.last_discovery = Some(now);
             let known = lock(&self.discovered).clone();
             for (node, _) in self.nodes.all() {
                 if !known.contains(&node) {
@@ -611,6 +647,25 @@ impl<F: Fabric> ConManager<F> {
                 }
             }
         }
+    }
+
+    /// The counters by name (`packets_in`, `dropped_malformed`, ...), as in
+    /// the engine's statistics map.
+    pub fn stats_map(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.stats;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        vec![
+            ("connections", self.connection_count() as u64),
+            ("packets_in", l(&s.packets_in)),
+            ("packets_out", l(&s.packets_out)),
+            ("dropped_malformed", l(&s.dropped_malformed)),
+            ("dropped_foreign", l(&s.dropped_foreign)),
+            ("dropped_spoofed", l(&s.dropped_spoofed)),
+            ("dropped_stale", l(&s.dropped_stale)),
+            ("connections_created", l(&s.created)),
+            ("connections_closed", l(&s.closed)),
+            ("jobs_dropped", l(&s.jobs_dropped)),
+        ]
     }
 
     /// True if `node` answered a packet since it was last lost.

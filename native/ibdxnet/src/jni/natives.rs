@@ -87,7 +87,12 @@ extern "system" fn default_config<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> js
 }
 
 fn start<F: Fabric>(cfg: EngineConfig, handler: Arc<JniHandler>) -> Result<Native<F>, Throw> {
-    let engine = Engine::<F>::start(cfg, handler.clone()).map_err(|e| Throw::ib(e.to_string()))?;
+    let engine = Engine::<F>::start(cfg, handler.clone()).map_err(|e| match e {
+        // A bad configuration (including a device, port or listen address
+        // that does not work here) is an IllegalArgumentException naming the key.
+        crate::msgrc::EngineError::Config(_) => Throw::arg(e.to_string()),
+        e => Throw::ib(e.to_string()),
+    })?;
     Ok(Native { engine, conns: Mutex::new(HashMap::new()), handler })
 }
 
@@ -150,10 +155,11 @@ extern "system" fn add_node<'l>(
     guarded(&mut env, (), |env| {
         let host: String = env.get_string(&host)?.into();
         let port = u16::try_from(port).map_err(|_| Throw::arg(format!("port {port} is not in 0..65535")))?;
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
-            .map_err(|e| Throw::arg(format!("address {host}:{port}: {e}")))?
-            .find(|a| a.is_ipv4())
-            .ok_or_else(|| Throw::arg(format!("address {host}:{port} has no IPv4 address")))?;
+        let addr = crate::con::node::resolve_host(&host, port)
+            .map_err(|e| Throw::arg(format!("address {host}:{port}: {e}")))?;
+        if !addr.is_ipv4() {
+            return Err(Throw::arg(format!("address {host}:{port} has no IPv4 address")));
+        }
         let id = node(id)?;
         with_native!(engine(handle)?, |n| n.engine.add_node(id, addr)).map_err(Throw::arg)
     })
@@ -226,26 +232,16 @@ extern "system" fn stats<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong)
     guarded(&mut env, std::ptr::null_mut(), |env| {
         use std::sync::atomic::Ordering::Relaxed;
         let s = with_native!(engine(handle)?, |n| {
-            let (st, cs) = (n.engine.stats(), &n.engine.manager().stats);
-            format!(
-                "wrs_sent={}\nbytes_sent={}\nbytes_received={}\nmessages_received={}\nerrors={}\nthread_panics={}\n\
-                 upcall_exceptions={}\nconnections={}\npackets_in={}\npackets_out={}\ndropped_malformed={}\n\
-                 dropped_foreign={}\nfree_buffers={}\nrunning={}\n",
-                st.wrs_sent.load(Relaxed),
-                st.bytes_sent.load(Relaxed),
-                st.bytes_received.load(Relaxed),
-                st.messages_received.load(Relaxed),
-                st.errors.load(Relaxed),
-                st.thread_panics.load(Relaxed),
+            let mut s = String::new();
+            for (k, v) in n.engine.stats_map() {
+                s += &format!("{k}={v}\n");
+            }
+            s += &format!(
+                "upcall_exceptions={}\nrunning={}\n",
                 n.handler.exceptions.load(Relaxed),
-                n.engine.manager().connection_count(),
-                cs.packets_in.load(Relaxed),
-                cs.packets_out.load(Relaxed),
-                cs.dropped_malformed.load(Relaxed),
-                cs.dropped_foreign.load(Relaxed),
-                n.engine.free_buffers(),
-                n.engine.is_running(),
-            )
+                n.engine.is_running()
+            );
+            s
         });
         text(env, s)
     })

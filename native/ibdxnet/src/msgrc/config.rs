@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::con::node::resolve_address;
 use crate::con::NodeId;
 use crate::fabric::{FabricConfig, FabricKind};
 use crate::sys::parking::ParkingConfig;
@@ -85,7 +86,8 @@ impl EngineConfig {
         self.recv_buffer_size.saturating_mul(self.recv_sges_per_wr)
     }
 
-    /// Checks every field; the error names the field and the rule.
+    /// Checks every field; the error names the field (by its key in the
+    /// text form, see [`EngineConfig::set`]) and the rule.
     pub fn validate(&self) -> Result<(), String> {
         let pow2 = |name: &str, v: u32, min: u32| {
             if v < min || !v.is_power_of_two() {
@@ -101,28 +103,57 @@ impl EngineConfig {
                 Ok(())
             }
         };
+        let millis = |name: &str, d: Duration, min: Duration, max: Duration| {
+            if d < min || d > max {
+                Err(format!("{name} = {} must be in [{}, {}] ms", d.as_millis(), min.as_millis(), max.as_millis()))
+            } else {
+                Ok(())
+            }
+        };
         if !self.node_id.is_valid() {
-            return Err("node_id 0xFFFF is reserved as invalid".into());
+            return Err("node_id = 65535 (0xFFFF) is reserved as invalid; use 0..65534".into());
         }
         range("max_connections", self.max_connections.into(), 1, 0xFFFE)?;
         pow2("send_ring_size", self.send_ring_size, 4096)?;
+        range("send_ring_size", self.send_ring_size.into(), 4096, 1 << 30)?;
         range("sq_size", self.sq_size.into(), 1, 1 << 16)?;
         range("srq_size", self.srq_size.into(), 1, 1 << 20)?;
         range("recv_buffer_size", self.recv_buffer_size.into(), 64, 1 << 30)?;
         range("recv_sges_per_wr", self.recv_sges_per_wr.into(), 1, 32)?;
+        // One receive request (the largest send request) must fit a WR's u32 length.
+        range("recv_buffer_size", u64::from(self.recv_buffer_size) * u64::from(self.recv_sges_per_wr), 64, 1 << 31)
+            .map_err(|e| format!("{e} (as recv_buffer_size × recv_sges_per_wr, the bytes of one receive request)"))?;
         let in_srq = u64::from(self.srq_size) * u64::from(self.recv_sges_per_wr);
         range("recv_buffer_count", self.recv_buffer_count.into(), in_srq + 1, 1 << 24)
             .map_err(|e| format!("{e} (the SRQ alone holds srq_size × recv_sges_per_wr buffers)"))?;
+        let pool_bytes = u64::from(self.recv_buffer_count) * u64::from(self.recv_buffer_size);
+        range("recv_buffer_count", pool_bytes, 0, 1 << 36).map_err(|e| {
+            format!("{e} (as recv_buffer_count × recv_buffer_size, the bytes of the receive pool, at most 64 GiB)")
+        })?;
         pow2("incoming_ring_size", self.incoming_ring_size, 2)?;
+        range("incoming_ring_size", self.incoming_ring_size.into(), 2, 1 << 24)?;
         range("signal_interval", self.signal_interval.into(), 1, self.sq_size.into())
             .map_err(|e| format!("{e} (at most sq_size)"))?;
+        range("max_inline", self.max_inline.into(), 0, MAX_INLINE_LIMIT.into())?;
         range("poll_batch", self.poll_batch.into(), 1, 4096)?;
-        if self.connect_timeout.is_zero() || self.exchange_retry.is_zero() || self.discovery_interval.is_zero() {
-            return Err("connect_timeout, exchange_retry and discovery_interval must be positive".into());
-        }
+        let ms = Duration::from_millis;
+        millis("connect_timeout_ms", self.connect_timeout, ms(1), MAX_TIMEOUT)?;
+        millis("exchange_retry_ms", self.exchange_retry, ms(1), MAX_INTERVAL)?;
+        millis("discovery_interval_ms", self.discovery_interval, ms(1), MAX_INTERVAL)?;
+        millis("parking_yield_after_ms", self.parking.yield_after, Duration::ZERO, MAX_TIMEOUT)?;
+        millis("parking_park_after_ms", self.parking.park_after, Duration::ZERO, MAX_TIMEOUT)?;
         self.parking.validate()
     }
 }
+
+/// Largest accepted `max_inline` (devices cap it far lower; this only
+/// rejects nonsense before the device is asked).
+pub const MAX_INLINE_LIMIT: u32 = 4096;
+/// Largest connect timeout and parking threshold (one day): bounded so that
+/// deadlines computed from them cannot overflow.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
+/// Largest exchange retry and discovery interval (one hour).
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3_600);
 
 #[cfg(test)]
 mod tests {
@@ -169,25 +200,33 @@ mod tests {
 impl EngineConfig {
     /// Sets one field from its text form; the error names the key.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let key = key.trim();
         let v = value.trim();
-        let num = |v: &str| v.parse::<u64>().map_err(|e| format!("{key} = '{v}': {e}"));
-        let u32v = |v: &str| num(v).and_then(|n| u32::try_from(n).map_err(|_| format!("{key} = {n}: too large")));
+        let num = |v: &str| v.parse::<u64>().map_err(|e| format!("{key} = '{v}': not a non-negative integer ({e})"));
+        let u32v = |v: &str| {
+            num(v).and_then(|n| u32::try_from(n).map_err(|_| format!("{key} = {n}: too large (at most {})", u32::MAX)))
+        };
         let ms = |v: &str| num(v).map(Duration::from_millis);
-        match key.trim() {
+        match key {
             "node_id" => {
                 let n = num(v)?;
-                self.node_id =
-                    u16::try_from(n).ok().and_then(NodeId::new).ok_or(format!("node_id = {n}: must be 0..65534"))?;
+                self.node_id = u16::try_from(n)
+                    .ok()
+                    .and_then(NodeId::new)
+                    .ok_or(format!("node_id = {n}: must be in [0, 65534] (65535 is reserved as invalid)"))?;
             }
-            "listen" => self.listen = v.parse().map_err(|e| format!("listen = '{v}': {e} (expected ip:port)"))?,
+            "listen" => self.listen = resolve_address(v).map_err(|e| format!("listen: {e}"))?,
             "fabric" => self.fabric = FabricKind::parse(v).map_err(|e| format!("fabric: {e}"))?,
             "device" => self.device.device = (!v.is_empty()).then(|| v.to_string()),
-            "port" => self.device.port = u8::try_from(num(v)?).map_err(|_| format!("port = {v}: must be 1..255"))?,
+            "port" => {
+                self.device.port =
+                    u8::try_from(num(v)?).map_err(|_| format!("port = {v}: must be in [0, 255] (0 = port 1)"))?
+            }
             "gid_index" => {
                 self.device.gid_index = if v.is_empty() {
                     None
                 } else {
-                    Some(u8::try_from(num(v)?).map_err(|_| format!("gid_index = {v}: must be 0..255"))?)
+                    Some(u8::try_from(num(v)?).map_err(|_| format!("gid_index = {v}: must be in [0, 255]"))?)
                 }
             }
             "max_connections" => self.max_connections = u32v(v)?,

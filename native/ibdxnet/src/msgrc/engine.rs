@@ -118,6 +118,45 @@ impl From<std::io::Error> for EngineError {
     }
 }
 
+/// Checks the configuration against the opened device; the error names the
+/// configuration key and the device limit.
+fn check_device_limits(cfg: &EngineConfig, info: &crate::fabric::DeviceInfo) -> Result<(), String> {
+    let check = |key: &str, what: &str, v: u64, max: u32| {
+        if v > u64::from(max) {
+            Err(format!("{key} = {v} exceeds the device's {what} of {max} (device {})", info.name))
+        } else {
+            Ok(())
+        }
+    };
+    check("sq_size", "max_qp_wr", cfg.sq_size.into(), info.max_qp_wr)?;
+    check("srq_size", "max_srq_wr", cfg.srq_size.into(), info.max_srq_wr)?;
+    check("recv_sges_per_wr", "max_srq_sge", cfg.recv_sges_per_wr.into(), info.max_srq_sge)?;
+    // The shared send CQ holds every connection's send queue.
+    let send_cqe = u64::from(cfg.max_connections) * u64::from(cfg.sq_size) + 64;
+    if send_cqe > u64::from(info.max_cqe) {
+        return Err(format!(
+            "max_connections = {} with sq_size = {}: the send completion queue needs max_connections × sq_size + 64 \
+             = {send_cqe} entries, more than the device's max_cqe of {} (device {})",
+            cfg.max_connections, cfg.sq_size, info.max_cqe, info.name
+        ));
+    }
+    check("srq_size", "max_cqe", u64::from(cfg.srq_size) + 64, info.max_cqe)?;
+    let pool = u64::from(cfg.recv_buffer_count) * u64::from(cfg.recv_buffer_size);
+    if pool > info.max_mr_size {
+        return Err(format!(
+            "recv_buffer_count × recv_buffer_size = {pool} bytes exceeds the device's max_mr_size of {}",
+            info.max_mr_size
+        ));
+    }
+    if u64::from(cfg.send_ring_size) > info.max_mr_size {
+        return Err(format!(
+            "send_ring_size = {} exceeds the device's max_mr_size of {}",
+            cfg.send_ring_size, info.max_mr_size
+        ));
+    }
+    Ok(())
+}
+
 /// The loop of the send and receive threads: work, then idle by the amount
 /// of work done, until the engine stops.
 fn agent_loop(running: &AtomicBool, parking: crate::sys::parking::ParkingConfig, mut work: impl FnMut() -> usize) {
@@ -149,10 +188,21 @@ impl<F: Fabric> Engine<F> {
     pub fn start<H: EngineHandler>(cfg: EngineConfig, handler: Arc<H>) -> Result<Engine<F>, EngineError> {
         cfg.validate().map_err(EngineError::Config)?;
         let cfg = Arc::new(cfg);
-        let fabric = F::open(&cfg.device)?;
+        // The UDP address first: a bad or busy `listen` is a configuration
+        // error, reported before any memory is registered.
+        let socket = std::net::UdpSocket::bind(cfg.listen)
+            .map_err(|e| EngineError::Config(format!("listen = {}: cannot bind the UDP socket: {e}", cfg.listen)))?;
+        let fabric = F::open(&cfg.device).map_err(|e| match e {
+            FabricError::UnknownDevice { .. } | FabricError::NoDevice | FabricError::Unavailable(_) => {
+                EngineError::Config(format!("device (fabric {}): {e}", F::KIND.name()))
+            }
+            FabricError::BadPort { .. } => EngineError::Config(format!("port: {e}")),
+            e => EngineError::Fabric(e),
+        })?;
         let info = fabric.info().clone();
-        let send_cqe = (cfg.max_connections * cfg.sq_size + 64).min(info.max_cqe);
-        let recv_cqe = (cfg.srq_size + 64).min(info.max_cqe);
+        check_device_limits(&cfg, &info).map_err(EngineError::Config)?;
+        let send_cqe = cfg.max_connections * cfg.sq_size + 64;
+        let recv_cqe = cfg.srq_size + 64;
         let send_cq = fabric.create_cq(send_cqe)?;
         let recv_cq = fabric.create_cq(recv_cqe)?;
         let srq = fabric.create_srq(cfg.srq_size, cfg.recv_sges_per_wr)?;
@@ -164,7 +214,7 @@ impl<F: Fabric> Engine<F> {
             let h = handler.clone();
             Arc::new(move |e: NodeEvent| h.node_event(e)) as crate::con::manager::EventSink
         };
-        let mgr = Arc::new(ConManager::new(cfg.clone(), queues, events)?);
+        let mgr = Arc::new(ConManager::with_socket(cfg.clone(), queues, events, socket)?);
         let stats = Arc::new(EngineStats::default());
         let running = Arc::new(AtomicBool::new(true));
         let send = SendThread::new(&cfg, mgr.clone(), handler.clone(), stats.clone())?;
@@ -255,6 +305,25 @@ impl<F: Fabric> Engine<F> {
     pub fn buffer_pool(&self) -> Arc<RecvPool<F>> {
         self.pool.clone()
     }
+    /// Every counter by name: the engine's, the connection manager's
+    /// ([`ConManager::stats_map`]) and the free receive buffers. This is the
+    /// statistics map Java reads (`NativeEngine.stats()`).
+    pub fn stats_map(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.stats;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut m = vec![
+            ("wrs_sent", l(&s.wrs_sent)),
+            ("bytes_sent", l(&s.bytes_sent)),
+            ("bytes_received", l(&s.bytes_received)),
+            ("messages_received", l(&s.messages_received)),
+            ("errors", l(&s.errors)),
+            ("thread_panics", l(&s.thread_panics)),
+        ];
+        m.extend(self.mgr.stats_map());
+        m.push(("free_buffers", self.pool.available() as u64));
+        m
+    }
+
     /// Receive buffers currently free in the pool.
     pub fn free_buffers(&self) -> usize {
         self.pool.available()

@@ -52,7 +52,8 @@ impl<F: Fabric> RecvPool<F> {
         let region = Region::new(len)?;
         // SAFETY: `region` lives as long as the pool and is dropped after `mr`.
         let mr = unsafe { fabric.register(region.ptr(), len) }?;
-        let free = IndexQueue::new(count as usize);
+        // Twice the buffers: a push rarely meets a slot a pop still holds.
+        let free = IndexQueue::new(count as usize * 2);
         for id in 0..count {
             free.push(id).expect("queue sized for every buffer");
         }
@@ -87,7 +88,12 @@ impl<F: Fabric> RecvPool<F> {
         let st = self.state.get(id as usize).ok_or(ReturnError::Unknown(id))?;
         st.compare_exchange(IN_USE, FREE, Ordering::AcqRel, Ordering::Acquire)
             .map_err(|_| ReturnError::NotInUse(id))?;
-        self.free.push(id).expect("queue sized for every buffer");
+        // The queue has room for every buffer, yet a push can find the next
+        // slot still held by a pop in progress on another thread (the queue
+        // is transiently full); that pop finishes in a few instructions.
+        while self.free.push(id).is_err() {
+            std::thread::yield_now();
+        }
         Ok(())
     }
 

@@ -32,16 +32,20 @@ impl Default for ParkingConfig {
 }
 
 impl ParkingConfig {
-    /// Checks the thresholds are ordered.
+    /// Checks the thresholds are ordered; errors name the configuration keys.
     pub fn validate(&self) -> Result<(), String> {
         if self.park_after < self.yield_after {
             return Err(format!(
-                "parking.park_after ({:?}) must not be shorter than parking.yield_after ({:?})",
-                self.park_after, self.yield_after
+                "parking_park_after_ms = {} must not be less than parking_yield_after_ms = {}",
+                self.park_after.as_millis(),
+                self.yield_after.as_millis()
             ));
         }
         if self.park_for > Duration::from_millis(100) {
-            return Err(format!("parking.park_for = {:?} must be at most 100 ms", self.park_for));
+            return Err(format!(
+                "parking_park_for_ns = {} must be in [0, 100000000] (at most 100 ms)",
+                self.park_for.as_nanos()
+            ));
         }
         Ok(())
     }

@@ -67,7 +67,10 @@ impl IndexQueue {
         self.len() == 0
     }
 
-    /// Appends `v`; gives it back if the queue is full.
+    /// Appends `v`; gives it back if the queue is full. "Full" includes the
+    /// moment a pop on another thread has claimed the slot `v` would go to
+    /// but not yet released it: a queue holding fewer values than its
+    /// capacity can refuse a push briefly under contention.
     pub fn push(&self, v: u32) -> Result<(), u32> {
         let mut pos = self.tail.load(Ordering::Relaxed);
         loop {

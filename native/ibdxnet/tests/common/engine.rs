@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ibdxnet::con::{Connection, NodeId};
 use ibdxnet::fabric::{Fabric, FabricKind};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
-use ibdxnet::msgrc::{Engine, EngineConfig};
+use ibdxnet::msgrc::{Engine, EngineConfig, EngineHandler};
 
 /// Upper bound for anything a test waits for.
 pub const WAIT: Duration = Duration::from_secs(120);
@@ -32,20 +32,34 @@ pub fn base_config(id: u16, kind: FabricKind) -> EngineConfig {
 
 /// Starts `n` engines (config from `config(i)`) that know each other.
 pub fn start_nodes<F: Fabric>(n: u16, opts: StreamOptions, config: impl Fn(u16) -> EngineConfig) -> Vec<Node<F>> {
-    let _ = env_logger::Builder::from_default_env().is_test(true).try_init();
-    let nodes: Vec<Node<F>> = (0..n)
-        .map(|i| {
-            let handler = StreamHandler::new(NodeId(i), opts.clone());
-            let engine = Engine::<F>::start(config(i), handler.clone()).expect("engine start");
+    start_engines(n, |i| StreamHandler::new(NodeId(i), opts.clone()), config)
+        .into_iter()
+        .map(|(engine, handler)| {
             handler.set_pool(engine.buffer_pool());
             Node { engine, handler }
         })
+        .collect()
+}
+
+/// Starts `n` engines with handlers from `handler(i)` and configs from
+/// `config(i)`, and adds every node to every other's node table.
+pub fn start_engines<F: Fabric, H: EngineHandler>(
+    n: u16,
+    handler: impl Fn(u16) -> Arc<H>,
+    config: impl Fn(u16) -> EngineConfig,
+) -> Vec<(Engine<F>, Arc<H>)> {
+    let _ = env_logger::Builder::from_default_env().is_test(true).try_init();
+    let nodes: Vec<(Engine<F>, Arc<H>)> = (0..n)
+        .map(|i| {
+            let h = handler(i);
+            (Engine::<F>::start(config(i), h.clone()).expect("engine start"), h)
+        })
         .collect();
-    let addrs: Vec<SocketAddr> = nodes.iter().map(|n| n.engine.manager().local_addr()).collect();
-    for (i, n) in nodes.iter().enumerate() {
+    let addrs: Vec<SocketAddr> = nodes.iter().map(|(e, _)| e.manager().local_addr()).collect();
+    for (i, (e, _)) in nodes.iter().enumerate() {
         for (j, a) in addrs.iter().enumerate() {
             if i != j {
-                n.engine.add_node(NodeId(j as u16), *a).unwrap();
+                e.add_node(NodeId(j as u16), *a).unwrap();
             }
         }
     }

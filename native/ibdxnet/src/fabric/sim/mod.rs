@@ -19,6 +19,9 @@
 //!   limit, like `rnr_retry = 7`) and nothing after it on that QP overtakes it;
 //! * a peer that is gone, not connected or in ERROR, or a cut link: the
 //!   pending request completes with retry-exceeded, the rest are flushed;
+//!   a cut link only once it has been down longer than the network's retry
+//!   budget ([`SimNetwork::set_retry_budget`], default zero): shorter cuts
+//!   delay messages without loss;
 //! * a completion queue that overflows reports [`FabricError::CqOverrun`].
 //!
 //! Time-based behaviour (injected delay, bandwidth throttling, RNR retries)
@@ -64,6 +67,8 @@ pub struct SimNetwork {
     devices: Mutex<HashMap<u64, Weak<SimDevice>>>,
     timers: Mutex<Vec<(Instant, Weak<QpCore>)>>,
     has_timers: AtomicBool,
+    /// How long a message waits for a cut link before retry-exceeded (ns).
+    retry_budget_ns: AtomicU64,
 }
 
 impl SimNetwork {
@@ -76,6 +81,19 @@ impl SimNetwork {
     pub fn global() -> Arc<SimNetwork> {
         static GLOBAL: OnceLock<Arc<SimNetwork>> = OnceLock::new();
         GLOBAL.get_or_init(SimNetwork::new).clone()
+    }
+
+    /// How long the transport retries a message over a cut link before it
+    /// completes with retry-exceeded (the hardware's `retry_cnt` × timeout).
+    /// Zero, the default, fails at once. Cuts shorter than the budget delay
+    /// messages without loss.
+    pub fn set_retry_budget(&self, budget: Duration) {
+        self.retry_budget_ns.store(budget.as_nanos().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+    }
+
+    /// The retry budget (see [`SimNetwork::set_retry_budget`]).
+    pub fn retry_budget(&self) -> Duration {
+        Duration::from_nanos(self.retry_budget_ns.load(Ordering::Relaxed))
     }
 
     fn device(&self, addr: u64) -> Option<Arc<SimDevice>> {
@@ -227,17 +245,17 @@ impl SimFabric {
     }
 
     /// Cuts (`false`) or restores (`true`) this device's link. While cut,
-    /// every message from or to the device fails with retry-exceeded.
+    /// every message from or to the device waits; once it waited longer
+    /// than the network's retry budget, it fails with retry-exceeded.
     pub fn set_link_up(&self, up: bool) {
         self.dev.faults.link_down.store(!up, Ordering::Release);
-        if !up {
-            // Fail what is queued now, on both ends, like the hardware's
-            // retry timer eventually would.
-            for dev in self.dev.net.all_devices() {
-                let qps: Vec<_> = lock(&dev.qps).values().filter_map(Weak::upgrade).collect();
-                for qp in qps {
-                    qp.pump();
-                }
+        // Down: fail what is queued now, on both ends, like the hardware's
+        // retry timer eventually would (or start the retry budget). Up:
+        // resume what waited within the budget.
+        for dev in self.dev.net.all_devices() {
+            let qps: Vec<_> = lock(&dev.qps).values().filter_map(Weak::upgrade).collect();
+            for qp in qps {
+                qp.pump();
             }
         }
     }

@@ -46,6 +46,8 @@ struct TxState {
     /// Successful unsignalled requests whose slots the next completion frees.
     unsignaled: u32,
     timer_armed: bool,
+    /// Since when the head message waits for a cut link (retry budget).
+    cut_since: Option<Instant>,
 }
 
 /// The shared part of a simulated queue pair.
@@ -154,12 +156,27 @@ impl QpCore {
                     }
                 }
                 let peer = match self.resolve_peer(&mut tx) {
-                    Some(p) if p.alive_and_connected() && !p.dev.link_down() && !self.dev.link_down() => p,
+                    Some(p) if p.alive_and_connected() => p,
                     _ => {
                         self.fail_head(&mut tx, WcStatus::RetryExcErr);
                         break;
                     }
                 };
+                if peer.dev.link_down() || self.dev.link_down() {
+                    // The transport retries the head message until the link
+                    // is back or the network's retry budget is spent.
+                    let now = Instant::now();
+                    let since = *tx.cut_since.get_or_insert(now);
+                    let deadline = since + self.dev.net.retry_budget();
+                    if now >= deadline {
+                        tx.cut_since = None;
+                        self.fail_head(&mut tx, WcStatus::RetryExcErr);
+                    } else {
+                        self.arm_timer(&mut tx, deadline.min(now + RNR_RETRY_INTERVAL));
+                    }
+                    break;
+                }
+                tx.cut_since = None;
                 let Some(recv) = self.take_recv(&mut tx, &peer) else { break };
                 let Some(msg) = tx.queue.pop_front() else { break };
                 match deliver(&self.dev, &msg, recv, &peer) {

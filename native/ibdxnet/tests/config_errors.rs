@@ -1,0 +1,300 @@
+//! Bad configuration is refused at start-up, before any thread starts, with
+//! an error naming the key: every key of the text form with a value of the
+//! wrong type and with out-of-range values, unknown devices and ports,
+//! listen addresses that do not resolve or cannot be bound, and node ids
+//! used twice.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use common::engine::base_config;
+use ibdxnet::con::node::{resolve_address, resolve_host};
+use ibdxnet::con::{NodeEvent, NodeId};
+use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
+use ibdxnet::fabric::verbs::VerbsFabric;
+use ibdxnet::fabric::{FabricKind, SimOptions};
+use ibdxnet::msgrc::{
+    CompletedList, Engine, EngineConfig, EngineError, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults,
+};
+
+/// Every test here counts the process's threads: they run one at a time so
+/// that no other test of this binary starts a thread meanwhile.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task").expect("/proc/self/task").count()
+}
+
+/// Threads of engines (named `ibdxnet-{job,send,recv}-<node>`).
+fn engine_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("ibdxnet-"))
+        .count()
+}
+
+/// The engine thread count once it reaches `want` (a joined thread may stay
+/// listed in /proc for a moment after `join` returns), or the last count.
+fn engine_threads_settled(want: usize) -> usize {
+    let t0 = std::time::Instant::now();
+    loop {
+        let n = engine_threads();
+        if n == want || t0.elapsed() > std::time::Duration::from_secs(5) {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A handler that does nothing (the engines here never carry data).
+struct Idle;
+
+impl EngineHandler for Idle {
+    fn next_data_to_send(&self, _: &PrevWorkResults, _: &CompletedList) -> NextWorkPackage {
+        NextWorkPackage::default()
+    }
+    fn received(&self, _: &IncomingRing) -> u32 {
+        0
+    }
+    fn node_event(&self, _: NodeEvent) {}
+}
+
+/// Test-sized sim settings as text (so every case goes through the text
+/// form Java uses), on its own network.
+fn base(net: &Arc<SimNetwork>) -> EngineConfig {
+    let mut c = base_config(3, FabricKind::Sim);
+    c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+    c.recv_buffer_size = 1024;
+    c.srq_size = 64;
+    c.recv_buffer_count = 512;
+    c.incoming_ring_size = 256;
+    c.send_ring_size = 64 << 10;
+    c
+}
+
+/// Applies `settings` (key=value lines, validated), then starts an engine;
+/// returns the first error.
+fn try_start(net: &Arc<SimNetwork>, settings: &[(&str, &str)]) -> Result<Engine<SimFabric>, String> {
+    let mut c = base(net);
+    let text: String = settings.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    c.apply_text(&text)?;
+    Engine::<SimFabric>::start(c, Arc::new(Idle)).map_err(|e| e.to_string())
+}
+
+/// (key, bad value, other settings the case needs).
+type Case = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+
+/// Values of the wrong type for each key.
+const WRONG_TYPE: &[Case] = &[
+    ("node_id", "abc", &[]),
+    ("node_id", "-1", &[]),
+    ("node_id", "1.5", &[]),
+    ("listen", "not an address", &[]),
+    ("listen", "127.0.0.1", &[]),
+    ("listen", "127.0.0.1:http", &[]),
+    ("fabric", "42", &[]),
+    ("fabric", "infiniband-please", &[]),
+    ("port", "one", &[]),
+    ("gid_index", "x", &[]),
+    ("max_connections", "many", &[]),
+    ("send_ring_size", "4M", &[]),
+    ("sq_size", "zero", &[]),
+    ("srq_size", "2e3", &[]),
+    ("recv_buffer_size", "32KiB", &[]),
+    ("recv_sges_per_wr", "four", &[]),
+    ("recv_buffer_count", "0x100", &[]),
+    ("incoming_ring_size", "1_024", &[]),
+    ("signal_interval", "true", &[]),
+    ("max_inline", "-5", &[]),
+    ("poll_batch", "3.0", &[]),
+    ("connect_timeout_ms", "10s", &[]),
+    ("exchange_retry_ms", "fast", &[]),
+    ("discovery_interval_ms", "1 000", &[]),
+    ("parking_yield_after_ms", "soon", &[]),
+    ("parking_park_after_ms", "later", &[]),
+    ("parking_park_for_ns", "1ns", &[]),
+];
+
+/// Values out of range for each key (refused by `set`, by validation or
+/// by the device when the engine starts).
+const OUT_OF_RANGE: &[Case] = &[
+    ("node_id", "65535", &[]),
+    ("node_id", "70000", &[]),
+    ("listen", "127.0.0.1:65536", &[]),
+    ("listen", "no-such-host.invalid:5730", &[]),
+    ("listen", "192.0.2.1:5730", &[]),
+    ("device", "mlx5_99", &[]),
+    ("port", "256", &[]),
+    ("port", "2", &[]),
+    ("gid_index", "256", &[]),
+    ("max_connections", "0", &[]),
+    ("max_connections", "65535", &[]),
+    ("max_connections", "60000", &[("sq_size", "100"), ("signal_interval", "4")]),
+    ("send_ring_size", "5000", &[]),
+    ("send_ring_size", "2048", &[]),
+    ("send_ring_size", "2147483648", &[]),
+    ("send_ring_size", "4294967296", &[]),
+    ("sq_size", "0", &[]),
+    ("sq_size", "65537", &[]),
+    ("sq_size", "40000", &[("signal_interval", "4")]),
+    ("srq_size", "0", &[]),
+    ("srq_size", "1048577", &[]),
+    ("srq_size", "40000", &[("recv_buffer_count", "200000"), ("recv_buffer_size", "64")]),
+    ("recv_buffer_size", "63", &[]),
+    ("recv_buffer_size", "1073741825", &[]),
+    ("recv_buffer_size", "1073741824", &[("recv_sges_per_wr", "4")]),
+    ("recv_sges_per_wr", "0", &[]),
+    ("recv_sges_per_wr", "33", &[]),
+    ("recv_buffer_count", "1", &[]),
+    ("recv_buffer_count", "16777217", &[]),
+    ("recv_buffer_count", "16000000", &[("recv_buffer_size", "65536")]),
+    ("incoming_ring_size", "0", &[]),
+    ("incoming_ring_size", "3", &[]),
+    ("incoming_ring_size", "33554432", &[]),
+    ("signal_interval", "0", &[]),
+    ("signal_interval", "21", &[]),
+    ("max_inline", "4097", &[]),
+    ("poll_batch", "0", &[]),
+    ("poll_batch", "4097", &[]),
+    ("connect_timeout_ms", "0", &[]),
+    ("connect_timeout_ms", "86400001", &[]),
+    ("connect_timeout_ms", "18446744073709551615", &[]),
+    ("exchange_retry_ms", "0", &[]),
+    ("exchange_retry_ms", "3600001", &[]),
+    ("discovery_interval_ms", "0", &[]),
+    ("discovery_interval_ms", "3600001", &[]),
+    ("parking_yield_after_ms", "86400001", &[]),
+    ("parking_yield_after_ms", "2000", &[]),
+    ("parking_park_after_ms", "86400001", &[]),
+    ("parking_park_after_ms", "50", &[]),
+    ("parking_park_for_ns", "100000001", &[]),
+    ("bogus_key", "1", &[]),
+];
+
+/// Every key of the text form appears in both tables; `device` takes any
+/// name (only the out-of-range table has it), and the out-of-range case of
+/// `fabric` (verbs without a device) is
+/// `missing_rdma_device_is_refused_naming_the_fabric_and_device`.
+#[test]
+fn the_tables_cover_every_key() {
+    let _g = serial();
+    let c = EngineConfig::new(NodeId(0), "127.0.0.1:0".parse().unwrap());
+    for line in c.to_text().lines() {
+        let key = line.split_once('=').unwrap().0;
+        if key != "device" {
+            assert!(WRONG_TYPE.iter().any(|(k, ..)| *k == key), "no wrong-type case for '{key}'");
+        }
+        if key != "fabric" {
+            assert!(OUT_OF_RANGE.iter().any(|(k, ..)| *k == key), "no out-of-range case for '{key}'");
+        }
+    }
+}
+
+#[test]
+fn every_bad_value_is_refused_naming_its_key_and_starts_no_thread() {
+    let _g = serial();
+    let net = SimNetwork::new();
+    // A good configuration starts (the base of every case is valid).
+    assert_eq!(engine_threads_settled(0), 0, "no engine runs before");
+    let ok = try_start(&net, &[]).expect("base configuration starts");
+    assert_eq!(engine_threads(), 3, "job, send and receive threads");
+    ok.shutdown();
+    assert_eq!(engine_threads_settled(0), 0, "shutdown joins every thread");
+    for (kind, table) in [("wrong type", WRONG_TYPE), ("out of range", OUT_OF_RANGE)] {
+        for (key, value, extra) in table {
+            let mut settings = extra.to_vec();
+            settings.push((key, value));
+            let before = thread_count();
+            let err = match try_start(&net, &settings) {
+                Ok(e) => {
+                    e.shutdown();
+                    panic!("{kind}: {key}={value} was accepted");
+                }
+                Err(e) => e,
+            };
+            assert!(err.contains(key), "{kind}: {key}={value}: the error does not name the key: {err}");
+            // Under the lock no other thread starts; one that exited just
+            // before may vanish from /proc meanwhile, so the count may drop.
+            assert!(thread_count() <= before, "{kind}: {key}={value}: a thread was left behind ({err})");
+            assert_eq!(engine_threads(), 0, "{kind}: {key}={value}: an engine thread runs ({err})");
+        }
+    }
+}
+
+#[test]
+fn a_busy_listen_address_is_refused_naming_listen() {
+    let _g = serial();
+    let net = SimNetwork::new();
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let before = thread_count();
+    let err = try_start(&net, &[("listen", &addr)]).expect_err("busy address accepted");
+    assert!(err.contains("listen") && err.contains(&addr), "{err}");
+    assert!(thread_count() <= before);
+}
+
+#[test]
+fn missing_rdma_device_is_refused_naming_the_fabric_and_device() {
+    let _g = serial();
+    if !ibdxnet::fabric::verbs::device_names().unwrap_or_default().is_empty() {
+        // With a device, ask for one that does not exist instead.
+        let mut c = base_config(3, FabricKind::Verbs);
+        c.device.device = Some("no_such_device_9".into());
+        let before = thread_count();
+        let err = Engine::<VerbsFabric>::start(c, Arc::new(Idle)).expect_err("unknown device accepted");
+        assert!(err.to_string().contains("device"), "{err}");
+        assert!(thread_count() <= before);
+        return;
+    }
+    let before = thread_count();
+    let err = Engine::<VerbsFabric>::start(base_config(3, FabricKind::Verbs), Arc::new(Idle))
+        .expect_err("verbs without a device accepted");
+    assert!(matches!(err, EngineError::Config(_)), "{err:?}");
+    let err = err.to_string();
+    assert!(err.contains("fabric") && err.contains("device"), "{err}");
+    assert!(thread_count() <= before);
+}
+
+#[test]
+fn node_addresses_that_do_not_resolve_are_refused() {
+    let _g = serial();
+    for bad in ["no-such-host.invalid:5730", "127.0.0.1", "127.0.0.1:70000", ":5730", "host:port"] {
+        let err = resolve_address(bad).expect_err(bad);
+        assert!(!err.is_empty(), "{bad}");
+    }
+    assert!(resolve_host("no-such-host.invalid", 1).unwrap_err().contains("does not resolve"));
+    assert_eq!(resolve_address("localhost:7").unwrap().port(), 7);
+    assert_eq!(resolve_address(" 127.0.0.1:9 ").unwrap(), "127.0.0.1:9".parse::<SocketAddr>().unwrap());
+}
+
+#[test]
+fn a_node_id_used_twice_is_refused() {
+    let _g = serial();
+    let net = SimNetwork::new();
+    let e = try_start(&net, &[]).expect("start");
+    let a: SocketAddr = "127.0.0.1:40001".parse().unwrap();
+    let b: SocketAddr = "127.0.0.1:40002".parse().unwrap();
+    e.add_node(NodeId(5), a).unwrap();
+    e.add_node(NodeId(5), a).expect("the same node again is no change");
+    let err = e.add_node(NodeId(5), b).unwrap_err();
+    assert!(err.contains("node id") && err.contains("already") && err.contains(&a.to_string()), "{err}");
+    assert_eq!(e.manager().nodes(), vec![(NodeId(5), a)], "the first address stays");
+    let err = e.add_node(NodeId(3), b).unwrap_err();
+    assert!(err.contains("own id") && err.contains("node_id"), "{err}");
+    let err = e.add_node(NodeId::INVALID, b).unwrap_err();
+    assert!(err.contains("65535"), "{err}");
+    let own = e.manager().local_addr();
+    let err = e.add_node(NodeId(6), own).unwrap_err();
+    assert!(err.contains("own listen address"), "{err}");
+    // After removing it, the id may move.
+    assert!(e.remove_node(NodeId(5)));
+    e.add_node(NodeId(5), b).unwrap();
+    e.shutdown();
+}

@@ -1,0 +1,207 @@
+//! Hostile UDP input to a running engine's connection manager (on sim):
+//! random bytes, truncated and mutated packets, unknown source ids, wrong
+//! destination ids, packets forging a known node (another instance id, a
+//! close of its queue pair) and stale closes, all sent over a real UDP
+//! socket while two nodes stream to each other. Every datagram is counted
+//! by exactly one drop counter of the statistics map, the connection is
+//! never replaced, and the streams stay intact.
+//!
+//! The default run sends 200 000 datagrams; `IBDXNET_FUZZ_DATAGRAMS`
+//! overrides it, and the `#[ignore]`d `udp_fuzz_long_1m` sends 10^6
+//! (`cargo test --release --test udp_fuzz -- --ignored`).
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::UdpSocket;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use common::engine::{base_config, start_nodes, wait_until, Node};
+use ibdxnet::con::proto::{Body, Packet};
+use ibdxnet::con::{NodeEvent, NodeId};
+use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
+use ibdxnet::fabric::{FabricKind, Gid, QpEndpoint, SimOptions};
+use ibdxnet::loopback::StreamOptions;
+
+/// Node id of a pretend node whose table address is the fuzzer's socket.
+const FAKE: NodeId = NodeId(0x7A7A);
+/// Datagrams sent before waiting for the manager to count them (keeps the
+/// socket's receive buffer from overflowing, so the count is exact).
+const BURST: u64 = 64;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn drops(stats: &HashMap<&'static str, u64>) -> u64 {
+    ["dropped_malformed", "dropped_foreign", "dropped_spoofed", "dropped_stale"].iter().map(|k| stats[k]).sum()
+}
+
+fn stats_of(n: &Node<SimFabric>) -> HashMap<&'static str, u64> {
+    n.engine.stats_map().into_iter().collect()
+}
+
+/// One hostile datagram of category `i % 7` into `out`.
+fn hostile(rng: &mut Rng, i: u64, real_qpn: u32, real_instance: u32, out: &mut Vec<u8>) {
+    let forged_instance = loop {
+        let x = rng.next() as u32;
+        if x != real_instance {
+            break x;
+        }
+    };
+    let endpoint = QpEndpoint {
+        qpn: (rng.below(0xFF_FFFF) + 1) as u32,
+        psn: rng.below(0x100_0000) as u32,
+        lid: rng.next() as u16,
+        gid: Gid([rng.next() as u8; 16]),
+        mtu: 4096,
+        sim_addr: rng.below(64),
+    };
+    let body = match rng.below(4) {
+        0 => Body::Discover,
+        1 => Body::DiscoverAck,
+        2 => Body::Exchange { endpoint, peer_qpn: real_qpn, established: rng.below(2) == 1 },
+        _ => Body::Close { qpn: real_qpn },
+    };
+    let forged = Packet { src: NodeId(1), dst: NodeId(0), instance: forged_instance, body };
+    out.clear();
+    match i % 7 {
+        // Random bytes.
+        0 => {
+            let len = rng.below(80) as usize;
+            out.extend((0..len).map(|_| rng.next() as u8));
+        }
+        // Truncated.
+        1 => {
+            forged.encode(out);
+            let keep = rng.below(out.len() as u64) as usize;
+            out.truncate(keep);
+        }
+        // Unknown source id.
+        2 => Packet { src: NodeId(100 + rng.below(30_000) as u16), ..forged }.encode(out),
+        // Wrong destination id.
+        3 => Packet { dst: NodeId(1 + rng.below(60_000) as u16), ..forged }.encode(out),
+        // A known node forged from another address, with another instance id.
+        4 => forged.encode(out),
+        // Mutations of the forged packet.
+        5 => {
+            forged.encode(out);
+            for _ in 0..(rng.below(4) + 1) {
+                let at = rng.below(out.len() as u64) as usize;
+                out[at] = rng.next() as u8;
+            }
+        }
+        // Closes from the pretend node, which has no connection: stale.
+        _ => Packet { src: FAKE, dst: NodeId(0), instance: rng.next() as u32, body: Body::Close { qpn: real_qpn } }
+            .encode(out),
+    }
+}
+
+fn fuzz(datagrams: u64) {
+    let net = SimNetwork::new();
+    let nodes: Vec<Node<SimFabric>> =
+        start_nodes(2, StreamOptions { verify: true, limit: None, ..Default::default() }, |i| {
+            let mut c = base_config(i, FabricKind::Sim);
+            c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+            c
+        });
+    let fuzzer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    nodes[0].engine.add_node(FAKE, fuzzer.local_addr().unwrap()).unwrap();
+    let mut held = Vec::new();
+    for (i, j) in [(0usize, 1u16), (1, 0)] {
+        let c = nodes[i].engine.connect(NodeId(j)).expect("connect");
+        nodes[i].handler.add_target(NodeId(j), c.ring().address(), c.ring().size());
+        held.push(c);
+    }
+    let conn = nodes[0].engine.manager().established(NodeId(1)).unwrap();
+    let (real_qpn, real_instance) = (conn.peer_qpn(), conn.peer_instance());
+    let target = nodes[0].engine.manager().local_addr();
+    wait_until("data flows", || nodes[0].handler.received.load(Relaxed) > (1 << 20));
+
+    let base = stats_of(&nodes[0]);
+    let t0 = Instant::now();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut buf = Vec::with_capacity(128);
+    let mut sent = 0u64;
+    while sent < datagrams {
+        let burst = BURST.min(datagrams - sent);
+        for _ in 0..burst {
+            hostile(&mut rng, sent, real_qpn, real_instance, &mut buf);
+            fuzzer.send_to(&buf, target).expect("send");
+            sent += 1;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while drops(&stats_of(&nodes[0])) - drops(&base) < sent {
+            assert!(Instant::now() < deadline, "after {sent} datagrams only {} were counted", {
+                drops(&stats_of(&nodes[0])) - drops(&base)
+            });
+            std::thread::sleep(Duration::from_micros(20));
+        }
+    }
+    let took = t0.elapsed();
+    let after = stats_of(&nodes[0]);
+    let delta = |k: &str| after[k] - base[k];
+    eprintln!(
+        "udp fuzz: {sent} datagrams in {took:.2?} ({:.0}/s): malformed {}, foreign {}, spoofed {}, stale {}",
+        sent as f64 / took.as_secs_f64(),
+        delta("dropped_malformed"),
+        delta("dropped_foreign"),
+        delta("dropped_spoofed"),
+        delta("dropped_stale"),
+    );
+    assert_eq!(drops(&after) - drops(&base), sent, "every datagram counted as dropped exactly once");
+    for k in ["dropped_malformed", "dropped_foreign", "dropped_spoofed", "dropped_stale"] {
+        assert!(delta(k) >= sent / 8, "{k}: {} of {sent}", delta(k));
+    }
+
+    // The connection was neither replaced nor closed, and data still flows
+    // intact both ways.
+    let now = nodes[0].engine.manager().established(NodeId(1)).expect("still established");
+    assert_eq!((now.local_qpn(), now.peer_qpn(), now.peer_instance()), (conn.local_qpn(), real_qpn, real_instance));
+    for n in &nodes {
+        let before = n.handler.received.load(Relaxed);
+        wait_until("data still flows", || n.handler.received.load(Relaxed) > before + (4 << 20));
+        assert!(
+            !n.handler.events().iter().any(|e| matches!(e, NodeEvent::Disconnected(_))),
+            "{:?}",
+            n.handler.events()
+        );
+    }
+    for n in &nodes {
+        n.handler.stop_sending();
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        let s = &n.handler.incoming()[&(1 - i as u16)];
+        assert_eq!(s.corrupt, 0, "node {i}: corrupt or reordered bytes");
+        assert!(s.bytes > 0);
+        assert_eq!(stats_of(n)["errors"], 0);
+    }
+    drop(held);
+}
+
+fn datagrams_from_env(default: u64) -> u64 {
+    std::env::var("IBDXNET_FUZZ_DATAGRAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+#[test]
+fn hostile_datagrams_are_counted_and_dropped_while_data_flows() {
+    fuzz(datagrams_from_env(200_000));
+}
+
+/// The long variant: 10^6 datagrams.
+#[test]
+#[ignore]
+fn udp_fuzz_long_1m() {
+    fuzz(datagrams_from_env(1_000_000));
+}
