@@ -50,12 +50,16 @@ count() { # size kind
 
 run() { # impl pattern size senders handlers nodes
 	local impl=$1 pattern=$2 size=$3 senders=$4 handlers=$5 nodes=$6 main=io.ibdxnet.bench.Workload line
-	local kind=stream
-	[ "$pattern" = rtt ] && kind=rtt
+	local kind=stream messages
+	# The same total per run whatever the number of sending threads and nodes.
+	messages=$(($(count "$size" $kind) / senders))
+	[ "$pattern" = rtt ] && kind=rtt && messages=$(count "$size" rtt)
+	[ "$pattern" = bi ] && messages=$((messages / 2))
+	[ "$pattern" = all ] && messages=$((messages / nodes))
 	[ "$impl" = netty ] && main=io.ibdxnet.bench.NettyBaseline
 	printf '%-8s %-4s nodes=%d size=%-8d senders=%d handlers=%d ... ' "$impl" "$pattern" "$nodes" "$size" "$senders" "$handlers" >&2
 	line=$("${JAVA[@]}" "$main" --transport "$impl" --pattern "$pattern" --nodes "$nodes" --size "$size" \
-		--messages "$(count "$size" $kind)" --threads "$senders" --handlers "$handlers" 2>/dev/null | grep '^RESULT ') || {
+		--messages "$messages" --threads "$senders" --handlers "$handlers" 2>/dev/null | grep '^RESULT ') || {
 		echo "FAILED" >&2
 		echo "workload failed: $impl $pattern size=$size senders=$senders handlers=$handlers nodes=$nodes" >&2
 		return 1

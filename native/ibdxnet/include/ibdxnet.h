@@ -170,7 +170,8 @@ struct IbdxnetPrevWorkResults {
 };
 
 /**
- * Bytes and flow-control data confirmed sent for one node. 8 bytes.
+ * Bytes and flow-control data confirmed sent for one node's current
+ * connection. 12 bytes.
  */
 struct IbdxnetCompletedWork {
   /**
@@ -185,6 +186,11 @@ struct IbdxnetCompletedWork {
    * Bytes confirmed (advance the ring's front pointer by this).
    */
   uint32_t bytes;
+  /**
+   * The connection (local QPN) whose ring the bytes were in: after a
+   * replacement the user must not apply them to the new connection's ring.
+   */
+  uint32_t connection;
 };
 
 /**

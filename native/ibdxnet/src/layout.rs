@@ -157,7 +157,7 @@ pub fn layouts() -> Vec<StructLayout> {
             bytes_not_posted: u32,
             reserved: u32,
         }),
-        describe!(CompletedWork as IbdxnetCompletedWork { node_id: u16, fc_data: u16, bytes: u32 }),
+        describe!(CompletedWork as IbdxnetCompletedWork { node_id: u16, fc_data: u16, bytes: u32, connection: u32 }),
         describe!(CompletedWorkList as IbdxnetCompletedWorkList { count: u32, capacity: u32 }),
         describe!(IncomingEntry as IbdxnetIncomingEntry {
             source_node_id: u16,

@@ -204,7 +204,8 @@ fn every_bad_value_is_refused_naming_its_key_and_starts_no_thread() {
     // A good configuration starts (the base of every case is valid).
     assert_eq!(engine_threads_settled(0), 0, "no engine runs before");
     let ok = try_start(&net, &[]).expect("base configuration starts");
-    assert_eq!(engine_threads(), 3, "job, send and receive threads");
+    // Settled: a new thread names itself (comm) only once it runs.
+    assert_eq!(engine_threads_settled(3), 3, "job, send and receive threads");
     ok.shutdown();
     assert_eq!(engine_threads_settled(0), 0, "shutdown joins every thread");
     for (kind, table) in [("wrong type", WRONG_TYPE), ("out of range", OUT_OF_RANGE)] {

@@ -26,6 +26,11 @@ use crate::msgrc::config::EngineConfig;
 use crate::sys::queue::IndexQueue;
 use crate::util::lock;
 
+/// Only connections idle this long in both directions are evicted at the
+/// limit: data published for a connection in use but not yet posted, or data
+/// the peer is sending, would go down with it.
+const EVICT_IDLE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// What the manager tells its user about nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeEvent {
@@ -33,8 +38,12 @@ pub enum NodeEvent {
     Discovered(NodeId),
     /// A node was removed from the node table.
     Invalidated(NodeId),
-    /// An established connection to the node closed or failed.
+    /// An established connection to the node failed (or the node restarted
+    /// or was removed): data in flight may be lost.
     Disconnected(NodeId),
+    /// An established connection was closed in order (evicted by either side,
+    /// or replaced by a fresh one): nothing failed; use it again to reconnect.
+    Closed(NodeId),
 }
 
 /// Receives node events (called on the job thread).
@@ -145,6 +154,11 @@ pub struct ConManager<F: Fabric> {
     drop_every: std::sync::atomic::AtomicU32,
     /// Counters.
     pub stats: ConStats,
+    /// When the manager started (the base of `last_received_ms`).
+    epoch: Instant,
+    /// Per node: when data last arrived from it (ms since `epoch`). A
+    /// connection busy receiving is in use although we send nothing on it.
+    last_received_ms: Box<[AtomicU64]>,
 }
 
 impl<F: Fabric> std::fmt::Debug for ConManager<F> {
@@ -197,6 +211,8 @@ impl<F: Fabric> ConManager<F> {
             running: AtomicBool::new(true),
             drop_every: std::sync::atomic::AtomicU32::new(0),
             stats: ConStats::default(),
+            epoch: Instant::now(),
+            last_received_ms: (0..=u16::MAX).map(|_| AtomicU64::new(0)).collect(),
             cfg,
         })
     }
@@ -294,6 +310,19 @@ impl<F: Fabric> ConManager<F> {
         }
     }
 
+    /// The receive thread got data from `node` (keeps its connection from
+    /// being evicted as idle).
+    pub fn received_from(&self, node: u16) {
+        self.last_received_ms[usize::from(node)].store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// How long ago the connection to `node` was used in either direction.
+    fn idle_for(&self, c: &Connection<F>) -> std::time::Duration {
+        let received = self.epoch
+            + std::time::Duration::from_millis(self.last_received_ms[usize::from(c.node().0)].load(Ordering::Relaxed));
+        c.last_used().max(received).elapsed()
+    }
+
     /// Asks the job thread to create a connection (once per node until it
     /// exists); does not wait.
     pub fn request_create(&self, node: NodeId) -> Result<(), ConError> {
@@ -381,7 +410,7 @@ impl<F: Fabric> ConManager<F> {
         // Shutdown: close everything, without waiting for handles.
         let all: Vec<NodeId> = self.table.read().unwrap_or_else(|p| p.into_inner()).keys().copied().collect();
         for node in all {
-            self.close_now(node, true, &mut st);
+            self.close_now(node, true, false, &mut st);
         }
         for (c, _) in st.closing.drain(..) {
             let _ = c.qp().set_error();
@@ -402,10 +431,10 @@ impl<F: Fabric> ConManager<F> {
                     }
                 }
             }
-            JOB_CLOSE => self.close_now(node, false, st),
-            JOB_CLOSE_FORCE => self.close_now(node, true, st),
+            JOB_CLOSE => self.close_now(node, false, true, st),
+            JOB_CLOSE_FORCE => self.close_now(node, true, false, st),
             JOB_NODE_REMOVED => {
-                self.close_now(node, true, st);
+                self.close_now(node, true, false, st);
                 lock(&self.discovered).remove(&node);
                 (self.events)(NodeEvent::Invalidated(node));
             }
@@ -413,22 +442,26 @@ impl<F: Fabric> ConManager<F> {
         }
     }
 
-    /// Creates a pending connection (evicting the least recently used one at
-    /// the limit) and puts it into the table.
+    /// Creates a pending connection (evicting the least recently used
+    /// established ones at the limit) and puts it into the table.
+    ///
+    /// Connections still being set up are never evicted: with more nodes
+    /// talking at once than the limit allows, evicting them livelocked (each
+    /// new exchange evicted another node's pending connection, which was
+    /// re-requested and evicted the next). So the limit counts established
+    /// connections; the ones coming up may exceed it until they are used.
     fn create(&self, node: NodeId, st: &mut JobState<F>) -> Option<Arc<Connection<F>>> {
-        if self.connection_count() >= self.cfg.max_connections as usize {
+        while self.connection_count() >= self.cfg.max_connections as usize {
             let lru = {
                 let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-                t.values().min_by_key(|c| c.last_used()).map(|c| c.node())
+                t.values()
+                    .filter(|c| c.state() == ConState::Established && self.idle_for(c) >= EVICT_IDLE)
+                    .min_by_key(|c| c.last_used())
+                    .map(|c| c.node())
             };
-            if let Some(victim) = lru {
-                log::info!(
-                    "node {}: connection limit {} reached, evicting {victim}",
-                    self.me,
-                    self.cfg.max_connections
-                );
-                self.close_now(victim, false, st);
-            }
+            let Some(victim) = lru else { break };
+            log::info!("node {}: connection limit {} reached, evicting {victim}", self.me, self.cfg.max_connections);
+            self.close_now(victim, false, true, st);
         }
         let q = &self.queues;
         let made = (|| -> Result<Arc<Connection<F>>, FabricError> {
@@ -459,15 +492,17 @@ impl<F: Fabric> ConManager<F> {
         self.send(c.node(), body, &mut st.buf);
     }
 
-    /// Removes the connection from the table and closes it.
-    fn close_now(&self, node: NodeId, force: bool, st: &mut JobState<F>) {
+    /// Removes the connection from the table and closes it; `orderly`: a
+    /// close on purpose (reported as `Closed`), not a failure (`Disconnected`).
+    fn close_now(&self, node: NodeId, force: bool, orderly: bool, st: &mut JobState<F>) {
         let Some(c) = self.table.write().unwrap_or_else(|p| p.into_inner()).remove(&node) else { return };
         st.last_exchange.remove(&node);
         st.pending_since.remove(&node);
         let was_established = c.state() == ConState::Established;
         c.set_state(ConState::Closing);
         if c.peer_qpn() != 0 {
-            self.send(node, Body::Close { qpn: c.qp().qp_num() }, &mut st.buf);
+            let qpn = c.qp().qp_num();
+            self.send(node, if orderly { Body::Close { qpn } } else { Body::Leave { qpn } }, &mut st.buf);
         }
         if force {
             self.finish_close(&c);
@@ -476,8 +511,12 @@ impl<F: Fabric> ConManager<F> {
         }
         self.stats.closed.fetch_add(1, Ordering::Relaxed);
         if was_established {
-            lock(&self.discovered).remove(&node);
-            (self.events)(NodeEvent::Disconnected(node));
+            if orderly {
+                (self.events)(NodeEvent::Closed(node));
+            } else {
+                lock(&self.discovered).remove(&node);
+                (self.events)(NodeEvent::Disconnected(node));
+            }
         }
         self.notify();
     }
@@ -522,7 +561,7 @@ impl<F: Fabric> ConManager<F> {
         match p.body {
             Body::Discover => self.send(p.src, Body::DiscoverAck, &mut st.buf),
             Body::DiscoverAck => {}
-            Body::Close { qpn } => {
+            Body::Close { qpn } | Body::Leave { qpn } => {
                 // Only the peer instance our queue pair is connected to can close it.
                 let current = self
                     .table
@@ -531,7 +570,9 @@ impl<F: Fabric> ConManager<F> {
                     .get(&p.src)
                     .is_some_and(|c| c.peer_qpn() == qpn && c.peer_instance() == p.instance);
                 if current {
-                    self.close_now(p.src, true, st);
+                    // Close: the peer evicted it; Leave: the peer shut down or failed.
+                    let orderly = matches!(p.body, Body::Close { .. });
+                    self.close_now(p.src, true, orderly, st);
                 } else {
                     self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
                     log::debug!("node {}: dropped close of qpn {qpn} from {} (no such connection)", self.me, p.src);
@@ -555,14 +596,31 @@ impl<F: Fabric> ConManager<F> {
         let current = self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned();
         if let Some(c) = &current {
             let restarted = c.peer_instance() != 0 && c.peer_instance() != instance;
-            let new_qp = c.state() != ConState::Pending && c.peer_qpn() != remote.qpn;
-            if restarted || new_qp {
+            let other_qp = c.state() != ConState::Pending && c.peer_qpn() != remote.qpn;
+            if other_qp && !restarted && peer_qpn != 0 {
+                // The peer's queue pair is already connected to one of ours: an
+                // exchange of an abandoned queue pair (delayed or retransmitted), or
+                // both sides replaced at once. Replacing on it chased the peer
+                // forever under connection churn (each replacement answered with a
+                // new queue pair); only a fresh queue pair (peer_qpn 0) replaces.
+                self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
+                if peer_qpn == c.qp().qp_num() {
+                    // Crossed: its new queue pair points at ours, ours at its old one.
+                    // Neither can be re-targeted: drop ours; the next use starts fresh.
+                    log::info!("node {}: crossed queue pairs with {node} — closing ours", self.me);
+                    self.close_now(node, true, true, st);
+                }
+                return;
+            }
+            if restarted || other_qp {
                 log::info!(
                     "node {}: peer {node} {} — replacing the stale connection",
                     self.me,
                     if restarted { "restarted" } else { "has a new queue pair" }
                 );
-                self.close_now(node, true, st);
+                // A fresh queue pair from the same instance: it closed ours in order
+                // (its close got lost). A restart lost whatever was in flight.
+                self.close_now(node, true, !restarted, st);
             }
         }
         // Bind first: a read guard in the match scrutinee would live through
@@ -578,7 +636,7 @@ impl<F: Fabric> ConManager<F> {
         if c.state() == ConState::Pending {
             if let Err(e) = c.connect(&remote, instance) {
                 log::error!("node {}: connecting the queue pair to {node} failed: {e}", self.me);
-                self.close_now(node, true, st);
+                self.close_now(node, true, false, st);
                 return;
             }
         }
@@ -619,7 +677,7 @@ impl<F: Fabric> ConManager<F> {
             let node = c.node();
             if st.pending_since.get(&node).is_some_and(|t| now - *t > self.cfg.connect_timeout * 3) {
                 log::warn!("node {}: connection to {node} not established, giving up", self.me);
-                self.close_now(node, true, st);
+                self.close_now(node, true, false, st);
                 continue;
             }
             if st.last_exchange.get(&node).is_none_or(|t| now - *t >= self.cfg.exchange_retry) {

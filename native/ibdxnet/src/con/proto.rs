@@ -9,7 +9,7 @@
 //! Exchange payload (44 bytes)
 //!  0 qpn u32   4 psn u32   8 lid u16   10 flags u16 (bit 0: sender is established)   12 mtu u32   16 gid [16]
 //! 32 sim address u64      40 peer qpn u32 (the receiver's QPN the sender is connected to, 0 = none)
-//! Close payload (4 bytes): qpn u32 of the closed queue pair
+//! Close and Leave payload (4 bytes): qpn u32 of the closed queue pair
 //! ```
 
 use super::node::NodeId;
@@ -42,8 +42,14 @@ pub enum Body {
         /// The sender considers the connection established (it knows we are connected).
         established: bool,
     },
-    /// I closed my queue pair `qpn` for you.
+    /// I closed my queue pair `qpn` for you, in order (eviction): nothing was lost.
     Close {
+        /// The closed queue pair.
+        qpn: u32,
+    },
+    /// My queue pair `qpn` for you is gone because I shut down or it failed:
+    /// what was in flight may be lost.
+    Leave {
         /// The closed queue pair.
         qpn: u32,
     },
@@ -56,6 +62,7 @@ impl Body {
             Body::DiscoverAck => 2,
             Body::Exchange { .. } => 3,
             Body::Close { .. } => 4,
+            Body::Leave { .. } => 5,
         }
     }
 }
@@ -125,7 +132,7 @@ impl Packet {
         out.extend_from_slice(&self.instance.to_be_bytes());
         let len: u16 = match self.body {
             Body::Exchange { .. } => EXCHANGE_LEN as u16,
-            Body::Close { .. } => 4,
+            Body::Close { .. } | Body::Leave { .. } => 4,
             _ => 0,
         };
         out.extend_from_slice(&len.to_be_bytes());
@@ -141,7 +148,7 @@ impl Packet {
                 out.extend_from_slice(&e.sim_addr.to_be_bytes());
                 out.extend_from_slice(&peer_qpn.to_be_bytes());
             }
-            Body::Close { qpn } => out.extend_from_slice(&qpn.to_be_bytes()),
+            Body::Close { qpn } | Body::Leave { qpn } => out.extend_from_slice(&qpn.to_be_bytes()),
             Body::Discover | Body::DiscoverAck => {}
         }
     }
@@ -169,7 +176,7 @@ impl Packet {
         let expected = match kind {
             1 | 2 => 0,
             3 => EXCHANGE_LEN,
-            4 => 4,
+            4 | 5 => 4,
             k => return Err(ParseError::BadType(k)),
         };
         if usize::from(len) != expected {
@@ -203,7 +210,11 @@ impl Packet {
                 if qpn == 0 || !valid_qpn(qpn) {
                     return Err(ParseError::Malformed);
                 }
-                Body::Close { qpn }
+                if kind == 4 {
+                    Body::Close { qpn }
+                } else {
+                    Body::Leave { qpn }
+                }
             }
         };
         Ok(Packet { src, dst, instance, body })
@@ -227,7 +238,8 @@ mod tests {
     #[test]
     fn every_packet_type_round_trips() {
         let mut buf = Vec::new();
-        for body in [Body::Discover, Body::DiscoverAck, exchange().body, Body::Close { qpn: 5 }] {
+        for body in [Body::Discover, Body::DiscoverAck, exchange().body, Body::Close { qpn: 5 }, Body::Leave { qpn: 6 }]
+        {
             let p = Packet { body, ..exchange() };
             p.encode(&mut buf);
             assert_eq!(Packet::decode(&buf), Ok(p));

@@ -62,6 +62,8 @@ pub const EVENT_DISCOVERED: i32 = 1;
 pub const EVENT_INVALIDATED: i32 = 2;
 /// See [`EVENT_DISCOVERED`].
 pub const EVENT_DISCONNECTED: i32 = 3;
+/// An established connection was closed in order (eviction, replacement): not a failure.
+pub const EVENT_CLOSED: i32 = 4;
 
 /// The struct Java fills in `nextDataToSend` (only the send thread touches it).
 struct NextSlot(UnsafeCell<NextWorkPackage>);
@@ -156,6 +158,7 @@ impl EngineHandler for JniHandler {
             NodeEvent::Discovered(n) => (EVENT_DISCOVERED, n),
             NodeEvent::Invalidated(n) => (EVENT_INVALIDATED, n),
             NodeEvent::Disconnected(n) => (EVENT_DISCONNECTED, n),
+            NodeEvent::Closed(n) => (EVENT_CLOSED, n),
         };
         let args = [JValue::Int(kind).as_jni(), JValue::Int(i32::from(node.0)).as_jni()];
         let _ = self.upcall("nodeEvent", |env, cb, ids| {

@@ -158,6 +158,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             (WcStatus::Success, Some(imm)) => {
                 let source = imm::source(imm);
                 let fc = imm::fc(imm);
+                self.mgr.received_from(source);
                 let size = self.pool.buffer_size();
                 let mut left = wc.byte_len;
                 while left > 0 && used < bufs.len() {

@@ -313,6 +313,13 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
         let node = NodeId((wc.wr_id >> SEQ_BITS) as u16);
         let seq = wc.wr_id & SEQ_MASK;
         let me = NodeId(self.me);
+        // Only the current connection's confirmations go to the user: the ring
+        // of a closing or replaced one is abandoned (its new ring must not
+        // advance by them).
+        let reportable = self
+            .nodes
+            .get(&node)
+            .is_some_and(|n| n.conn.qp().qp_num() == wc.qp_num && n.conn.state() == ConState::Established);
         let current = self.nodes.get_mut(&node).filter(|n| n.conn.qp().qp_num() == wc.qp_num);
         let ns = match current {
             Some(ns) => ns,
@@ -338,7 +345,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
         }
         self.outstanding -= count;
         if wc.status == WcStatus::Success {
-            if !self.completed.add(node.0, bytes, fc) {
+            if reportable && !self.completed.add(node.0, wc.qp_num, bytes, fc) {
                 log::error!("node {me}: completion list full; confirmation for {node} lost");
             }
             return;

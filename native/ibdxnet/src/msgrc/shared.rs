@@ -66,9 +66,11 @@ impl CompletedList {
         self.header().count == 0
     }
 
-    /// Adds confirmed bytes and flow-control data for `node`. Returns false
-    /// if the list is full (more nodes than the connection limit).
-    pub fn add(&mut self, node: u16, bytes: u32, fc: u16) -> bool {
+    /// Adds confirmed bytes and flow-control data for `node`'s connection
+    /// `connection`; numbers of an older connection of the node in the same
+    /// list are dropped (its ring is abandoned). Returns false if the list is
+    /// full (more nodes than the connection limit).
+    pub fn add(&mut self, node: u16, connection: u32, bytes: u32, fc: u16) -> bool {
         let slot = self.slot_of[node as usize];
         let i = if slot != NO_SLOT {
             slot as usize - 1
@@ -79,13 +81,16 @@ impl CompletedList {
             }
             let i = h.count as usize;
             // SAFETY: i < capacity, inside the region.
-            unsafe { *self.entries_ptr().add(i) = CompletedWork { node_id: node, fc_data: 0, bytes: 0 } };
+            unsafe { *self.entries_ptr().add(i) = CompletedWork { node_id: node, fc_data: 0, bytes: 0, connection } };
             self.header_mut().count += 1;
             self.slot_of[node as usize] = i as u32 + 1;
             i
         };
         // SAFETY: i < count ≤ capacity.
         let e = unsafe { &mut *self.entries_ptr().add(i) };
+        if e.connection != connection {
+            *e = CompletedWork { node_id: node, fc_data: 0, bytes: 0, connection };
+        }
         e.bytes = e.bytes.wrapping_add(bytes);
         e.fc_data = e.fc_data.saturating_add(fc);
         true
@@ -197,17 +202,23 @@ mod tests {
     #[test]
     fn completed_list_sums_per_node_and_clears() {
         let mut l = CompletedList::new(2).unwrap();
-        assert!(l.add(7, 100, 1));
-        assert!(l.add(9, 5, 0));
-        assert!(l.add(7, 50, 2));
-        assert!(!l.add(3, 1, 0), "full: capacity 2");
+        assert!(l.add(7, 70, 100, 1));
+        assert!(l.add(9, 90, 5, 0));
+        assert!(l.add(7, 70, 50, 2));
+        assert!(!l.add(3, 30, 1, 0), "full: capacity 2");
         assert_eq!(
             l.entries(),
-            [CompletedWork { node_id: 7, fc_data: 3, bytes: 150 }, CompletedWork { node_id: 9, fc_data: 0, bytes: 5 }]
+            [
+                CompletedWork { node_id: 7, fc_data: 3, bytes: 150, connection: 70 },
+                CompletedWork { node_id: 9, fc_data: 0, bytes: 5, connection: 90 }
+            ]
         );
+        // A newer connection of node 7: the old one's numbers are dropped.
+        assert!(l.add(7, 71, 8, 0));
+        assert_eq!(l.entries()[0], CompletedWork { node_id: 7, fc_data: 0, bytes: 8, connection: 71 });
         l.clear();
         assert!(l.is_empty());
-        assert!(l.add(3, 1, 0));
+        assert!(l.add(3, 30, 1, 0));
         assert_eq!(l.entries().len(), 1);
     }
 

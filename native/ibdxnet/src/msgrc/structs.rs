@@ -79,7 +79,8 @@ impl Default for PrevWorkResults {
     }
 }
 
-/// Bytes and flow-control data confirmed sent for one node. 8 bytes.
+/// Bytes and flow-control data confirmed sent for one node's current
+/// connection. 12 bytes.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CompletedWork {
@@ -89,6 +90,9 @@ pub struct CompletedWork {
     pub fc_data: u16,
     /// Bytes confirmed (advance the ring's front pointer by this).
     pub bytes: u32,
+    /// The connection (local QPN) whose ring the bytes were in: after a
+    /// replacement the user must not apply them to the new connection's ring.
+    pub connection: u32,
 }
 
 /// Header of the completion list (engine → user); `count` entries of
@@ -151,7 +155,7 @@ pub struct IncomingRingHeader {
 // Pinned sizes: Java maps these.
 const _: () = assert!(std::mem::size_of::<NextWorkPackage>() == 16);
 const _: () = assert!(std::mem::size_of::<PrevWorkResults>() == 16);
-const _: () = assert!(std::mem::size_of::<CompletedWork>() == 8);
+const _: () = assert!(std::mem::size_of::<CompletedWork>() == 12);
 const _: () = assert!(std::mem::size_of::<CompletedWorkList>() == 8);
 const _: () = assert!(std::mem::size_of::<IncomingEntry>() == 24);
 const _: () = assert!(std::mem::size_of::<IncomingRingHeader>() == 16);

@@ -2,7 +2,7 @@ package io.ibdxnet.ib;
 
 import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
 
-/** Flyweight over the native completion list: bytes and flow control confirmed per node. */
+/** Flyweight over the native completion list: bytes and flow control confirmed per node and connection. */
 public final class CompletedWorkList {
     private static final NativeLayout.Struct HEADER = NativeLayout.of("IbdxnetCompletedWorkList");
     private static final long COUNT = HEADER.offset("count", 4);
@@ -10,6 +10,7 @@ public final class CompletedWorkList {
     private static final long NODE_ID = ENTRY.offset("node_id", 2);
     private static final long FC_DATA = ENTRY.offset("fc_data", 2);
     private static final long BYTES = ENTRY.offset("bytes", 4);
+    private static final long CONNECTION = ENTRY.offset("connection", 4);
 
     private long address;
 
@@ -36,5 +37,10 @@ public final class CompletedWorkList {
 
     public long bytes(int i) {
         return UNSAFE.getInt(entry(i) + BYTES) & 0xFFFF_FFFFL;
+    }
+
+    /** The connection whose ring the bytes were in ({@link NativeEngine#connectionId}). */
+    public int connection(int i) {
+        return UNSAFE.getInt(entry(i) + CONNECTION);
     }
 }

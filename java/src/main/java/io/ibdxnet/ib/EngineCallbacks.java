@@ -17,10 +17,12 @@ public interface EngineCallbacks {
     /** Receive thread: returns how many entries, from the ring's front, were consumed. */
     int received(long incomingRingAddress);
 
-    /** Job thread: {@link #EVENT_DISCOVERED}, {@link #EVENT_INVALIDATED} or {@link #EVENT_DISCONNECTED}. */
+    /** Job thread: {@link #EVENT_DISCOVERED}, {@link #EVENT_INVALIDATED}, {@link #EVENT_DISCONNECTED} or {@link #EVENT_CLOSED}. */
     void nodeEvent(int kind, int nodeId);
 
     int EVENT_DISCOVERED = 1;
     int EVENT_INVALIDATED = 2;
     int EVENT_DISCONNECTED = 3;
+    /** An established connection was closed in order (eviction, replacement): not a failure. */
+    int EVENT_CLOSED = 4;
 }

@@ -33,6 +33,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final int connectTimeoutMs;
     private final int maxFrame;
     private volatile boolean closing;
+    /** Orderly closes that found published, unposted data (reported as failures). */
+    private final java.util.concurrent.atomic.AtomicLong lostOnClose = new java.util.concurrent.atomic.AtomicLong();
     // Send-thread state: flyweights, reused.
     private final PrevWorkResults prev = new PrevWorkResults();
     private final CompletedWorkList completed = new CompletedWorkList();
@@ -49,6 +51,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
         /** The native connection whose ring {@link #orb} covers. */
         final int connectionId;
         final FlowWindow flow;
+        /** Closed in order (eviction): senders that had not written retry on a new connection. */
+        volatile boolean orderly;
         /** Threads between reserve and publish: the ring must outlive them. */
         final AtomicInteger writers = new AtomicInteger();
 
@@ -102,7 +106,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
     /** Native counters. */
     @Override
     public Map<String, Long> stats() {
-        return engine.stats();
+        Map<String, Long> m = new java.util.LinkedHashMap<>(engine.stats());
+        m.put("closes_with_unsent_data", lostOnClose.get());
+        return m;
     }
 
     private Connection connection(int node) throws NetworkException {
@@ -133,22 +139,31 @@ public final class IbTransport implements Transport, EngineCallbacks {
         if (header.length < 4 || total > maxFrame) {
             throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrame);
         }
-        Connection c = connection(node);
-        c.flow.acquire(total, deadlineNanos, node, c.orb::isClosed);
-        c.writers.incrementAndGet();
-        try {
-            c.orb.writeRecord(header, payload, offset, length, deadlineNanos);
-        } catch (IllegalStateException e) {
-            throw new NetworkException("connection to node " + node + " closed", e);
-        } catch (TimeoutException e) {
-            throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new NetworkException("interrupted while sending to node " + node, e);
-        } finally {
-            c.writers.decrementAndGet();
+        while (true) {
+            Connection c = connection(node);
+            try {
+                c.flow.acquire(total, deadlineNanos, node, c.orb::isClosed);
+                c.writers.incrementAndGet();
+                try {
+                    c.orb.writeRecord(header, payload, offset, length, deadlineNanos);
+                } finally {
+                    c.writers.decrementAndGet();
+                }
+            } catch (NetworkException | IllegalStateException e) {
+                if (c.orderly && !closing) {
+                    continue; // closed in order before we wrote: the next connection takes the frame
+                }
+                throw e instanceof NetworkException ? (NetworkException) e
+                        : new NetworkException("connection to node " + node + " closed", e);
+            } catch (TimeoutException e) {
+                throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new NetworkException("interrupted while sending to node " + node, e);
+            }
+            wim.pushData(node);
+            return;
         }
-        wim.pushData(node);
     }
 
     @Override
@@ -178,7 +193,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         completed.wrap(completedAddress);
         for (int i = 0, n = completed.count(); i < n; i++) {
             Connection c = connections.get(completed.nodeId(i));
-            if (c != null) {
+            if (c != null && c.connectionId == completed.connection(i)) {
                 c.orb.confirmed(completed.bytes(i));
             }
         }
@@ -226,22 +241,34 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void nodeEvent(int kind, int nodeId) {
-        if (kind != EVENT_DISCONNECTED) {
+        if (kind != EVENT_DISCONNECTED && kind != EVENT_CLOSED) {
             return;
         }
         Connection c = connections.getAndSet(nodeId, null);
+        boolean failed = kind == EVENT_DISCONNECTED;
         if (c != null) {
+            c.orderly = !failed;
             c.orb.close();
             // Writers bail out of reserve on close; wait for those mid-copy
             // before the native ring can be released.
             while (c.writers.get() > 0) {
                 Thread.onSpinWait();
             }
+            if (!failed && (c.orb.readyToPost() > 0 || c.orb.inFlight() > 0)) {
+                // Published but never posted, or posted and not confirmed (the
+                // native side evicts only connections idle in both directions, so
+                // this is a race of microseconds): those messages may be gone,
+                // which the core must hear as a failure.
+                lostOnClose.incrementAndGet();
+                failed = true;
+            }
             if (!closing) {
                 engine.closeConnection(nodeId, true); // release our handle on the native ring
             }
         }
-        listener.onDisconnected(nodeId);
+        if (failed) {
+            listener.onDisconnected(nodeId);
+        }
     }
 
     @Override
