@@ -3,6 +3,7 @@
 # loopback, and a plain Netty baseline, all on this machine in one run.
 #
 #   bench/workloads.sh [--quick] [OUTPUT_PREFIX]
+#   bench/workloads.sh --plot OUTPUT_PREFIX     (only redraw the plots of OUTPUT_PREFIX.csv)
 #
 # Writes OUTPUT_PREFIX.csv (one row per run, with the machine and the command
 # in '#' comment lines) and OUTPUT_PREFIX-*.png (gnuplot). Needs the bench
@@ -12,12 +13,18 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 quick=0
+plot_only=0
 if [ "${1:-}" = --quick ]; then
 	quick=1
+	shift
+elif [ "${1:-}" = --plot ]; then
+	plot_only=1
 	shift
 fi
 out=${1:-$ROOT/bench/results/$(date +%Y-%m-%d)-workloads}
 csv=$out.csv
+failures=0
+if [ $plot_only = 0 ]; then
 CP=$(cat "$ROOT/build/bench-classpath.txt")
 JAVA=(java -Xms1g -Xmx1g -cp "$CP" -Djava.library.path="$ROOT/target/release")
 
@@ -61,8 +68,8 @@ run() { # impl pattern size senders handlers nodes
 	line=$("${JAVA[@]}" "$main" --transport "$impl" --pattern "$pattern" --nodes "$nodes" --size "$size" \
 		--messages "$messages" --threads "$senders" --handlers "$handlers" 2>/dev/null | grep '^RESULT ') || {
 		echo "FAILED" >&2
-		echo "workload failed: $impl $pattern size=$size senders=$senders handlers=$handlers nodes=$nodes" >&2
-		return 1
+		failures=$((failures + 1))
+		return 0
 	}
 	echo "$line" | sed 's/^RESULT //; s/ /\n/g' | sed 's/^[a-z0-9_]*=//' | paste -sd, >>"$csv"
 	echo "$line" | sed 's/.*msg_per_s=\([0-9]*\).*rtt_p50_us=\([^ ]*\).*/\1 msg\/s, p50 \2 µs/' >&2
@@ -99,18 +106,24 @@ else
 	done
 fi
 
+fi
+
 # Plots: message rate and throughput versus size (uni, 1 sender), RTT
 # percentiles versus size.
-command -v gnuplot >/dev/null || { echo "gnuplot missing: no plots" >&2; exit 0; }
+command -v gnuplot >/dev/null || { echo "gnuplot missing: no plots" >&2; exit $((failures > 0)); }
 data=$(mktemp -d)
 trap 'rm -rf "$data"' EXIT
 for impl in ib nio loopback netty; do
-	awk -F, -v i=$impl '$1 == i && $2 == "uni" && $5 == 1 && $6 == 1 {print $4, $9, $10}' "$csv" >"$data/$impl-uni"
-	awk -F, -v i=$impl '$1 == i && $2 == "rtt" {print $4, $13, $14, $15, $16}' "$csv" >"$data/$impl-rtt"
+	# One point per size (the thread sweep repeats 64 B with 1 sender), in size order.
+	grep -v '^#' "$csv" | awk -F, -v i=$impl '$1 == i && $2 == "uni" && $5 == 1 && $6 == 1 && !seen[$4]++ {print $4, $9, $10}' |
+		sort -n >"$data/$impl-uni"
+	grep -v '^#' "$csv" | awk -F, -v i=$impl '$1 == i && $2 == "rtt" && !seen[$4]++ {print $4, $13, $14, $15, $16}' |
+		sort -n >"$data/$impl-rtt"
 done
 gnuplot <<EOF
 set terminal png size 900,560
 set logscale x 2
+set xtics ("1" 1, "16" 16, "256" 256, "4K" 4096, "64K" 65536, "1M" 1048576)
 set xlabel "message size (bytes)"
 set key top left
 set grid
@@ -126,9 +139,14 @@ set key bottom right
 plot for [i in "ib nio loopback netty"] "$data/".i."-uni" using 1:3 with linespoints title i
 set output "$out-rtt.png"
 set ylabel "round trip time (µs)"
-set title "request/response RTT: p50 (solid), p99 (dashed)"
+set title "request/response RTT: p50 (filled points), p99 (open circles), same colour per transport"
 set key top left
-plot for [i in "ib nio loopback netty"] "$data/".i."-rtt" using 1:2 with linespoints title i." p50", \
-     for [i in "ib nio loopback netty"] "$data/".i."-rtt" using 1:4 with linespoints dashtype 2 title i." p99"
+impls = "ib nio loopback netty"
+plot for [k=1:4] "$data/".word(impls, k)."-rtt" using 1:2 with linespoints lc k pt 7 title word(impls, k)." p50", \
+     for [k=1:4] "$data/".word(impls, k)."-rtt" using 1:4 with linespoints lc k pt 6 dashtype 2 title word(impls, k)." p99"
 EOF
 echo "results: $csv, plots: $out-{rate,throughput,rtt}.png" >&2
+if [ $failures -gt 0 ]; then
+	echo "$failures workload runs failed" >&2
+	exit 1
+fi

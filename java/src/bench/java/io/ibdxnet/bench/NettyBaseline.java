@@ -119,8 +119,11 @@ public final class NettyBaseline {
                 byte[] payload = new byte[row.size];
                 try {
                     for (long i = 0; i < row.messages; i++) {
-                        while (!ch.isWritable()) {
-                            LockSupport.parkNanos(10_000); // the socket is behind: wait like a blocking send
+                        if (!ch.isWritable()) {
+                            ch.flush(); // what was written so far must go out before we wait
+                            while (!ch.isWritable()) {
+                                LockSupport.parkNanos(10_000); // the socket is behind: wait like a blocking send
+                            }
                         }
                         ByteBuf b = ch.alloc().buffer(4 + row.size).writeInt(row.size).writeBytes(payload);
                         long s = System.nanoTime();

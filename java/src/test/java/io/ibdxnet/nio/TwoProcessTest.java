@@ -26,8 +26,14 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.After;
 import org.junit.Test;
 
-/** Nodes in separate processes over the NIO transport, including a peer killed with SIGKILL. */
+/**
+ * Nodes in separate processes, including a peer killed with SIGKILL: over
+ * NIO on the host; over the IB transport on verbs in the Soft-RoCE VM
+ * ({@code -Dtest.twoProcessTransport=ib}, see {@code ./ibdxnet vm-test}).
+ */
 public class TwoProcessTest {
+    private static final String TRANSPORT = System.getProperty("test.twoProcessTransport", "nio");
+
     private final List<Process> processes = new ArrayList<>();
     private DXNet node;
 
@@ -64,7 +70,7 @@ public class TwoProcessTest {
     }
 
     private static void awaitOutput(File log, String text) throws Exception {
-        long end = System.nanoTime() + 30_000_000_000L;
+        long end = System.nanoTime() + 90_000_000_000L; // JVM start-up in an emulated VM is slow
         while (!read(log).contains(text)) {
             if (System.nanoTime() > end) {
                 fail("no '" + text + "' in: " + read(log));
@@ -79,12 +85,12 @@ public class TwoProcessTest {
         String n1 = "127.0.0.1:" + freePort();
         File recvLog = File.createTempFile("receiver", ".log");
         File sendLog = File.createTempFile("sender", ".log");
-        Process receiver = demo(recvLog, "--transport", "nio", "--role", "receiver", "--node0", n0, "--node1", n1);
+        Process receiver = demo(recvLog, "--transport", TRANSPORT, "--role", "receiver", "--node0", n0, "--node1", n1);
         awaitOutput(recvLog, "waiting for node 0");
-        Process sender = demo(sendLog, "--transport", "nio", "--role", "sender", "--node0", n0, "--node1", n1,
+        Process sender = demo(sendLog, "--transport", TRANSPORT, "--role", "sender", "--node0", n0, "--node1", n1,
                 "--messages", "20000", "--requests", "500");
-        assertTrue("sender did not finish", sender.waitFor(60, TimeUnit.SECONDS));
-        assertTrue("receiver did not finish", receiver.waitFor(30, TimeUnit.SECONDS));
+        assertTrue("sender did not finish", sender.waitFor(180, TimeUnit.SECONDS));
+        assertTrue("receiver did not finish", receiver.waitFor(60, TimeUnit.SECONDS));
         String out = read(sendLog);
         assertEquals(out, 0, sender.exitValue());
         assertEquals(read(recvLog), 0, receiver.exitValue());
@@ -116,15 +122,16 @@ public class TwoProcessTest {
         int port0 = freePort();
         String n1 = "127.0.0.1:" + freePort();
         DXNetConfig c = new DXNetConfig(0);
-        c.transport = "nio";
+        c.transport = TRANSPORT;
         c.listen = "127.0.0.1:" + port0;
+        c.nativeConfig.put("parking_yield_after_ms", "0");
         c.sendTimeoutMs = 30_000;
         node = DXNet.start(c);
         node.registerMessageType((byte) 1, (byte) 1, NioFailureTest.Data.class);
         node.registerMessageType((byte) 1, (byte) 2, NioFailureTest.Ping.class);
         node.registerMessageType((byte) 1, (byte) 3, NioFailureTest.Pong.class);
         node.addNode(1, n1);
-        String[] args = {"--transport", "nio", "--role", "receiver", "--node0", "127.0.0.1:" + port0, "--node1", n1};
+        String[] args = {"--transport", TRANSPORT, "--role", "receiver", "--node0", "127.0.0.1:" + port0, "--node1", n1};
         File log = File.createTempFile("receiver", ".log");
         Process peer = demo(log, args);
         awaitOutput(log, "waiting for node 0");
