@@ -25,8 +25,31 @@ use crate::util::lock;
 /// (their send rings must stay alive while Java writes into them).
 struct Native<F: Fabric> {
     engine: Engine<F>,
-    conns: Mutex<HashMap<u16, Arc<Connection<F>>>>,
+    conns: Mutex<Handles<F>>,
     handler: Arc<JniHandler>,
+}
+
+/// Java's handles, per connection (not per node: a node's old connection
+/// stays alive until Java releases it, while a new one is already in use).
+struct Handles<F: Fabric> {
+    /// By local QPN (the connection id Java knows).
+    by_qpn: HashMap<u32, Arc<Connection<F>>>,
+    /// The connection `connect` last returned per node.
+    latest: HashMap<u16, u32>,
+}
+
+impl<F: Fabric> Handles<F> {
+    fn new() -> Self {
+        Handles { by_qpn: HashMap::new(), latest: HashMap::new() }
+    }
+
+    fn release(&mut self, qpn: u32) {
+        if let Some(c) = self.by_qpn.remove(&qpn) {
+            if self.latest.get(&c.node().0) == Some(&qpn) {
+                self.latest.remove(&c.node().0);
+            }
+        }
+    }
 }
 
 enum AnyEngine {
@@ -93,7 +116,7 @@ fn start<F: Fabric>(cfg: EngineConfig, handler: Arc<JniHandler>) -> Result<Nativ
         crate::msgrc::EngineError::Config(_) => Throw::arg(e.to_string()),
         e => Throw::ib(e.to_string()),
     })?;
-    Ok(Native { engine, conns: Mutex::new(HashMap::new()), handler })
+    Ok(Native { engine, conns: Mutex::new(Handles::new()), handler })
 }
 
 extern "system" fn create<'l>(
@@ -125,7 +148,7 @@ extern "system" fn destroy<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlon
             // SAFETY: the handle came from `create`; Java calls destroy once.
             let any = unsafe { Box::from_raw(handle as *mut AnyEngine) };
             with_native!(*any, |n| {
-                lock(&n.conns).clear();
+                *lock(&n.conns) = Handles::new();
                 n.engine.shutdown();
             });
         }
@@ -168,10 +191,8 @@ extern "system" fn add_node<'l>(
 extern "system" fn remove_node<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, id: jint) -> jboolean {
     guarded(&mut env, 0, |_| {
         let id = node(id)?;
-        Ok(with_native!(engine(handle)?, |n| {
-            lock(&n.conns).remove(&id.0);
-            n.engine.remove_node(id)
-        }) as jboolean)
+        // Java's handles stay: it releases them on the node's disconnect event.
+        Ok(with_native!(engine(handle)?, |n| n.engine.remove_node(id)) as jboolean)
     })
 }
 
@@ -188,7 +209,10 @@ extern "system" fn connect<'l>(
         with_native!(engine(handle)?, |n| {
             let c = n.engine.connect_timeout(id, timeout).map_err(|e| Throw::ib(e.to_string()))?;
             let addr = c.ring().address() as jlong;
-            lock(&n.conns).insert(id.0, c);
+            let qpn = c.local_qpn();
+            let mut h = lock(&n.conns);
+            h.latest.insert(id.0, qpn);
+            h.by_qpn.insert(qpn, c);
             Ok(addr)
         })
     })
@@ -197,7 +221,7 @@ extern "system" fn connect<'l>(
 extern "system" fn local_qpn<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, id: jint) -> jint {
     guarded(&mut env, 0, |_| {
         let id = node(id)?;
-        Ok(with_native!(engine(handle)?, |n| lock(&n.conns).get(&id.0).map_or(0, |c| c.local_qpn() as jint)))
+        Ok(with_native!(engine(handle)?, |n| lock(&n.conns).latest.get(&id.0).map_or(0, |q| *q as jint)))
     })
 }
 
@@ -210,9 +234,22 @@ extern "system" fn close_connection<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, han
         let id = node(id)?;
         with_native!(engine(handle)?, |n| {
             // Drop Java's handle first so a graceful close need not wait for it.
-            lock(&n.conns).remove(&id.0);
+            let mut h = lock(&n.conns);
+            if let Some(qpn) = h.latest.get(&id.0).copied() {
+                h.release(qpn);
+            }
+            drop(h);
             n.engine.manager().close(id, force != 0);
         });
+        Ok(())
+    })
+}
+
+/// Drops Java's handle on connection `qpn` (after its close event, once no
+/// Java thread touches its ring any more); closes nothing.
+extern "system" fn release_connection<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, qpn: jint) {
+    guarded(&mut env, (), |_| {
+        with_native!(engine(handle)?, |n| lock(&n.conns).release(qpn as u32));
         Ok(())
     })
 }
@@ -262,6 +299,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("ringSize", "(J)I", ring_size as *mut c_void),
         m("localQpn", "(JI)I", local_qpn as *mut c_void),
         m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
+        m("releaseConnection", "(JI)V", release_connection as *mut c_void),
         m("returnBuffer", "(JI)I", return_buffer as *mut c_void),
         m("stats", "(J)Ljava/lang/String;", stats as *mut c_void),
     ];

@@ -172,7 +172,7 @@ public final class DemoMain {
         sendAll(a, messages, size, threads);
         a.sendSync(new Ping(1, 0), 120_000);
         double secs = (System.nanoTime() - t0) / 1e9;
-        System.out.printf("messages: %d × %d B from %d threads in %.3f s: %.0f msg/s, %.1f MB/s payload%n",
+        System.out.printf("messages: %d x %d B from %d threads in %.3f s: %.0f msg/s, %.1f MB/s payload%n",
                 messages, size, threads, secs, messages / secs, (double) messages * size / secs / 1e6);
         for (int i = 0; i < 1000; i++) {
             a.sendSync(new Ping(1, System.nanoTime()), 10_000);
@@ -184,7 +184,7 @@ public final class DemoMain {
             rtt[i] = System.nanoTime() - p.sent;
         }
         Arrays.sort(rtt);
-        System.out.printf("request/response: %d round trips, RTT µs: p50 %.1f  p95 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%n",
+        System.out.printf("request/response: %d round trips, RTT us: p50 %.1f  p95 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%n",
                 requests, rtt[requests / 2] / 1e3, rtt[(int) (requests * 0.95)] / 1e3, rtt[(int) (requests * 0.99)] / 1e3,
                 rtt[(int) (requests * 0.999)] / 1e3, rtt[requests - 1] / 1e3);
         System.out.println("transport counters node 0: " + a.transportStats());

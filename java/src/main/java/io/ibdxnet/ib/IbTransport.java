@@ -43,6 +43,14 @@ public final class IbTransport implements Transport, EngineCallbacks {
     // Receive-thread state.
     private final IncomingRing ring = new IncomingRing();
     private final IncomingBuffer.BufferReleaser releaser;
+    /**
+     * Closed connections whose native handle the send thread releases at the
+     * start of its next up-call: it may be inside an up-call holding one of
+     * them right now, and their rings must outlive that.
+     */
+    private final java.util.concurrent.ConcurrentLinkedQueue<Connection> retired = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** Send thread: the connection of the package handed out last. */
+    private int packageConnection;
 
     /** One connection's Java side. */
     private static final class Connection {
@@ -178,11 +186,15 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void nextDataToSend(long prevAddress, long completedAddress, long nextAddress) {
+        Connection r;
+        while ((r = retired.poll()) != null) {
+            engine.releaseConnection(r.connectionId);
+        }
         prev.wrap(prevAddress);
         int pn = prev.nodeId();
         if (pn != 0xFFFF) {
             Connection c = connections.get(pn);
-            if (c != null) {
+            if (c != null && c.connectionId == packageConnection) {
                 c.orb.posted(prev.bytesPosted());
             }
             confirmations.sent(pn, prev.fcPosted());
@@ -206,7 +218,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
         int offset = c == null ? 0 : c.orb.postOffset();
         int fc = confirmations.owed(node, 255);
         if (ready > 0 || fc > 0) {
-            next.wrap(nextAddress).set(node, fc, offset, ready, c == null ? 0 : c.connectionId);
+            packageConnection = c == null ? 0 : c.connectionId;
+            next.wrap(nextAddress).set(node, fc, offset, ready, packageConnection);
         }
     }
 
@@ -263,7 +276,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 failed = true;
             }
             if (!closing) {
-                engine.closeConnection(nodeId, true); // release our handle on the native ring
+                retired.add(c); // the send thread releases our handle on the native ring
             }
         }
         if (failed) {

@@ -39,6 +39,9 @@ final class IbdxnetNative {
 
     static native void closeConnection(long handle, int nodeId, boolean force);
 
+    /** Drops Java's handle on connection {@code connectionId}; closes nothing. */
+    static native void releaseConnection(long handle, int connectionId);
+
     /** 0 = returned, 1 = unknown buffer, 2 = returned twice. */
     static native int returnBuffer(long handle, int bufferId);
 

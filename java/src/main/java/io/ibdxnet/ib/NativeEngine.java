@@ -84,6 +84,14 @@ public final class NativeEngine implements AutoCloseable {
         IbdxnetNative.closeConnection(handle(), nodeId, force);
     }
 
+    /**
+     * Drops Java's handle on connection {@code connectionId} (after its close
+     * event, once no Java thread touches its ring): the ring may be freed.
+     */
+    public void releaseConnection(int connectionId) {
+        IbdxnetNative.releaseConnection(handle(), connectionId);
+    }
+
     /** Returns a received buffer; any thread. */
     public void returnBuffer(int bufferId) {
         int r = IbdxnetNative.returnBuffer(handle(), bufferId);

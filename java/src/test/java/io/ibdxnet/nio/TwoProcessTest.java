@@ -94,7 +94,7 @@ public class TwoProcessTest {
         String out = read(sendLog);
         assertEquals(out, 0, sender.exitValue());
         assertEquals(read(recvLog), 0, receiver.exitValue());
-        assertTrue(out, out.contains("messages: 20000 × 64 B"));
+        assertTrue(out, out.contains("messages: 20000 x 64 B"));
         assertTrue(out, out.contains("request/response: 500 round trips"));
         assertTrue(out, out.contains("dropped messages: 0"));
         assertTrue(read(recvLog), read(recvLog).contains("receiver: done"));
@@ -126,6 +126,7 @@ public class TwoProcessTest {
         c.listen = "127.0.0.1:" + port0;
         c.nativeConfig.put("parking_yield_after_ms", "0");
         c.sendTimeoutMs = 30_000;
+        c.connectTimeoutMs = 2_000; // a send to the dead peer fails within this
         node = DXNet.start(c);
         node.registerMessageType((byte) 1, (byte) 1, NioFailureTest.Data.class);
         node.registerMessageType((byte) 1, (byte) 2, NioFailureTest.Ping.class);
