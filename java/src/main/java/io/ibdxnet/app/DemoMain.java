@@ -36,7 +36,7 @@ public final class DemoMain {
             super(TYPE, DATA);
         }
 
-        Data(int dest, byte[] payload) {
+        public Data(int dest, byte[] payload) {
             super(dest, TYPE, DATA);
             this.payload = payload;
         }
@@ -60,7 +60,7 @@ public final class DemoMain {
             super(TYPE, PING);
         }
 
-        Ping(int dest, long sent) {
+        public Ping(int dest, long sent) {
             super(dest, TYPE, PING);
             this.sent = sent;
         }

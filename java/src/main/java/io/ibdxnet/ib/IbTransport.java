@@ -6,11 +6,10 @@ import io.ibdxnet.core.WriteInterestManager;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.RingConnection;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import java.util.Map;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
@@ -53,21 +52,12 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private int packageConnection;
 
     /** One connection's Java side. */
-    private static final class Connection {
-        final int node;
-        final OutgoingRingBuffer orb;
+    private static final class Connection extends RingConnection {
         /** The native connection whose ring {@link #orb} covers. */
         final int connectionId;
-        final FlowWindow flow;
-        /** Closed in order (eviction): senders that had not written retry on a new connection. */
-        volatile boolean orderly;
-        /** Threads between reserve and publish: the ring must outlive them. */
-        final AtomicInteger writers = new AtomicInteger();
 
         Connection(int node, OutgoingRingBuffer orb, int connectionId, FlowWindow flow) {
-            this.node = node;
-            this.flow = flow;
-            this.orb = orb;
+            super(node, orb, flow);
             this.connectionId = connectionId;
         }
     }
@@ -143,31 +133,11 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException {
-        int total = header.length + length;
-        if (header.length < 4 || total > maxFrame) {
-            throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrame);
-        }
+        RingConnection.checkFrame(header, length, maxFrame);
         while (true) {
             Connection c = connection(node);
-            try {
-                c.flow.acquire(total, deadlineNanos, node, c.orb::isClosed);
-                c.writers.incrementAndGet();
-                try {
-                    c.orb.writeRecord(header, payload, offset, length, deadlineNanos);
-                } finally {
-                    c.writers.decrementAndGet();
-                }
-            } catch (NetworkException | IllegalStateException e) {
-                if (c.orderly && !closing) {
-                    continue; // closed in order before we wrote: the next connection takes the frame
-                }
-                throw e instanceof NetworkException ? (NetworkException) e
-                        : new NetworkException("connection to node " + node + " closed", e);
-            } catch (TimeoutException e) {
-                throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new NetworkException("interrupted while sending to node " + node, e);
+            if (!c.write(header, payload, offset, length, deadlineNanos, !closing)) {
+                continue; // closed in order before we wrote: the next connection takes the frame
             }
             wim.pushData(node);
             return;

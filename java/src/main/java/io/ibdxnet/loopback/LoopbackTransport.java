@@ -7,13 +7,13 @@ import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.RingConnection;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -49,22 +49,16 @@ public final class LoopbackTransport implements Transport {
     private volatile boolean sleeping;
 
     /** Our side of the way to one other node. */
-    private static final class Connection {
-        final int node;
+    private static final class Connection extends RingConnection {
         final LoopbackTransport peer;
-        final OutgoingRingBuffer orb;
         final ByteBuffer ring;
-        final FlowWindow flow;
-        final AtomicInteger writers = new AtomicInteger();
         /** Pump only: a buffer the receiver refused, offered again first. */
         IncomingBuffer refused;
 
-        Connection(int node, LoopbackTransport peer, int ringSize, FlowWindow flow) {
-            this.node = node;
+        Connection(int node, LoopbackTransport peer, ByteBuffer ring, FlowWindow flow) {
+            super(node, new OutgoingRingBuffer(DirectBufferPool.address(ring), ring.capacity()), flow);
             this.peer = peer;
-            this.ring = ByteBuffer.allocateDirect(ringSize);
-            this.orb = new OutgoingRingBuffer(DirectBufferPool.address(ring), ringSize);
-            this.flow = flow;
+            this.ring = ring;
         }
     }
 
@@ -125,25 +119,9 @@ public final class LoopbackTransport implements Transport {
 
     @Override
     public void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException {
-        int total = header.length + length;
-        if (header.length < 4 || total > maxFrameSize()) {
-            throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrameSize());
-        }
+        RingConnection.checkFrame(header, length, maxFrameSize());
         Connection c = connection(node);
-        c.flow.acquire(total, deadlineNanos, node, c.orb::isClosed);
-        c.writers.incrementAndGet();
-        try {
-            c.orb.writeRecord(header, payload, offset, length, deadlineNanos);
-        } catch (IllegalStateException e) {
-            throw new NetworkException("node " + node + " went away", e);
-        } catch (TimeoutException e) {
-            throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new NetworkException("interrupted while sending to node " + node, e);
-        } finally {
-            c.writers.decrementAndGet();
-        }
+        c.write(header, payload, offset, length, deadlineNanos, false);
         wim.pushData(node);
         if (sleeping) {
             LockSupport.unpark(pump);
@@ -163,7 +141,7 @@ public final class LoopbackTransport implements Transport {
         if (peer == null || !peer.running || peer.nodeId != node) {
             throw new NetworkException("no node " + node + " at loopback port " + port);
         }
-        Connection fresh = new Connection(node, peer, ringSize, new FlowWindow(window, confirmations.unit()));
+        Connection fresh = new Connection(node, peer, ByteBuffer.allocateDirect(ringSize), new FlowWindow(window, confirmations.unit()));
         return connections.compareAndSet(node, null, fresh) ? fresh : connections.get(node);
     }
 

@@ -4,12 +4,12 @@ import io.ibdxnet.core.OutgoingRingBuffer;
 import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.RingConnection;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One TCP connection of the NIO transport. Outgoing channels (opened by this
@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * channels carry the peer's frames and return control words. Fields without
  * a comment are touched by the selector thread only.
  */
-final class NioChannel {
+final class NioChannel extends RingConnection {
     enum State { CONNECTING, HANDSHAKE, OPEN, CLOSING, CLOSED }
 
     /** Incoming: the stream's id ({@link IncomingBuffer#connection}); kept across a graceful replacement. */
@@ -26,25 +26,18 @@ final class NioChannel {
     final SocketChannel socket;
     SelectionKey key;
     volatile State state;
-    /** The peer (for incoming channels known after the hello). */
-    int node;
+    /** The peer (for incoming channels known after the hello; {@link RingConnection#node} is the connect target). */
+    int peer;
     long instance;
     long deadline;
     long lastRead;
     long lastWrite;
     /** Last send (any thread; coarse, for least-recently-used eviction). */
     volatile long lastUse;
-    /** Closed on purpose (eviction or the peer's goodbye): no failure is reported. */
-    volatile boolean graceful;
     /** Outgoing, closing on purpose: the goodbye is written, the peer's close is awaited. */
     boolean goodbyeSent;
 
-    // Outgoing only: the ring senders write into, and how far this channel got.
-    final OutgoingRingBuffer orb;
-    final FlowWindow flow;
-    /** Senders between reserve and publish. */
-    final AtomicInteger writers = new AtomicInteger();
-    /** Completes when the handshake succeeded, or with the reason it failed. */
+    // Outgoing only (RingConnection: ring, window, writers). Completes when the handshake succeeded, or with the reason it failed. */
     final CompletableFuture<Void> established = new CompletableFuture<>();
     private final ByteBuffer[] ringViews;
     private long writeLeft;
@@ -63,30 +56,23 @@ final class NioChannel {
     /** Reading paused: no free receive buffer or {@link #refused} pending. */
     boolean stalled;
 
-    private NioChannel(int id, boolean outgoing, SocketChannel socket, ByteBuffer ring, FlowWindow flow) {
+    private NioChannel(int id, int node, boolean outgoing, SocketChannel socket, ByteBuffer ring, FlowWindow flow) {
+        super(node, ring == null ? null : new OutgoingRingBuffer(DirectBufferPool.address(ring), ring.capacity()), flow);
         this.id = id;
         this.outgoing = outgoing;
         this.socket = socket;
-        this.flow = flow;
-        if (ring != null) {
-            this.orb = new OutgoingRingBuffer(DirectBufferPool.address(ring), ring.capacity());
-            this.ringViews = new ByteBuffer[] {ring.duplicate(), ring.duplicate()};
-        } else {
-            this.orb = null;
-            this.ringViews = null;
-        }
+        this.peer = node;
+        this.ringViews = ring == null ? null : new ByteBuffer[] {ring.duplicate(), ring.duplicate()};
     }
 
     static NioChannel outgoing(int id, int node, SocketChannel socket, int ringSize, FlowWindow flow) {
-        NioChannel c = new NioChannel(id, true, socket, ByteBuffer.allocateDirect(ringSize), flow);
-        c.node = node;
+        NioChannel c = new NioChannel(id, node, true, socket, ByteBuffer.allocateDirect(ringSize), flow);
         c.state = State.CONNECTING;
         return c;
     }
 
     static NioChannel incoming(int id, SocketChannel socket) {
-        NioChannel c = new NioChannel(id, false, socket, null, null);
-        c.node = -1;
+        NioChannel c = new NioChannel(id, -1, false, socket, null, null);
         c.state = State.HANDSHAKE;
         return c;
     }

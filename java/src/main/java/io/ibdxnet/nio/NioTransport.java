@@ -6,6 +6,7 @@ import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.RingConnection;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import java.io.IOException;
@@ -185,31 +186,11 @@ public final class NioTransport implements Transport {
 
     @Override
     public void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException {
-        int total = header.length + length;
-        if (header.length < 4 || total > maxFrame) {
-            throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrame);
-        }
+        RingConnection.checkFrame(header, length, maxFrame);
         while (true) {
             NioChannel c = connection(node, deadlineNanos);
-            try {
-                c.flow.acquire(total, deadlineNanos, node, c::isClosed);
-                c.writers.incrementAndGet();
-                try {
-                    c.orb.writeRecord(header, payload, offset, length, deadlineNanos);
-                } finally {
-                    c.writers.decrementAndGet();
-                }
-            } catch (NetworkException | IllegalStateException e) {
-                if (c.graceful && running) {
-                    continue; // evicted before we wrote: the next connection takes the frame
-                }
-                throw e instanceof NetworkException ? (NetworkException) e
-                        : new NetworkException("connection to node " + node + " closed", e);
-            } catch (TimeoutException e) {
-                throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new NetworkException("interrupted while sending to node " + node, e);
+            if (!c.write(header, payload, offset, length, deadlineNanos, running)) {
+                continue; // evicted before we wrote: the next connection takes the frame
             }
             long now = System.nanoTime();
             if (now - c.lastUse > 1_000_000L) {
@@ -384,26 +365,26 @@ public final class NioTransport implements Transport {
     private void startConnects() {
         for (int i = deferred.size() - 1; i >= 0; i--) {
             NioChannel c = deferred.get(i);
-            if (closingTo(c.node) == null) {
+            if (closingTo(c.peer) == null) {
                 deferred.remove(i);
                 toConnect.add(c);
             }
         }
         NioChannel c;
         while ((c = toConnect.poll()) != null) {
-            if (closingTo(c.node) != null) {
+            if (closingTo(c.peer) != null) {
                 // The peer must read the old stream to its goodbye before the new one starts.
                 deferred.add(c);
                 continue;
             }
-            evictIfNeeded(c.node);
+            evictIfNeeded(c.peer);
             channels.add(c);
             long now = System.nanoTime();
             c.lastRead = now;
             c.lastWrite = now;
             try {
                 c.key = c.socket.register(selector, SelectionKey.OP_CONNECT, c);
-                if (c.socket.connect(nodes.get(c.node))) {
+                if (c.socket.connect(nodes.get(c.peer))) {
                     finishConnect(c, now);
                 }
             } catch (IOException | RuntimeException e) {
@@ -415,7 +396,7 @@ public final class NioTransport implements Transport {
     /** An outgoing channel to {@code node} that is being closed on purpose, or null. */
     private NioChannel closingTo(int node) {
         for (NioChannel c : channels) {
-            if (c.outgoing && c.node == node && c.state == NioChannel.State.CLOSING) {
+            if (c.outgoing && c.peer == node && c.state == NioChannel.State.CLOSING) {
                 return c;
             }
         }
@@ -432,7 +413,7 @@ public final class NioTransport implements Transport {
         }
         c.state = NioChannel.State.HANDSHAKE;
         c.small.limit(NioWire.REPLY);
-        NioWire.putHello(c.control, settings.nodeId, c.node, instance);
+        NioWire.putHello(c.control, settings.nodeId, c.peer, instance);
         c.key.interestOps(SelectionKey.OP_READ);
         flush(c, now);
     }
@@ -442,20 +423,20 @@ public final class NioTransport implements Transport {
         int open = 0;
         NioChannel lru = null;
         for (NioChannel c : channels) {
-            if (!c.outgoing || c.state == NioChannel.State.CLOSED || c.graceful) {
+            if (!c.outgoing || c.state == NioChannel.State.CLOSED || c.orderly) {
                 continue;
             }
             open++;
-            if (c.node != newNode && c.state == NioChannel.State.OPEN && c.orb.isDrained() && c.writers.get() == 0
+            if (c.peer != newNode && c.state == NioChannel.State.OPEN && c.orb.isDrained() && c.writers.get() == 0
                     && (lru == null || c.lastUse - lru.lastUse < 0)) {
                 lru = c;
             }
         }
         if (open >= settings.maxConnections && lru != null) {
             evictions.incrementAndGet();
-            lru.graceful = true;
+            lru.orderly = true;
             lru.orb.close(); // senders that race with this retry on a new connection
-            outgoing.compareAndSet(lru.node, lru, null);
+            outgoing.compareAndSet(lru.peer, lru, null);
             lru.state = NioChannel.State.CLOSING; // flushes what was published, then says goodbye
         }
     }
@@ -559,7 +540,7 @@ public final class NioTransport implements Transport {
             status = NioWire.REPLY_WRONG_DESTINATION;
         } else if (!nodes.containsKey(source)) {
             status = NioWire.REPLY_UNKNOWN_NODE;
-        } else if (old != null && old.instance == peerInstance && !old.graceful) {
+        } else if (old != null && old.instance == peerInstance && !old.orderly) {
             status = NioWire.REPLY_DUPLICATE;
         }
         NioWire.putReply(c.control, status, settings.nodeId);
@@ -574,7 +555,7 @@ public final class NioTransport implements Transport {
         if (old != null) {
             fail(old, "node " + source + " connected again (restarted)");
         }
-        c.node = source;
+        c.peer = source;
         c.instance = peerInstance;
         c.state = NioChannel.State.OPEN;
         long[] last = goodbyes.remove(source);
@@ -596,11 +577,11 @@ public final class NioTransport implements Transport {
         int magic = r.getInt();
         int status = r.getShort() & 0xFFFF;
         int node = r.getShort() & 0xFFFF;
-        if (magic != NioWire.MAGIC || node != c.node) {
-            throw new IOException("the peer at " + remote(c) + " is not DXNet node " + c.node);
+        if (magic != NioWire.MAGIC || node != c.peer) {
+            throw new IOException("the peer at " + remote(c) + " is not DXNet node " + c.peer);
         }
         if (status != NioWire.REPLY_OK) {
-            throw new IOException("node " + c.node + " refused the connection: " + NioWire.replyText(status));
+            throw new IOException("node " + c.peer + " refused the connection: " + NioWire.replyText(status));
         }
         c.state = NioChannel.State.OPEN;
         c.established.complete(null);
@@ -624,7 +605,7 @@ public final class NioTransport implements Transport {
                 close(c); // the peer read our goodbye
                 return;
             }
-            throw new IOException("node " + c.node + " closed the connection");
+            throw new IOException("node " + c.peer + " closed the connection");
         }
         if (n == 0) {
             return;
@@ -640,16 +621,16 @@ public final class NioTransport implements Transport {
 
     private void control(NioChannel c, int word) throws ProtocolException {
         if (word >= 0) {
-            throw new ProtocolException("a data record where only control words may come (node " + c.node + ")");
+            throw new ProtocolException("a data record where only control words may come (node " + c.peer + ")");
         }
         if (word == NioWire.GOODBYE) {
-            c.graceful = true;
+            c.orderly = true;
             return;
         }
         int units = word & 0x7FFFFFFF;
         if (units > 0) {
             if (c.flow == null) {
-                throw new ProtocolException("flow-control confirmation from the sending side (node " + c.node + ")");
+                throw new ProtocolException("flow-control confirmation from the sending side (node " + c.peer + ")");
             }
             c.flow.confirm(units);
         } else {
@@ -665,8 +646,8 @@ public final class NioTransport implements Transport {
                 return;
             }
             c.refused = null;
-            if (c.graceful) {
-                goodbyes.put(c.node, new long[] {c.instance, c.id});
+            if (c.orderly) {
+                goodbyes.put(c.peer, new long[] {c.instance, c.id});
                 close(c);
                 return;
             }
@@ -690,11 +671,11 @@ public final class NioTransport implements Transport {
             if (n <= 0) {
                 pool.release(id);
                 if (n < 0) {
-                    if (c.graceful) {
+                    if (c.orderly) {
                         close(c);
                         return;
                     }
-                    throw new IOException("node " + c.node + " closed the connection");
+                    throw new IOException("node " + c.peer + " closed the connection");
                 }
                 return;
             }
@@ -711,16 +692,16 @@ public final class NioTransport implements Transport {
             if (length == 0) {
                 pool.release(id);
             } else {
-                IncomingBuffer b = new IncomingBuffer(c.node, pool.address(id), length, c.id, id, releaser);
+                IncomingBuffer b = new IncomingBuffer(c.peer, pool.address(id), length, c.id, id, releaser);
                 if (!listener.onBuffer(b)) {
                     c.refused = b;
                     stall(c);
                     return;
                 }
             }
-            if (c.graceful) {
+            if (c.orderly) {
                 // The sender's goodbye: its stream continues on its next connection.
-                goodbyes.put(c.node, new long[] {c.instance, c.id});
+                goodbyes.put(c.peer, new long[] {c.instance, c.id});
                 close(c);
                 return;
             }
@@ -761,7 +742,7 @@ public final class NioTransport implements Transport {
                 continue;
             }
             if (word < 4 || word > NioWire.MAX_RECORD) {
-                throw new ProtocolException("record of " + word + " bytes from node " + c.node);
+                throw new ProtocolException("record of " + word + " bytes from node " + c.peer);
             }
             c.recordLeft = (word + 3) & -4;
         }
@@ -814,7 +795,7 @@ public final class NioTransport implements Transport {
                     break;
                 case CLOSING:
                     if (now - c.lastRead > idle) {
-                        fail(c, "no goodbye from node " + c.node + " within " + settings.idleTimeoutMs + " ms");
+                        fail(c, "no goodbye from node " + c.peer + " within " + settings.idleTimeoutMs + " ms");
                     } else {
                         flush(c, now);
                     }
@@ -822,7 +803,7 @@ public final class NioTransport implements Transport {
                 default:
                     // A stalled reader has unread bytes waiting: that is not silence.
                     if (now - c.lastRead > idle && !c.stalled) {
-                        fail(c, "nothing received from node " + c.node + " for " + settings.idleTimeoutMs + " ms");
+                        fail(c, "nothing received from node " + c.peer + " for " + settings.idleTimeoutMs + " ms");
                     } else if (now - c.lastWrite > keepAlive && c.betweenRecords() && c.control.remaining() >= 4) {
                         c.control.putInt(NioWire.KEEP_ALIVE);
                         flush(c, now);
@@ -837,17 +818,17 @@ public final class NioTransport implements Transport {
             return;
         }
         boolean wasOpen = c.state == NioChannel.State.OPEN;
-        boolean graceful = c.graceful;
+        boolean graceful = c.orderly;
         close(c, reason);
         if (graceful && reason.contains("closed the connection")) {
             return; // the peer said goodbye before closing
         }
         failures.incrementAndGet();
         if (running) {
-            LOG.warning("node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node " + c.node + " failed: " + reason);
+            LOG.warning("node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node " + c.peer + " failed: " + reason);
         }
-        if (wasOpen && running && c.node >= 0) {
-            listener.onDisconnected(c.node);
+        if (wasOpen && running && c.peer >= 0) {
+            listener.onDisconnected(c.peer);
         }
     }
 
@@ -864,10 +845,10 @@ public final class NioTransport implements Transport {
         closeQuietly(c.socket);
         if (c.outgoing) {
             c.orb.close();
-            outgoing.compareAndSet(c.node, c, null);
+            outgoing.compareAndSet(c.peer, c, null);
             c.established.completeExceptionally(new IOException(reason));
-        } else if (c.node >= 0 && incoming.get(c.node) == c) {
-            incoming.remove(c.node);
+        } else if (c.peer >= 0 && incoming.get(c.peer) == c) {
+            incoming.remove(c.peer);
         }
         if (c.refused != null) {
             c.refused.release();

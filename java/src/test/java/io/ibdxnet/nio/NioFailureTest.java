@@ -7,10 +7,8 @@ import static org.junit.Assert.fail;
 import io.ibdxnet.DXNet;
 import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.Message;
-import io.ibdxnet.MessageExporter;
-import io.ibdxnet.MessageImporter;
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.Request;
+import io.ibdxnet.app.DemoMain;
 import io.ibdxnet.Response;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -33,72 +31,6 @@ import org.junit.Test;
 public class NioFailureTest {
     static final byte TYPE = 1;
 
-    /** Same wire shape as the demo's data message (type 1/1, a byte array). */
-    public static final class Data extends Message {
-        byte[] payload = new byte[0];
-
-        public Data() {
-            super(TYPE, (byte) 1);
-        }
-
-        public Data(int dest, int size) {
-            super(dest, TYPE, (byte) 1);
-            payload = new byte[size];
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeByteArray(payload);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            payload = in.readByteArray();
-        }
-    }
-
-    /** Same wire shape as the demo's ping (type 1/2, a long). */
-    public static final class Ping extends Request {
-        long sent;
-
-        public Ping() {
-            super(TYPE, (byte) 2);
-        }
-
-        public Ping(int dest) {
-            super(dest, TYPE, (byte) 2);
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeLong(sent);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            sent = in.readLong();
-        }
-    }
-
-    /** The demo's pong (type 1/3). */
-    public static final class Pong extends Response {
-        long sent;
-
-        public Pong() {
-            super(TYPE, (byte) 3);
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeLong(sent);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            sent = in.readLong();
-        }
-    }
-
     private final List<AutoCloseable> open = new ArrayList<>();
 
     @After
@@ -117,9 +49,10 @@ public class NioFailureTest {
         c.connectTimeoutMs = 2_000;
         c.sendTimeoutMs = 5_000;
         DXNet n = DXNet.start(c);
-        n.registerMessageType(TYPE, (byte) 1, Data.class);
-        n.registerMessageType(TYPE, (byte) 2, Ping.class);
-        n.registerMessageType(TYPE, (byte) 3, Pong.class);
+        // The demo's message types: the same node can talk to a demo process.
+        n.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
+        n.registerMessageType(TYPE, (byte) 2, DemoMain.Ping.class);
+        n.registerMessageType(TYPE, (byte) 3, DemoMain.Pong.class);
         open.add(n);
         return n;
     }
@@ -165,7 +98,7 @@ public class NioFailureTest {
     private static void sendUntilFailure(DXNet n, int dest, AtomicReference<Throwable> error) {
         try {
             for (int i = 0; i < 10_000_000; i++) {
-                n.sendMessage(new Data(dest, 1000));
+                n.sendMessage(data(dest, 1000));
             }
         } catch (NetworkException e) {
             error.set(e);
@@ -183,14 +116,14 @@ public class NioFailureTest {
         b.register(TYPE, (byte) 1, m -> got.incrementAndGet());
         long t0 = System.nanoTime();
         try {
-            a.sendMessage(new Data(1, 10));
+            a.sendMessage(data(1, 10));
             fail("sent to a port nobody listens on");
         } catch (NetworkException e) {
             assertTrue(e.getMessage(), e.getMessage().contains("node 1") && e.getMessage().toLowerCase().contains("refused"));
         }
         assertTrue("refusal took too long", System.nanoTime() - t0 < 2_000_000_000L);
         for (int i = 0; i < 100; i++) {
-            a.sendMessage(new Data(2, 10));
+            a.sendMessage(data(2, 10));
         }
         waitFor(() -> got.get() == 100);
     }
@@ -209,7 +142,7 @@ public class NioFailureTest {
         assertEquals(1L, (long) b.transportStats().get("rejected"));
         AtomicLong got = new AtomicLong();
         b.register(TYPE, (byte) 1, m -> got.incrementAndGet());
-        a.sendMessage(new Data(1, 10));
+        a.sendMessage(data(1, 10));
         waitFor(() -> got.get() == 1);
     }
 
@@ -249,7 +182,7 @@ public class NioFailureTest {
         });
         a.addNode(1, "127.0.0.1:" + fake.getLocalPort());
         long t0 = System.nanoTime();
-        CompletableFuture<Response> f = a.sendAsync(new Ping(1));
+        CompletableFuture<Response> f = a.sendAsync(new DemoMain.Ping(1, 0));
         try {
             f.get(10, TimeUnit.SECONDS);
             fail("answered by a silent peer");
@@ -289,7 +222,7 @@ public class NioFailureTest {
             AtomicLong got = new AtomicLong();
             b.register(TYPE, (byte) 1, m -> got.incrementAndGet());
             for (int i = 0; i < 100; i++) {
-                a.sendMessage(new Data(1, 100));
+                a.sendMessage(data(1, 100));
             }
             waitFor(() -> got.get() == 100);
             a.close();
@@ -305,6 +238,10 @@ public class NioFailureTest {
         }
         assertEquals("threads left: " + left, 0, left.size());
         assertTrue("threads grew from " + before + " to " + Thread.activeCount(), Thread.activeCount() <= before + 2);
+    }
+
+    static Message data(int dest, int size) {
+        return new DemoMain.Data(dest, new byte[size]);
     }
 
     static void waitFor(java.util.function.BooleanSupplier c) throws InterruptedException {

@@ -128,21 +128,21 @@ public class TwoProcessTest {
         c.sendTimeoutMs = 30_000;
         c.connectTimeoutMs = 2_000; // a send to the dead peer fails within this
         node = DXNet.start(c);
-        node.registerMessageType((byte) 1, (byte) 1, NioFailureTest.Data.class);
-        node.registerMessageType((byte) 1, (byte) 2, NioFailureTest.Ping.class);
-        node.registerMessageType((byte) 1, (byte) 3, NioFailureTest.Pong.class);
+        node.registerMessageType((byte) 1, (byte) 1, DemoMain.Data.class);
+        node.registerMessageType((byte) 1, (byte) 2, DemoMain.Ping.class);
+        node.registerMessageType((byte) 1, (byte) 3, DemoMain.Pong.class);
         node.addNode(1, n1);
         String[] args = {"--transport", TRANSPORT, "--role", "receiver", "--node0", "127.0.0.1:" + port0, "--node1", n1};
         File log = File.createTempFile("receiver", ".log");
         Process peer = demo(log, args);
         awaitOutput(log, "waiting for node 0");
-        assertEquals(1, node.sendSync(new NioFailureTest.Ping(1), 10_000).getSource());
+        assertEquals(1, node.sendSync(new DemoMain.Ping(1, 0), 10_000).getSource());
         CompletableFuture<Response> pending = node.sendAsync(new Unanswered(1));
         AtomicReference<Throwable> error = new AtomicReference<>();
         Thread sender = new Thread(() -> {
             try {
                 while (true) {
-                    node.sendMessage(new NioFailureTest.Data(1, 1000));
+                    node.sendMessage(NioFailureTest.data(1, 1000));
                 }
             } catch (NetworkException e) {
                 error.set(e);
@@ -167,6 +167,6 @@ public class TwoProcessTest {
         File log2 = File.createTempFile("receiver", ".log");
         demo(log2, args);
         awaitOutput(log2, "waiting for node 0");
-        assertEquals(1, node.sendSync(new NioFailureTest.Ping(1), 10_000).getSource());
+        assertEquals(1, node.sendSync(new DemoMain.Ping(1, 0), 10_000).getSource());
     }
 }

@@ -177,7 +177,7 @@ public final class Soak {
                     }
                 }
             }
-            long perThread = Math.max(1, total / ((long) nodeCount * THREADS));
+            long perThread = Math.max(1, (total + (long) nodeCount * THREADS - 1) / ((long) nodeCount * THREADS)); // at least total
             AtomicReference<Throwable> failure = new AtomicReference<>();
             List<Thread> threads = new ArrayList<>();
             long t0 = System.nanoTime();
