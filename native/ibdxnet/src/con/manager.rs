@@ -26,6 +26,10 @@ use crate::msgrc::config::EngineConfig;
 use crate::sys::queue::IndexQueue;
 use crate::util::lock;
 
+/// A connection closed gracefully keeps its queue pair up at least this long,
+/// so what the peer posted before it learnt of the close still arrives.
+const CLOSE_LINGER: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Only connections idle this long in both directions are evicted at the
 /// limit: data published for a connection in use but not yet posted, or data
 /// the peer is sending, would go down with it.
@@ -44,6 +48,10 @@ pub enum NodeEvent {
     /// An established connection was closed in order (evicted by either side,
     /// or replaced by a fresh one): nothing failed; use it again to reconnect.
     Closed(NodeId),
+    /// Data posted on a connection that had been closed in order did not
+    /// arrive (its work requests failed): the closed connection's data in
+    /// flight is lost, which the user must hear about.
+    Lost(NodeId),
 }
 
 /// Receives node events (called on the job thread).
@@ -130,6 +138,7 @@ const JOB_CLOSE: u32 = 2;
 const JOB_CLOSE_FORCE: u32 = 3;
 const JOB_NODE_REMOVED: u32 = 4;
 const JOB_WAKE: u32 = 5;
+const JOB_LOST: u32 = 6;
 /// A datagram of one zero byte wakes the job thread (not a protocol packet).
 const KICK: [u8; 1] = [0];
 
@@ -171,7 +180,9 @@ impl<F: Fabric> std::fmt::Debug for ConManager<F> {
 struct JobState<F: Fabric> {
     last_exchange: HashMap<NodeId, Instant>,
     pending_since: HashMap<NodeId, Instant>,
-    closing: Vec<(Arc<Connection<F>>, Instant)>,
+    /// Graceful closes: the connection, when it may finish at the earliest
+    /// (the linger), and when it must (handles or not).
+    closing: Vec<(Arc<Connection<F>>, Instant, Instant)>,
     /// None until the first discovery round (which runs at once).
     last_discovery: Option<Instant>,
     buf: Vec<u8>,
@@ -323,6 +334,14 @@ impl<F: Fabric> ConManager<F> {
         c.last_used().max(received).elapsed()
     }
 
+    /// The send thread saw work requests of an orderly closed connection to
+    /// `node` fail: reports [`NodeEvent::Lost`] (from the job thread).
+    pub fn report_lost(&self, node: NodeId) {
+        if !self.post_job(JOB_LOST, node) {
+            log::error!("node {}: job queue full; the loss of data to {node} is not reported", self.me);
+        }
+    }
+
     /// Asks the job thread to create a connection (once per node until it
     /// exists); does not wait.
     pub fn request_create(&self, node: NodeId) -> Result<(), ConError> {
@@ -412,7 +431,7 @@ impl<F: Fabric> ConManager<F> {
         for node in all {
             self.close_now(node, true, false, &mut st);
         }
-        for (c, _) in st.closing.drain(..) {
+        for (c, ..) in st.closing.drain(..) {
             let _ = c.qp().set_error();
             c.set_state(ConState::Closed);
         }
@@ -433,6 +452,7 @@ impl<F: Fabric> ConManager<F> {
             }
             JOB_CLOSE => self.close_now(node, false, true, st),
             JOB_CLOSE_FORCE => self.close_now(node, true, false, st),
+            JOB_LOST => (self.events)(NodeEvent::Lost(node)),
             JOB_NODE_REMOVED => {
                 self.close_now(node, true, false, st);
                 lock(&self.discovered).remove(&node);
@@ -507,7 +527,8 @@ impl<F: Fabric> ConManager<F> {
         if force {
             self.finish_close(&c);
         } else {
-            st.closing.push((c, Instant::now() + self.cfg.connect_timeout));
+            let now = Instant::now();
+            st.closing.push((c, now + CLOSE_LINGER, now + self.cfg.connect_timeout));
         }
         self.stats.closed.fetch_add(1, Ordering::Relaxed);
         if was_established {
@@ -570,9 +591,11 @@ impl<F: Fabric> ConManager<F> {
                     .get(&p.src)
                     .is_some_and(|c| c.peer_qpn() == qpn && c.peer_instance() == p.instance);
                 if current {
-                    // Close: the peer evicted it; Leave: the peer shut down or failed.
+                    // Close: the peer evicted it and keeps its queue pair up for a
+                    // linger, so ours closes gracefully: what our send thread
+                    // already posted still arrives. Leave: the peer is gone.
                     let orderly = matches!(p.body, Body::Close { .. });
-                    self.close_now(p.src, true, orderly, st);
+                    self.close_now(p.src, !orderly, orderly, st);
                 } else {
                     self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
                     log::debug!("node {}: dropped close of qpn {qpn} from {} (no such connection)", self.me, p.src);
@@ -687,9 +710,9 @@ impl<F: Fabric> ConManager<F> {
         // Graceful closes whose handles are all back (or whose time is up).
         let mut i = 0;
         while i < st.closing.len() {
-            let (c, deadline) = &st.closing[i];
-            if Arc::strong_count(c) == 1 || now >= *deadline {
-                let (c, _) = st.closing.swap_remove(i);
+            let (c, linger, deadline) = &st.closing[i];
+            if (Arc::strong_count(c) == 1 && now >= *linger) || now >= *deadline {
+                let (c, ..) = st.closing.swap_remove(i);
                 self.finish_close(&c);
             } else {
                 i += 1;

@@ -64,6 +64,8 @@ pub const EVENT_INVALIDATED: i32 = 2;
 pub const EVENT_DISCONNECTED: i32 = 3;
 /// An established connection was closed in order (eviction, replacement): not a failure.
 pub const EVENT_CLOSED: i32 = 4;
+/// Data in flight on a connection closed in order did not arrive.
+pub const EVENT_LOST: i32 = 5;
 
 /// The struct Java fills in `nextDataToSend` (only the send thread touches it).
 struct NextSlot(UnsafeCell<NextWorkPackage>);
@@ -159,6 +161,7 @@ impl EngineHandler for JniHandler {
             NodeEvent::Invalidated(n) => (EVENT_INVALIDATED, n),
             NodeEvent::Disconnected(n) => (EVENT_DISCONNECTED, n),
             NodeEvent::Closed(n) => (EVENT_CLOSED, n),
+            NodeEvent::Lost(n) => (EVENT_LOST, n),
         };
         let args = [JValue::Int(kind).as_jni(), JValue::Int(i32::from(node.0)).as_jni()];
         let _ = self.upcall("nodeEvent", |env, cb, ids| {

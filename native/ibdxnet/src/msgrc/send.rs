@@ -358,6 +358,10 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             self.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if self.mgr.established(node).is_some_and(|c| Arc::ptr_eq(&c, &ns.conn)) {
                 self.mgr.close(node, true);
+            } else if ns.conn.state() == ConState::Closing {
+                // Closed in order (the user heard `Closed`), yet data in flight
+                // did not arrive: that must not go unreported.
+                self.mgr.report_lost(node);
             }
         }
     }

@@ -162,6 +162,18 @@ public final class OutgoingRingBuffer {
         return back - frontPosted;
     }
 
+    /** A copy of the {@code n} bytes ready to post (whole records), for resending elsewhere. */
+    public byte[] copyReady(int n) {
+        byte[] out = new byte[n];
+        long index = frontPosted & mask;
+        int first = (int) Math.min(n, capacity - index);
+        UNSAFE.copyMemory(null, address + index, out, UNSAFE.arrayBaseOffset(byte[].class), first);
+        if (first < n) {
+            UNSAFE.copyMemory(null, address, out, UNSAFE.arrayBaseOffset(byte[].class) + first, n - first);
+        }
+        return out;
+    }
+
     /** Ring offset where the next data to post starts. */
     public int postOffset() {
         return (int) (frontPosted & mask);

@@ -17,7 +17,7 @@ public interface EngineCallbacks {
     /** Receive thread: returns how many entries, from the ring's front, were consumed. */
     int received(long incomingRingAddress);
 
-    /** Job thread: {@link #EVENT_DISCOVERED}, {@link #EVENT_INVALIDATED}, {@link #EVENT_DISCONNECTED} or {@link #EVENT_CLOSED}. */
+    /** Job thread: {@link #EVENT_DISCOVERED}, {@link #EVENT_INVALIDATED}, {@link #EVENT_DISCONNECTED}, {@link #EVENT_CLOSED} or {@link #EVENT_LOST}. */
     void nodeEvent(int kind, int nodeId);
 
     int EVENT_DISCOVERED = 1;
@@ -25,4 +25,6 @@ public interface EngineCallbacks {
     int EVENT_DISCONNECTED = 3;
     /** An established connection was closed in order (eviction, replacement): not a failure. */
     int EVENT_CLOSED = 4;
+    /** Data in flight on a connection closed in order did not arrive (the node's requests fail). */
+    int EVENT_LOST = 5;
 }

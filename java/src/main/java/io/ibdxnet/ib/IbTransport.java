@@ -22,6 +22,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * in units of {@code window × threshold}, carried in the immediate data.
  */
 public final class IbTransport implements Transport, EngineCallbacks {
+    private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(IbTransport.class.getName());
     private final NativeEngine engine;
     private final TransportListener listener;
     private final WriteInterestManager wim = new WriteInterestManager();
@@ -32,7 +33,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final int connectTimeoutMs;
     private final int maxFrame;
     private volatile boolean closing;
-    /** Orderly closes that found published, unposted data (reported as failures). */
+    /** Orderly closes that lost data: published but unposted, or lost in flight (reported as failures). */
     private final java.util.concurrent.atomic.AtomicLong lostOnClose = new java.util.concurrent.atomic.AtomicLong();
     // Send-thread state: flyweights, reused.
     private final PrevWorkResults prev = new PrevWorkResults();
@@ -48,6 +49,13 @@ public final class IbTransport implements Transport, EngineCallbacks {
      * them right now, and their rings must outlive that.
      */
     private final java.util.concurrent.ConcurrentLinkedQueue<Connection> retired = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** Writes records stranded by an orderly close to the node's next connection (see {@link #settle}). */
+    private final java.util.concurrent.ExecutorService resender = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "ibdxnet-resend");
+        t.setDaemon(true);
+        return t;
+    });
+    private final java.util.concurrent.atomic.AtomicLong resent = new java.util.concurrent.atomic.AtomicLong();
     /** Send thread: the connection of the package handed out last. */
     private int packageConnection;
 
@@ -106,6 +114,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     public Map<String, Long> stats() {
         Map<String, Long> m = new java.util.LinkedHashMap<>(engine.stats());
         m.put("closes_with_unsent_data", lostOnClose.get());
+        m.put("bytes_resent_after_close", resent.get());
         return m;
     }
 
@@ -137,7 +146,15 @@ public final class IbTransport implements Transport, EngineCallbacks {
         while (true) {
             Connection c = connection(node);
             if (!c.write(header, payload, offset, length, deadlineNanos, !closing)) {
-                continue; // closed in order before we wrote: the next connection takes the frame
+                // Closed in order before we wrote: the next connection takes the frame
+                // (after what the closed one still held).
+                if (connections.get(node) == c) {
+                    if (System.nanoTime() - deadlineNanos > 0) {
+                        throw new NetworkException("send to node " + node + " timed out waiting for its new connection");
+                    }
+                    java.util.concurrent.locks.LockSupport.parkNanos(20_000);
+                }
+                continue;
             }
             wim.pushData(node);
             return;
@@ -156,10 +173,6 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void nextDataToSend(long prevAddress, long completedAddress, long nextAddress) {
-        Connection r;
-        while ((r = retired.poll()) != null) {
-            engine.releaseConnection(r.connectionId);
-        }
         prev.wrap(prevAddress);
         int pn = prev.nodeId();
         if (pn != 0xFFFF) {
@@ -171,6 +184,11 @@ public final class IbTransport implements Transport, EngineCallbacks {
             if (prev.bytesNotPosted() > 0 || prev.fcNotPosted() > 0) {
                 wim.pushData(pn); // send queue full or not connected yet: try again later
             }
+        }
+        // After the previous package is accounted: nothing more is posted from these.
+        Connection r;
+        while ((r = retired.poll()) != null) {
+            settle(r);
         }
         completed.wrap(completedAddress);
         for (int i = 0, n = completed.count(); i < n; i++) {
@@ -184,6 +202,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
             return;
         }
         Connection c = connections.get(node);
+        if (c != null && c.orb.isClosed()) {
+            c = null; // closed, its successor is on the way: no package from it
+        }
         long ready = c == null ? 0 : Math.min(c.orb.readyToPost(), c.orb.capacity());
         int offset = c == null ? 0 : c.orb.postOffset();
         int fc = confirmations.owed(node, 255);
@@ -224,11 +245,19 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void nodeEvent(int kind, int nodeId) {
+        if (kind == EVENT_LOST) {
+            lostOnClose.incrementAndGet();
+            LOG.warning("data in flight to node " + nodeId + " on a connection closed in order did not arrive");
+            listener.onDisconnected(nodeId);
+            return;
+        }
         if (kind != EVENT_DISCONNECTED && kind != EVENT_CLOSED) {
             return;
         }
-        Connection c = connections.getAndSet(nodeId, null);
         boolean failed = kind == EVENT_DISCONNECTED;
+        // An orderly close leaves the connection in place (closed) until the send
+        // thread has settled what it posted from it: senders wait for its successor.
+        Connection c = failed ? connections.getAndSet(nodeId, null) : connections.get(nodeId);
         if (c != null) {
             c.orderly = !failed;
             c.orb.close();
@@ -237,16 +266,10 @@ public final class IbTransport implements Transport, EngineCallbacks {
             while (c.writers.get() > 0) {
                 Thread.onSpinWait();
             }
-            if (!failed && (c.orb.readyToPost() > 0 || c.orb.inFlight() > 0)) {
-                // Published but never posted, or posted and not confirmed (the
-                // native side evicts only connections idle in both directions, so
-                // this is a race of microseconds): those messages may be gone,
-                // which the core must hear as a failure.
-                lostOnClose.incrementAndGet();
-                failed = true;
-            }
             if (!closing) {
-                retired.add(c); // the send thread releases our handle on the native ring
+                retired.add(c); // the send thread settles it and releases our handle on the native ring
+            } else if (!failed) {
+                connections.compareAndSet(nodeId, c, null);
             }
         }
         if (failed) {
@@ -254,10 +277,70 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
     }
 
+    /**
+     * Send thread: a retired connection. After an orderly close, records that
+     * were published but never posted (the close raced with their sender) go
+     * to the node's next connection before anything newer: a resender thread
+     * connects, writes them, then installs the new connection.
+     */
+    private void settle(Connection r) {
+        if (r.orderly && connections.get(r.node) == r) {
+            long ready = r.orb.readyToPost();
+            if (ready > 0) {
+                byte[] stranded = r.orb.copyReady((int) ready);
+                resender.execute(() -> resend(r, stranded));
+            } else {
+                connections.compareAndSet(r.node, r, null);
+            }
+        }
+        engine.releaseConnection(r.connectionId);
+    }
+
+    /** Resender thread: {@code stranded} (whole records of {@code old}) first on a new connection. */
+    private void resend(Connection old, byte[] stranded) {
+        int node = old.node;
+        synchronized (connectLocks[node & (connectLocks.length - 1)]) {
+            try {
+                long ring;
+                try {
+                    ring = engine.connect(node, connectTimeoutMs);
+                } catch (IbException e) {
+                    throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
+                }
+                Connection n = new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
+                        new FlowWindow(window, confirmations.unit()));
+                long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(connectTimeoutMs);
+                byte[] word = new byte[4];
+                for (int at = 0; at < stranded.length; ) {
+                    int len = io.ibdxnet.core.Frame.getInt(stranded, at);
+                    System.arraycopy(stranded, at, word, 0, 4);
+                    n.write(word, stranded, at + 4, len - 4, deadline, false);
+                    at += OutgoingRingBuffer.aligned(len);
+                }
+                resent.addAndGet(stranded.length);
+                connections.compareAndSet(node, old, n);
+                wim.pushData(node);
+            } catch (NetworkException e) {
+                connections.compareAndSet(node, old, null);
+                lostOnClose.incrementAndGet();
+                LOG.warning(stranded.length + " bytes to node " + node + " stranded by an orderly close could not be resent: "
+                        + e.getMessage());
+                listener.onDisconnected(node);
+            }
+        }
+    }
+
     @Override
     public void close() {
         // The engine's shutdown reports disconnects; they must not call back into it.
         closing = true;
+        // A resend writes into a native ring: it must end before the engine frees them.
+        resender.shutdownNow();
+        try {
+            resender.awaitTermination(connectTimeoutMs + 1_000L, java.util.concurrent.TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         for (int i = 0; i < connections.length(); i++) {
             Connection c = connections.get(i);
             if (c != null) {
