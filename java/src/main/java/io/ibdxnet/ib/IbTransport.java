@@ -126,18 +126,23 @@ public final class IbTransport implements Transport, EngineCallbacks {
         synchronized (connectLocks[node & (connectLocks.length - 1)]) {
             c = connections.get(node);
             if (c == null) {
-                long ring;
-                try {
-                    ring = engine.connect(node, connectTimeoutMs);
-                } catch (IbException e) {
-                    throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
-                }
-                c = new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
-                        new FlowWindow(window, confirmations.unit()));
+                c = open(node);
                 connections.set(node, c);
             }
             return c;
         }
+    }
+
+    /** Connects (under the node's connect lock) and wraps the native ring. */
+    private Connection open(int node) throws NetworkException {
+        long ring;
+        try {
+            ring = engine.connect(node, connectTimeoutMs);
+        } catch (IbException e) {
+            throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
+        }
+        return new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
+                new FlowWindow(window, confirmations.unit()));
     }
 
     @Override
@@ -301,14 +306,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         int node = old.node;
         synchronized (connectLocks[node & (connectLocks.length - 1)]) {
             try {
-                long ring;
-                try {
-                    ring = engine.connect(node, connectTimeoutMs);
-                } catch (IbException e) {
-                    throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
-                }
-                Connection n = new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
-                        new FlowWindow(window, confirmations.unit()));
+                Connection n = open(node);
                 long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(connectTimeoutMs);
                 byte[] word = new byte[4];
                 for (int at = 0; at < stranded.length; ) {
