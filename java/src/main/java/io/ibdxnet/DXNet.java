@@ -267,13 +267,15 @@ public final class DXNet implements AutoCloseable {
     }
 
     private Batch batch = new Batch(); // coordinator thread only
+    /** Coordinator thread only: one importer for every received message (valid during importPayload). */
+    private final MessageImporter importer = new MessageImporter(null, 0, 0);
 
     /** The message creation coordinator: buffers → messages, in order per source. */
     private void coordinate() {
         // One hand-off per buffer, not per message: waking a handler thread
         // (unpark) was the top hotspot with small messages.
         StreamAssembler.Sink sink = (src, type, sub, flags, req, base, offset, length) ->
-                deliver(src, type, sub, flags, req, new MessageImporter(base, offset, length), batch);
+                deliver(src, type, sub, flags, req, importer.reset(base, offset, length), batch);
         while (running) {
             IncomingBuffer b;
             try {

@@ -13,9 +13,9 @@ import java.nio.charset.StandardCharsets;
  */
 public final class MessageImporter {
     private static final long BYTES = UNSAFE.arrayBaseOffset(byte[].class);
-    private final Object base;
-    private final long offset;
-    private final int end;
+    private Object base;
+    private long offset;
+    private int end;
     private int pos;
 
     MessageImporter(byte[] buf, int length) {
@@ -24,9 +24,16 @@ public final class MessageImporter {
 
     /** Over {@code length} bytes at {@code offset} in {@code base} (null: a native address). */
     MessageImporter(Object base, long offset, int length) {
+        reset(base, offset, length);
+    }
+
+    /** Reads another payload (the coordinator reuses one importer for every message). */
+    MessageImporter reset(Object base, long offset, int length) {
         this.base = base;
         this.offset = offset;
         this.end = length;
+        this.pos = 0;
+        return this;
     }
 
     private long at(int n) {

@@ -97,15 +97,13 @@ public final class StreamAssembler {
      * handed over where it is (no copy). False if it is not that case.
      */
     private boolean whole(long frame, int available, Sink sink) {
-        int total = Integer.reverseBytes(UNSAFE.getInt(frame));
-        if (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN) {
-            total = UNSAFE.getInt(frame);
-        }
-        int f = UNSAFE.getByte(frame + 10) & 0xFF;
+        // The header is copied either way (the general path reads it again, as bytes).
+        UNSAFE.copyMemory(null, frame, header, BYTES, Frame.HEADER);
+        int total = Frame.getInt(header, 0);
+        int f = header[10] & 0xFF;
         if ((f & (Frame.FIRST | Frame.LAST)) != (Frame.FIRST | Frame.LAST) || total < Frame.HEADER || total > available) {
             return false;
         }
-        UNSAFE.copyMemory(null, frame, header, BYTES, Frame.HEADER);
         if (Frame.getInt(header, 16) != total - Frame.HEADER) {
             throw new IllegalStateException("corrupt frame from node " + source + ": length " + total + " of " + Frame.getInt(header, 16));
         }

@@ -51,14 +51,15 @@ public final class LoopbackTransport implements Transport {
     /** Our side of the way to one other node. */
     private static final class Connection extends RingConnection {
         final LoopbackTransport peer;
-        final ByteBuffer ring;
+        /** Pump only: a view of the ring to copy from. */
+        final ByteBuffer view;
         /** Pump only: a buffer the receiver refused, offered again first. */
         IncomingBuffer refused;
 
         Connection(int node, LoopbackTransport peer, ByteBuffer ring, FlowWindow flow) {
             super(node, new OutgoingRingBuffer(DirectBufferPool.address(ring), ring.capacity()), flow);
             this.peer = peer;
-            this.ring = ring;
+            this.view = ring.duplicate();
         }
     }
 
@@ -164,24 +165,23 @@ public final class LoopbackTransport implements Transport {
     private final int[] counts = new int[2];
 
     private void run() {
-        boolean stalled = false;
+        // Nodes whose receiver could not take everything: looked at again after a pause.
+        java.util.List<Integer> stalled = new java.util.ArrayList<>();
         while (running) {
             int node = wim.next(counts);
             if (node >= 0) {
                 Connection c = connections.get(node);
                 if (c != null && !move(c)) {
-                    stalled = true;
+                    stalled.add(node);
                 }
                 continue;
             }
-            if (stalled) {
-                stalled = false;
-                for (int i = 0; i < NODES; i++) {
-                    if (connections.get(i) != null) {
-                        wim.pushData(i); // look again at every ring after a short pause
-                    }
-                }
+            if (!stalled.isEmpty()) {
                 LockSupport.parkNanos(20_000);
+                for (int n : stalled) {
+                    wim.pushData(n);
+                }
+                stalled.clear();
                 continue;
             }
             // Idle: yield for a moment (cheap to wake), then sleep (a sender unparks us).
@@ -220,7 +220,8 @@ public final class LoopbackTransport implements Transport {
             int n = (int) Math.min(ready, dst.capacity());
             int offset = c.orb.postOffset();
             int first = Math.min(n, ringSize - offset);
-            ByteBuffer src = c.ring.duplicate();
+            ByteBuffer src = c.view;
+            src.clear();
             src.limit(offset + first).position(offset);
             dst.clear();
             dst.put(src);
