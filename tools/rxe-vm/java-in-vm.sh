@@ -1,0 +1,17 @@
+#!/bin/bash
+# Runs `java ARGS...` inside the Soft-RoCE VM the way the host's Java tests
+# run (-Xcheck:jni); if the JVM dies, prints the crash report's thread,
+# stack and signal sections (the VM's files do not reach the host).
+#
+#   tools/rxe-vm/run-in-rxe-vm.sh tools/rxe-vm/java-in-vm.sh -cp ... Main
+set -u
+rm -f /tmp/hs_err_*.log
+java -Xcheck:jni -XX:ErrorFile=/tmp/hs_err_%p.log "$@"
+rc=$?
+for f in /tmp/hs_err_*.log; do
+	[ -f "$f" ] || continue
+	echo "== JVM crash report $f"
+	grep -B2 -A45 '^Current thread' "$f"
+	grep -A10 '^siginfo' "$f"
+done
+exit $rc
