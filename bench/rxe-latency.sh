@@ -22,7 +22,8 @@ typical=$(echo "$row" | awk '{print $5}')
 [ -n "$typical" ] || { echo "ib_send_lat produced no result" >&2; exit 1; }
 perf_rtt=$(awk -v t="$typical" 'BEGIN {printf "%.2f", 2 * t}')
 echo "{\"tool\":\"ib_send_lat\",\"device\":\"$dev\",\"size\":$size,\"rtt_p50_us\":$perf_rtt}"
-line=$(java -cp "$(cat "$root/build/bench-classpath.txt")" -Djava.library.path="$root/target/release" \
+# See tools/rxe-vm/java-in-vm.sh: no AVX in JIT code under TCG.
+line=$(java -XX:UseAVX=0 -cp "$(cat "$root/build/bench-classpath.txt")" -Djava.library.path="$root/target/release" \
 	io.ibdxnet.bench.Workload --transport ib --fabric verbs --pattern rtt --size "$size" --messages "$n" 2>&1 |
 	grep '^RESULT ') || { echo "the DXNet workload failed" >&2; exit 1; }
 echo "# $line"

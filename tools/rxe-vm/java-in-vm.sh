@@ -5,6 +5,10 @@
 #
 #   tools/rxe-vm/run-in-rxe-vm.sh tools/rxe-vm/java-in-vm.sh -cp ... Main
 set -u
+# TCG's `-cpu max` advertises AVX levels it does not emulate faithfully: JIT
+# code using them died with SIGILL/SIGSEGV in tiny compiled methods. Child
+# JVMs (the two-process test) inherit this through JAVA_TOOL_OPTIONS.
+export JAVA_TOOL_OPTIONS="-XX:UseAVX=0"
 rm -f /tmp/hs_err_*.log
 java -Xcheck:jni -XX:ErrorFile=/tmp/hs_err_%p.log "$@"
 rc=$?
