@@ -10,7 +10,9 @@ set -u
 # JVMs (the two-process test) inherit this through JAVA_TOOL_OPTIONS.
 export JAVA_TOOL_OPTIONS="-XX:UseAVX=0"
 rm -f /tmp/hs_err_*.log
-java -Xcheck:jni -XX:ErrorFile=/tmp/hs_err_%p.log "$@"
+# JAVA_EXTRA_OPTS: further JVM options for experiments (jit-stability.sh).
+# shellcheck disable=SC2086
+java -Xcheck:jni -XX:ErrorFile=/tmp/hs_err_%p.log ${JAVA_EXTRA_OPTS:-} "$@"
 rc=$?
 for f in /tmp/hs_err_*.log; do
 	[ -f "$f" ] || continue
