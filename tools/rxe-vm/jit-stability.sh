@@ -3,19 +3,20 @@
 # accelerator setting and counts how each run ended — the experiment behind
 # the choice of single-threaded TCG for JVMs (RELIABILITY.md, "VM crash").
 #
-#   tools/rxe-vm/jit-stability.sh [-n RUNS] [-a ACCEL] [-x JAVA_OPTS] [TEST_CLASS...]
+#   tools/rxe-vm/jit-stability.sh [-n RUNS] [-a ACCEL] [-x JAVA_OPTS] [-t TRANSPORT] [TEST_CLASS...]
 #     -n RUNS     repetitions (default 5)
 #     -a ACCEL    RXE_VM_ACCEL value (default "tcg,thread=single"; "tcg,thread=multi"
 #                 is qemu's default for two vCPUs)
 #     -x OPTS     extra JVM options (e.g. "-XX:TieredStopAtLevel=1")
+#     -t TRANSPORT  transport of TwoProcessTest (default ib; nio: no native code in the JVM)
 #     TEST_CLASS  JUnit classes (default io.ibdxnet.VerbsDXNetTest io.ibdxnet.nio.TwoProcessTest)
 # Needs `gradle testClasspathFile` and a release build. Prints one line per run
 # and a summary: passed / failed (test failure) / crashed (JVM crash report) / timeout.
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-runs=5 accel="tcg,thread=single" xopts=""
-while getopts n:a:x: o; do
-	case $o in n) runs=$OPTARG ;; a) accel=$OPTARG ;; x) xopts=$OPTARG ;; *) exit 2 ;; esac
+runs=5 accel="tcg,thread=single" xopts="" transport=ib
+while getopts n:a:x:t: o; do
+	case $o in n) runs=$OPTARG ;; a) accel=$OPTARG ;; x) xopts=$OPTARG ;; t) transport=$OPTARG ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
 classes=("$@")
@@ -31,7 +32,7 @@ for i in $(seq 1 "$runs"); do
 	# shellcheck disable=SC2086
 	RXE_VM_ACCEL="$accel" "$ROOT/tools/rxe-vm/run-in-rxe-vm.sh" -t 900 -e IBDXNET_REQUIRE_RDMA=1 \
 		-e "JAVA_EXTRA_OPTS=$xopts" "$ROOT/tools/rxe-vm/java-in-vm.sh" -cp "$cp" \
-		-Djava.library.path="$ROOT/target/release" -Dtest.twoProcessTransport=ib -Dtest.classpath="$cp" \
+		-Djava.library.path="$ROOT/target/release" -Dtest.twoProcessTransport=$transport -Dtest.classpath="$cp" \
 		org.junit.runner.JUnitCore "${classes[@]}" >"$log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
@@ -43,5 +44,5 @@ for i in $(seq 1 "$runs"); do
 	fi
 	echo "run $i/$runs: $what (${secs} s, $log)"
 done
-echo "jit-stability: accel=$accel opts='$xopts' classes=${classes[*]}: $runs runs, $passed passed, $failed failed, $crashed crashed, $timedout timed out"
+echo "jit-stability: accel=$accel opts='$xopts' transport=$transport classes=${classes[*]}: $runs runs, $passed passed, $failed failed, $crashed crashed, $timedout timed out"
 [ $((failed + crashed + timedout)) = 0 ]
