@@ -253,32 +253,74 @@ fn connection_limit_evicts_the_least_recently_used() {
 }
 
 #[test]
-fn graceful_close_waits_for_handles_then_forces_at_the_deadline() {
+fn orderly_close_without_an_answer_is_taken_down_at_the_deadline() {
     let (_net, nodes) = start(2, StreamOptions::default(), |c| c.connect_timeout = Duration::from_millis(1500));
     let e = &nodes[0].engine;
     let c = e.connect_timeout(NodeId(1), Duration::from_secs(30)).unwrap();
     let qpn = c.local_qpn();
+    // Node 1 goes silent: its `Done` never comes.
+    nodes[1].engine.manager().set_packet_loss(1);
     assert!(e.manager().close(NodeId(1), false));
     wait_until("removed from the table", || e.manager().connection_count() == 0);
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(c.state(), ibdxnet::con::ConState::Closing, "a handle is still out");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(c.state(), ibdxnet::con::ConState::Closing, "the peer has not said it is done");
     assert_eq!(e.manager().node_of_qpn(qpn), Some(NodeId(1)));
     wait_until("closed at the deadline", || c.state() == ibdxnet::con::ConState::Closed);
+    let stats = &e.manager().stats;
+    assert_eq!(stats.closes_timed_out.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(stats.closes_drained.load(std::sync::atomic::Ordering::Relaxed), 0);
 }
 
 #[test]
-fn graceful_close_finishes_once_handles_are_returned() {
+fn orderly_close_finishes_on_both_sides_once_both_are_done() {
     // A deadline far beyond the wait below: finishing proves the close did
-    // not wait for it.
+    // not wait for it. A handle kept out does not hold the close up either
+    // (it only keeps the ring's memory).
     let (_net, nodes) = start(2, StreamOptions::default(), |c| c.connect_timeout = Duration::from_secs(60));
     let e = &nodes[0].engine;
     let c = e.connect(NodeId(1)).unwrap();
     let qpn = c.local_qpn();
-    drop(c);
     let t0 = Instant::now();
     assert!(e.manager().close(NodeId(1), false));
     wait_until("closed", || e.manager().node_of_qpn(qpn).is_none());
+    assert_eq!(c.state(), ibdxnet::con::ConState::Closed);
+    let drained = |n: usize| nodes[n].engine.manager().stats.closes_drained.load(std::sync::atomic::Ordering::Relaxed);
+    wait_until("the peer's side closed too", || drained(1) == 1);
+    assert_eq!(
+        drained(0),
+        1,
+        "{:?} / {:?}",
+        nodes[0].engine.manager().stats_map(),
+        nodes[1].engine.manager().stats_map()
+    );
     assert!(t0.elapsed() < Duration::from_secs(30));
+    assert!(nodes[1].handler.events().contains(&NodeEvent::Closed(NodeId(0))));
+}
+
+#[test]
+fn orderly_close_keeps_the_queue_pair_up_until_data_in_flight_arrived() {
+    // Node 1's messages take 400 ms to arrive; node 0 closes while they are
+    // on the wire. A fixed linger shorter than that took the queue pair down
+    // under them (Lost at node 1); the two-phase close waits for node 1's Done.
+    const LIMIT: u64 = 64 << 10;
+    let opts = StreamOptions { verify: true, limit: Some(LIMIT), ..Default::default() };
+    let (_net, nodes) = start(2, opts, |_| {});
+    let c = nodes[1].engine.connect(NodeId(0)).unwrap();
+    nodes[1].engine.manager().queues().fabric.set_delay(Duration::from_millis(400));
+    nodes[1].handler.add_target(NodeId(0), c.ring().address(), c.ring().size());
+    wait_until("all posted", || nodes[1].handler.debug_state()[0].2 == LIMIT);
+    assert!(nodes[0].handler.received.load(std::sync::atomic::Ordering::Relaxed) < LIMIT, "delay too short");
+    assert!(nodes[0].engine.manager().close(NodeId(1), false));
+    wait_until("everything received", || nodes[0].handler.received.load(std::sync::atomic::Ordering::Relaxed) == LIMIT);
+    assert_eq!(nodes[0].handler.incoming()[&1].corrupt, 0);
+    let stats = |n: usize| &nodes[n].engine.manager().stats;
+    wait_until("both sides drained", || {
+        stats(0).closes_drained.load(std::sync::atomic::Ordering::Relaxed) == 1
+            && stats(1).closes_drained.load(std::sync::atomic::Ordering::Relaxed) == 1
+    });
+    let events = nodes[1].handler.events();
+    assert!(events.contains(&NodeEvent::Closed(NodeId(0))), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, NodeEvent::Lost(_) | NodeEvent::Disconnected(_))), "{events:?}");
 }
 
 /// A handler whose send-side up-call panics: the engine reports it and

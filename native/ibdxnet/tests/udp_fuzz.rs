@@ -68,10 +68,11 @@ fn hostile(rng: &mut Rng, i: u64, real_qpn: u32, real_instance: u32, out: &mut V
         mtu: 4096,
         sim_addr: rng.below(64),
     };
-    let body = match rng.below(4) {
+    let body = match rng.below(5) {
         0 => Body::Discover,
         1 => Body::DiscoverAck,
         2 => Body::Exchange { endpoint, peer_qpn: real_qpn, established: rng.below(2) == 1 },
+        3 => Body::Done { qpn: endpoint.qpn, peer_qpn: real_qpn },
         _ => Body::Close { qpn: real_qpn },
     };
     let forged = Packet { src: NodeId(1), dst: NodeId(0), instance: forged_instance, body };
@@ -102,9 +103,15 @@ fn hostile(rng: &mut Rng, i: u64, real_qpn: u32, real_instance: u32, out: &mut V
                 out[at] = rng.next() as u8;
             }
         }
-        // Closes from the pretend node, which has no connection: stale.
-        _ => Packet { src: FAKE, dst: NodeId(0), instance: rng.next() as u32, body: Body::Close { qpn: real_qpn } }
-            .encode(out),
+        // Closes (either phase) from the pretend node, which has no connection: stale.
+        _ => {
+            let body = if rng.below(2) == 0 {
+                Body::Close { qpn: real_qpn }
+            } else {
+                Body::Done { qpn: endpoint.qpn, peer_qpn: real_qpn }
+            };
+            Packet { src: FAKE, dst: NodeId(0), instance: rng.next() as u32, body }.encode(out)
+        }
     }
 }
 

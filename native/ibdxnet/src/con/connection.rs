@@ -19,7 +19,8 @@ pub enum ConState {
     Connected = 1,
     /// Both sides connected: data may flow.
     Established = 2,
-    /// Closing: no new data; waiting for handles to be returned.
+    /// Closing: nothing new is posted; waiting until both sides' work
+    /// requests are acknowledged (the two-phase close).
     Closing = 3,
     /// Closed: the queue pair is in the error state.
     Closed = 4,
@@ -83,6 +84,9 @@ pub struct Connection<F: Fabric> {
     created: Instant,
     /// Milliseconds since `created` of the last use (for LRU eviction).
     last_used_ms: AtomicU64,
+    /// Send work requests posted and not yet completed (kept by the send
+    /// thread; reserved before posting, see [`Connection::begin_posting`]).
+    inflight: AtomicU32,
 }
 
 impl<F: Fabric> Connection<F> {
@@ -96,6 +100,7 @@ impl<F: Fabric> Connection<F> {
             peer_instance: AtomicU32::new(0),
             created: Instant::now(),
             last_used_ms: AtomicU64::new(0),
+            inflight: AtomicU32::new(0),
         }
     }
 
@@ -120,7 +125,7 @@ impl<F: Fabric> Connection<F> {
         ConState::from_u8(self.state.load(Ordering::Acquire))
     }
     pub(crate) fn set_state(&self, s: ConState) {
-        self.state.store(s as u8, Ordering::Release);
+        self.state.store(s as u8, Ordering::SeqCst);
     }
     /// True if data may be posted.
     pub fn is_established(&self) -> bool {
@@ -145,6 +150,32 @@ impl<F: Fabric> Connection<F> {
         self.peer_instance.store(instance, Ordering::Release);
         self.set_state(ConState::Connected);
         Ok(())
+    }
+    /// Send thread: reserves `n` work requests before posting them; false
+    /// (nothing reserved) if the connection is no longer established —
+    /// unless `confirming` (a zero-length flush that only makes earlier work
+    /// requests complete, allowed while closing).
+    ///
+    /// Paired with the job thread's `set_state(Closing)` then [`Connection::inflight`]:
+    /// both sides use sequentially consistent operations, so either the job
+    /// thread sees the reservation or the send thread sees `Closing` — once
+    /// a closing connection reads 0 in flight, nothing more is posted on it.
+    pub(crate) fn begin_posting(&self, n: u32, confirming: bool) -> bool {
+        self.inflight.fetch_add(n, Ordering::SeqCst);
+        let state = ConState::from_u8(self.state.load(Ordering::SeqCst));
+        if state == ConState::Established || (confirming && state == ConState::Closing) {
+            return true;
+        }
+        self.inflight.fetch_sub(n, Ordering::SeqCst);
+        false
+    }
+    /// Send thread: `n` reserved work requests were not posted, or completed.
+    pub(crate) fn end_posting(&self, n: u32) {
+        self.inflight.fetch_sub(n, Ordering::SeqCst);
+    }
+    /// Send work requests posted (or about to be) and not yet completed.
+    pub fn inflight(&self) -> u32 {
+        self.inflight.load(Ordering::SeqCst)
     }
     /// Records a use (send or receive) for LRU eviction.
     pub fn touch(&self) {

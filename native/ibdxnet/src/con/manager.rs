@@ -26,10 +26,6 @@ use crate::msgrc::config::EngineConfig;
 use crate::sys::queue::IndexQueue;
 use crate::util::lock;
 
-/// A connection closed gracefully keeps its queue pair up at least this long,
-/// so what the peer posted before it learnt of the close still arrives.
-const CLOSE_LINGER: std::time::Duration = std::time::Duration::from_millis(100);
-
 /// Only connections idle this long in both directions are evicted at the
 /// limit: data published for a connection in use but not yet posted, or data
 /// the peer is sending, would go down with it.
@@ -129,6 +125,11 @@ pub struct ConStats {
     pub created: AtomicU64,
     /// Connections closed.
     pub closed: AtomicU64,
+    /// Orderly closes completed by both sides' `Done` (nothing left in flight).
+    pub closes_drained: AtomicU64,
+    /// Orderly closes the peer did not complete within the connect timeout
+    /// (taken down anyway; a loss shows as `Lost` or `Disconnected`).
+    pub closes_timed_out: AtomicU64,
     /// Jobs that did not fit the job queue.
     pub jobs_dropped: AtomicU64,
 }
@@ -176,13 +177,35 @@ impl<F: Fabric> std::fmt::Debug for ConManager<F> {
     }
 }
 
+/// A connection in the two-phase orderly close (see [`super::proto`]): its
+/// queue pair stays up until our work requests are all acknowledged and the
+/// peer says the same of its own.
+struct Closing<F: Fabric> {
+    conn: Arc<Connection<F>>,
+    /// Our `Done` went out: nothing of ours in flight, nothing more posted.
+    done_sent: bool,
+    /// The peer's `Done` arrived.
+    peer_done: bool,
+    /// When `Close` or `Done` was last sent (for retransmission).
+    last_sent: Instant,
+    /// When the queue pair goes down whatever the peer says.
+    deadline: Instant,
+}
+
+impl<F: Fabric> Closing<F> {
+    /// The close the peer's packet about its queue pair `peer_qpn` and our `local_qpn` is for.
+    fn is_for(&self, node: NodeId, instance: u32, peer_qpn: u32, local_qpn: u32) -> bool {
+        let c = &self.conn;
+        c.node() == node && c.peer_instance() == instance && c.peer_qpn() == peer_qpn && c.local_qpn() == local_qpn
+    }
+}
+
 /// State only the job thread touches.
 struct JobState<F: Fabric> {
     last_exchange: HashMap<NodeId, Instant>,
     pending_since: HashMap<NodeId, Instant>,
-    /// Graceful closes: the connection, when it may finish at the earliest
-    /// (the linger), and when it must (handles or not).
-    closing: Vec<(Arc<Connection<F>>, Instant, Instant)>,
+    /// Orderly closes in progress.
+    closing: Vec<Closing<F>>,
     /// None until the first discovery round (which runs at once).
     last_discovery: Option<Instant>,
     buf: Vec<u8>,
@@ -431,9 +454,11 @@ impl<F: Fabric> ConManager<F> {
         for node in all {
             self.close_now(node, true, false, &mut st);
         }
-        for (c, ..) in st.closing.drain(..) {
-            let _ = c.qp().set_error();
-            c.set_state(ConState::Closed);
+        for e in st.closing.drain(..) {
+            // The peer waits for our `Done`: tell it we are gone instead.
+            self.send(e.conn.node(), Body::Leave { qpn: e.conn.local_qpn() }, &mut st.buf);
+            let _ = e.conn.qp().set_error();
+            e.conn.set_state(ConState::Closed);
         }
         self.notify();
     }
@@ -514,21 +539,25 @@ impl<F: Fabric> ConManager<F> {
 
     /// Removes the connection from the table and closes it; `orderly`: a
     /// close on purpose (reported as `Closed`), not a failure (`Disconnected`).
+    /// Without `force` the close is two-phase (see [`Closing`]).
     fn close_now(&self, node: NodeId, force: bool, orderly: bool, st: &mut JobState<F>) {
         let Some(c) = self.table.write().unwrap_or_else(|p| p.into_inner()).remove(&node) else { return };
         st.last_exchange.remove(&node);
         st.pending_since.remove(&node);
         let was_established = c.state() == ConState::Established;
+        // From here the send thread posts nothing new on it (`begin_posting`).
         c.set_state(ConState::Closing);
         if c.peer_qpn() != 0 {
             let qpn = c.qp().qp_num();
             self.send(node, if orderly { Body::Close { qpn } } else { Body::Leave { qpn } }, &mut st.buf);
         }
-        if force {
+        if force || c.peer_qpn() == 0 {
+            // Forced, or never connected: nothing to wait for on the wire.
             self.finish_close(&c);
         } else {
             let now = Instant::now();
-            st.closing.push((c, now + CLOSE_LINGER, now + self.cfg.connect_timeout));
+            let deadline = now + self.cfg.connect_timeout;
+            st.closing.push(Closing { conn: c, done_sent: false, peer_done: false, last_sent: now, deadline });
         }
         self.stats.closed.fetch_add(1, Ordering::Relaxed);
         if was_established {
@@ -582,7 +611,9 @@ impl<F: Fabric> ConManager<F> {
         match p.body {
             Body::Discover => self.send(p.src, Body::DiscoverAck, &mut st.buf),
             Body::DiscoverAck => {}
+            Body::Done { qpn, peer_qpn } => self.handle_done(p.src, p.instance, qpn, peer_qpn, st),
             Body::Close { qpn } | Body::Leave { qpn } => {
+                let orderly = matches!(p.body, Body::Close { .. });
                 // Only the peer instance our queue pair is connected to can close it.
                 let current = self
                     .table
@@ -590,12 +621,22 @@ impl<F: Fabric> ConManager<F> {
                     .unwrap_or_else(|pp| pp.into_inner())
                     .get(&p.src)
                     .is_some_and(|c| c.peer_qpn() == qpn && c.peer_instance() == p.instance);
+                let closing = st.closing.iter().position(|e| {
+                    e.conn.node() == p.src && e.conn.peer_qpn() == qpn && e.conn.peer_instance() == p.instance
+                });
                 if current {
-                    // Close: the peer evicted it and keeps its queue pair up for a
-                    // linger, so ours closes gracefully: what our send thread
-                    // already posted still arrives. Leave: the peer is gone.
-                    let orderly = matches!(p.body, Body::Close { .. });
+                    // Close: the peer posts nothing more and keeps its queue pair
+                    // up until we say `Done`, so ours closes in two phases too:
+                    // what our send thread already posted still arrives.
+                    // Leave: the peer is gone.
                     self.close_now(p.src, !orderly, orderly, st);
+                } else if let Some(i) = closing {
+                    // Both sides closed at once (Close), or the peer went away
+                    // during our close (Leave: no `Done` will come).
+                    if !orderly {
+                        let e = st.closing.swap_remove(i);
+                        self.finish_close(&e.conn);
+                    }
                 } else {
                     self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
                     log::debug!("node {}: dropped close of qpn {qpn} from {} (no such connection)", self.me, p.src);
@@ -607,6 +648,69 @@ impl<F: Fabric> ConManager<F> {
         }
     }
 
+    /// The peer's `Done` for its queue pair `qpn` connected to our `local_qpn`.
+    fn handle_done(&self, node: NodeId, instance: u32, qpn: u32, local_qpn: u32, st: &mut JobState<F>) {
+        if let Some(e) = st.closing.iter_mut().find(|e| e.is_for(node, instance, qpn, local_qpn)) {
+            e.peer_done = true; // `periodic`, right after this packet, finishes it if ours is sent
+            return;
+        }
+        let current = self
+            .table
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&node)
+            .is_some_and(|c| c.peer_instance() == instance && c.peer_qpn() == qpn && c.local_qpn() == local_qpn);
+        if current {
+            // Its `Close` was lost: `Done` implies it.
+            self.close_now(node, false, true, st);
+            if let Some(e) = st.closing.last_mut() {
+                e.peer_done = true;
+            }
+        } else if self.node_of_qpn(local_qpn).is_none() {
+            // We finished this close already and our `Done` was lost: repeat it.
+            self.send(node, Body::Done { qpn: local_qpn, peer_qpn: qpn }, &mut st.buf);
+        } else {
+            self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Advances the orderly closes: our `Done` once nothing of ours is in
+    /// flight, retransmission while the peer has not answered, the queue
+    /// pair down once both are done (or at the deadline).
+    fn progress_closes(&self, now: Instant, st: &mut JobState<F>) {
+        let JobState { closing, buf, .. } = st;
+        closing.retain_mut(|e| {
+            let (node, qpn, peer_qpn) = (e.conn.node(), e.conn.local_qpn(), e.conn.peer_qpn());
+            if !e.done_sent && e.conn.inflight() == 0 {
+                e.done_sent = true;
+                e.last_sent = now;
+                self.send(node, Body::Done { qpn, peer_qpn }, buf);
+            } else if !e.peer_done && now - e.last_sent >= self.cfg.exchange_retry {
+                e.last_sent = now;
+                self.send(node, if e.done_sent { Body::Done { qpn, peer_qpn } } else { Body::Close { qpn } }, buf);
+            }
+            if e.done_sent && e.peer_done {
+                self.stats.closes_drained.fetch_add(1, Ordering::Relaxed);
+                self.finish_close(&e.conn);
+                return false;
+            }
+            if now >= e.deadline {
+                log::warn!(
+                    "node {}: orderly close of the connection to {node} unfinished after {:?} \
+                     ({} work requests of ours in flight, peer {}); taking it down",
+                    self.me,
+                    self.cfg.connect_timeout,
+                    e.conn.inflight(),
+                    if e.peer_done { "done" } else { "silent" }
+                );
+                self.stats.closes_timed_out.fetch_add(1, Ordering::Relaxed);
+                self.finish_close(&e.conn);
+                return false;
+            }
+            true
+        });
+    }
+
     fn handle_exchange(
         &self,
         node: NodeId,
@@ -616,7 +720,23 @@ impl<F: Fabric> ConManager<F> {
         peer_established: bool,
         st: &mut JobState<F>,
     ) {
+        // A restarted peer's old queue pairs are gone: their `Done` never comes.
+        st.closing.retain(|e| {
+            let old = e.conn.node() == node && e.conn.peer_instance() != instance;
+            if old {
+                self.finish_close(&e.conn);
+            }
+            !old
+        });
         let current = self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned();
+        if current.is_none() && peer_qpn != 0 {
+            // About a queue pair of ours that is closed or closing (e.g. the
+            // last answer of its set-up, overtaken by the close): building a
+            // new connection on it would connect to the peer's closing one.
+            // A peer that wants a new connection sends peer_qpn 0.
+            self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         if let Some(c) = &current {
             let restarted = c.peer_instance() != 0 && c.peer_instance() != instance;
             let other_qp = c.state() != ConState::Pending && c.peer_qpn() != remote.qpn;
@@ -707,17 +827,7 @@ impl<F: Fabric> ConManager<F> {
                 self.send_exchange(&c, st);
             }
         }
-        // Graceful closes whose handles are all back (or whose time is up).
-        let mut i = 0;
-        while i < st.closing.len() {
-            let (c, linger, deadline) = &st.closing[i];
-            if (Arc::strong_count(c) == 1 && now >= *linger) || now >= *deadline {
-                let (c, ..) = st.closing.swap_remove(i);
-                self.finish_close(&c);
-            } else {
-                i += 1;
-            }
-        }
+        self.progress_closes(now, st);
         // Discovery of nodes not heard from.
         if st.last_discovery.is_none_or(|t| now - t >= self.cfg.discovery_interval) {
             st.last_discovery = Some(now);
@@ -745,6 +855,8 @@ impl<F: Fabric> ConManager<F> {
             ("dropped_stale", l(&s.dropped_stale)),
             ("connections_created", l(&s.created)),
             ("connections_closed", l(&s.closed)),
+            ("closes_drained", l(&s.closes_drained)),
+            ("closes_timed_out", l(&s.closes_timed_out)),
             ("jobs_dropped", l(&s.jobs_dropped)),
         ]
     }

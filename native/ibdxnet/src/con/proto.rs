@@ -10,7 +10,13 @@
 //!  0 qpn u32   4 psn u32   8 lid u16   10 flags u16 (bit 0: sender is established)   12 mtu u32   16 gid [16]
 //! 32 sim address u64      40 peer qpn u32 (the receiver's QPN the sender is connected to, 0 = none)
 //! Close and Leave payload (4 bytes): qpn u32 of the closed queue pair
+//! Done payload (8 bytes): qpn u32 (the sender's), peer qpn u32 (the receiver's)
 //! ```
+//!
+//! An orderly close is two-phase: `Close` says "I post nothing more on this
+//! queue pair", `Done` says "and everything I posted on it has been
+//! acknowledged". A side takes its queue pair down once it sent its `Done`
+//! and received the peer's: nothing is left on the wire either way.
 
 use super::node::NodeId;
 use crate::fabric::{Gid, QpEndpoint};
@@ -18,7 +24,7 @@ use crate::fabric::{Gid, QpEndpoint};
 /// "IBDX".
 pub const MAGIC: u32 = 0x4942_4458;
 /// Protocol version.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Header bytes.
 pub const HEADER_LEN: usize = 20;
 /// Exchange payload bytes.
@@ -47,6 +53,14 @@ pub enum Body {
         /// The closed queue pair.
         qpn: u32,
     },
+    /// My closing queue pair `qpn`, connected to your `peer_qpn`, has nothing
+    /// in flight and posts nothing more (second phase of an orderly close).
+    Done {
+        /// The sender's closing queue pair.
+        qpn: u32,
+        /// The receiver's queue pair it is connected to.
+        peer_qpn: u32,
+    },
     /// My queue pair `qpn` for you is gone because I shut down or it failed:
     /// what was in flight may be lost.
     Leave {
@@ -63,6 +77,7 @@ impl Body {
             Body::Exchange { .. } => 3,
             Body::Close { .. } => 4,
             Body::Leave { .. } => 5,
+            Body::Done { .. } => 6,
         }
     }
 }
@@ -133,6 +148,7 @@ impl Packet {
         let len: u16 = match self.body {
             Body::Exchange { .. } => EXCHANGE_LEN as u16,
             Body::Close { .. } | Body::Leave { .. } => 4,
+            Body::Done { .. } => 8,
             _ => 0,
         };
         out.extend_from_slice(&len.to_be_bytes());
@@ -149,6 +165,10 @@ impl Packet {
                 out.extend_from_slice(&peer_qpn.to_be_bytes());
             }
             Body::Close { qpn } | Body::Leave { qpn } => out.extend_from_slice(&qpn.to_be_bytes()),
+            Body::Done { qpn, peer_qpn } => {
+                out.extend_from_slice(&qpn.to_be_bytes());
+                out.extend_from_slice(&peer_qpn.to_be_bytes());
+            }
             Body::Discover | Body::DiscoverAck => {}
         }
     }
@@ -177,6 +197,7 @@ impl Packet {
             1 | 2 => 0,
             3 => EXCHANGE_LEN,
             4 | 5 => 4,
+            6 => 8,
             k => return Err(ParseError::BadType(k)),
         };
         if usize::from(len) != expected {
@@ -204,6 +225,13 @@ impl Packet {
                 }
                 let endpoint = QpEndpoint { qpn, psn, lid, gid, mtu, sim_addr };
                 Body::Exchange { endpoint, peer_qpn, established: flags == 1 }
+            }
+            6 => {
+                let (qpn, peer_qpn) = (r.u32(), r.u32());
+                if qpn == 0 || peer_qpn == 0 || !valid_qpn(qpn) || !valid_qpn(peer_qpn) {
+                    return Err(ParseError::Malformed);
+                }
+                Body::Done { qpn, peer_qpn }
             }
             _ => {
                 let qpn = r.u32();
@@ -238,8 +266,14 @@ mod tests {
     #[test]
     fn every_packet_type_round_trips() {
         let mut buf = Vec::new();
-        for body in [Body::Discover, Body::DiscoverAck, exchange().body, Body::Close { qpn: 5 }, Body::Leave { qpn: 6 }]
-        {
+        for body in [
+            Body::Discover,
+            Body::DiscoverAck,
+            exchange().body,
+            Body::Close { qpn: 5 },
+            Body::Leave { qpn: 6 },
+            Body::Done { qpn: 7, peer_qpn: 8 },
+        ] {
             let p = Packet { body, ..exchange() };
             p.encode(&mut buf);
             assert_eq!(Packet::decode(&buf), Ok(p));

@@ -227,6 +227,11 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
         if self.planned.is_empty() {
             return 0;
         }
+        let planned = self.planned.len() as u32;
+        if !ns.conn.begin_posting(planned, false) {
+            // Closed since `node_state` looked: the data stays unposted.
+            return 0;
+        }
         // SAFETY: the SGEs lie in the connection's registered send ring, which
         // the NodeSend's Arc keeps alive until every WR has completed.
         let posted = match unsafe { ns.conn.qp().post_send(&self.batch) } {
@@ -240,6 +245,9 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
                 e.posted
             }
         };
+        if (posted as u32) < planned {
+            ns.conn.end_posting(planned - posted as u32);
+        }
         let mut bytes = 0u32;
         let mut fc_posted = 0u8;
         for f in &self.planned[..posted] {
@@ -264,16 +272,19 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
 
     /// Posts a signalled zero-length WR where unsignalled WRs would
     /// otherwise never be confirmed (after a partially accepted chain).
+    /// Closing connections get theirs too: their close waits for every
+    /// work request to complete.
     fn flush_pending(&mut self) -> usize {
         let mut work = 0;
         let me = self.me;
-        for (node, ns) in self.nodes.iter_mut().filter(|(_, n)| n.needs_flush && !n.failed) {
-            if ns.inflight.len() as u32 >= self.sq_size {
+        let all = self.nodes.values_mut().chain(self.draining.iter_mut());
+        for ns in all.filter(|n| n.needs_flush && !n.failed) {
+            if ns.inflight.len() as u32 >= self.sq_size || !ns.conn.begin_posting(1, true) {
                 continue;
             }
             let seq = ns.next_seq;
             self.batch.clear();
-            let wr_id = (u64::from(node.0) << SEQ_BITS) | (seq & SEQ_MASK);
+            let wr_id = (u64::from(ns.conn.node().0) << SEQ_BITS) | (seq & SEQ_MASK);
             self.batch.push(wr_id, &[], Some(imm::pack(me, 0)), SendFlags::SIGNALED);
             // SAFETY: no SGEs.
             if unsafe { ns.conn.qp().post_send(&self.batch) }.is_ok() {
@@ -283,6 +294,8 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
                 ns.needs_flush = false;
                 self.outstanding += 1;
                 work += 1;
+            } else {
+                ns.conn.end_posting(1);
             }
         }
         work
@@ -344,6 +357,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             ns.inflight.pop_front();
         }
         self.outstanding -= count;
+        ns.conn.end_posting(count as u32);
         if wc.status == WcStatus::Success {
             if reportable && !self.completed.add(node.0, wc.qp_num, bytes, fc) {
                 log::error!("node {me}: completion list full; confirmation for {node} lost");
