@@ -419,15 +419,25 @@ public class DXNetTest {
         long evicted = 0;
         long reported = 0;
         long resent = 0;
+        long drained = 0;
+        long timedOut = 0;
         for (DXNet node : n) {
             Map<String, Long> st = node.transportStats();
+            drained += st.getOrDefault("closes_drained", 0L);
+            timedOut += st.getOrDefault("closes_timed_out", 0L);
             evicted += st.getOrDefault(transport.equals("ib") ? "connections_closed" : "evictions", 0L);
             reported += st.getOrDefault("closes_with_unsent_data", 0L);
             resent += st.getOrDefault("bytes_resent_after_close", 0L);
         }
         System.err.println(transport + ": churn: " + evicted + " closes, " + received.get() + " of " + total
-                + " delivered, " + resent + " bytes resent after a close, " + reported + " losses reported");
+                + " delivered, " + resent + " bytes resent after a close, " + reported + " losses reported"
+                + (transport.equals("ib") ? ", " + drained + " two-phase closes completed, " + timedOut + " timed out" : ""));
         assertTrue("no connection was evicted", evicted > 0);
+        // Every peer is alive: each orderly close completes by both sides' Done.
+        assertEquals("orderly closes that timed out", 0, timedOut);
+        if (transport.equals("ib")) {
+            assertTrue("no two-phase close completed", drained > 0);
+        }
         assertEquals("lost (" + reported + " losses reported)", 0, lost);
     }
 
