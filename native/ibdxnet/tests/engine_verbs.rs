@@ -61,3 +61,30 @@ fn silent_peer_death_is_a_disconnect_and_spares_other_connections() {
     assert!(nodes[0].engine.is_running());
     nodes[0].handler.stop_sending();
 }
+
+#[test]
+fn orderly_close_is_two_phase_and_loses_nothing() {
+    // Closed by the receiver right after the sender posted everything: the
+    // work requests still on the wire arrive; both sides finish by each
+    // other's Done (not at the deadline).
+    const LIMIT: u64 = 512 << 10;
+    let opts = StreamOptions { verify: true, limit: Some(LIMIT), ..Default::default() };
+    let Some(nodes) = nodes("orderly_close_is_two_phase_and_loses_nothing", 2, opts) else { return };
+    let c = nodes[1].engine.connect(NodeId(0)).unwrap();
+    nodes[1].handler.add_target(NodeId(0), c.ring().address(), c.ring().size());
+    wait_until("all posted", || nodes[1].handler.debug_state()[0].2 == LIMIT);
+    assert!(nodes[0].engine.manager().close(NodeId(1), false));
+    wait_until("everything received", || nodes[0].handler.received.load(Ordering::Relaxed) == LIMIT);
+    assert_eq!(nodes[0].handler.incoming()[&1].corrupt, 0);
+    let stats = |n: usize| &nodes[n].engine.manager().stats;
+    wait_until("both sides drained", || {
+        stats(0).closes_drained.load(Ordering::Relaxed) == 1 && stats(1).closes_drained.load(Ordering::Relaxed) == 1
+    });
+    assert_eq!(
+        stats(0).closes_timed_out.load(Ordering::Relaxed) + stats(1).closes_timed_out.load(Ordering::Relaxed),
+        0
+    );
+    let events = nodes[1].handler.events();
+    assert!(events.contains(&NodeEvent::Closed(NodeId(0))), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, NodeEvent::Lost(_) | NodeEvent::Disconnected(_))), "{events:?}");
+}
