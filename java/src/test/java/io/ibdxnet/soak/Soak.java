@@ -22,12 +22,19 @@ import java.util.zip.CRC32;
  * every message is checked on arrival: per (sender node, sender thread,
  * receiver) 0 lost, 0 duplicated, 0 reordered, CRC32 intact.
  *
- * <p>Run: {@code Soak.run(transport, nodes, totalMessages, seed)} (tests), or
- * {@code java io.ibdxnet.soak.Soak --transport ib --messages 10000000}.
+ * <p>With {@code churn}, every node may hold 2 connections and its senders
+ * send to one node after another in {@value #SLOT_MS} ms time slots shared by
+ * all nodes, so the connections of earlier slots are idle and evicted all the
+ * time (on {@code ib}: two-phase closes, records stranded by a close resent
+ * on the next connection).
+ *
+ * <p>Run: {@code Soak.run(transport, nodes, totalMessages, seed, churn)} (tests), or
+ * {@code java io.ibdxnet.soak.Soak --transport ib --messages 10000000 [--churn --nodes 6]}.
  */
 public final class Soak {
     static final byte TYPE = 5;
     static final int THREADS = 2;
+    static final long SLOT_MS = 50;
 
     /** A checked message. */
     public static final class Numbered extends Message {
@@ -85,12 +92,19 @@ public final class Soak {
         public long corrupted;
         public long faults;
         public double seconds;
+        /** Churn: connections closed in order (evictions) and what the closes cost. */
+        public long closes;
+        public long closesTimedOut;
+        public long bytesResent;
+        public long lossesReported;
 
         @Override
         public String toString() {
             return String.format("soak: %d sent, %d verified in %.1f s (%.0f msg/s); lost %d, duplicated %d, reordered %d,"
                     + " corrupted %d; %d faults injected", sent, verified, seconds, verified / seconds, lost, duplicated,
-                    reordered, corrupted, faults);
+                    reordered, corrupted, faults)
+                    + (closes == 0 ? "" : String.format("; %d connection closes by eviction (%d timed out), %d bytes"
+                    + " resent after a close, %d losses reported", closes, closesTimedOut, bytesResent, lossesReported));
         }
     }
 
@@ -101,7 +115,17 @@ public final class Soak {
         long messages = 10_000_000;
         int nodes = 3;
         long seed = System.nanoTime();
-        for (int i = 0; i + 1 < args.length; i += 2) {
+        boolean churn = false;
+        for (int i = 0; i < args.length; i += 2) {
+            if (args[i].equals("--churn")) {
+                churn = true;
+                i--;
+                continue;
+            }
+            if (i + 1 >= args.length) {
+                System.err.println("soak: " + args[i] + " needs a value");
+                System.exit(2);
+            }
             switch (args[i]) {
                 case "--transport": transport = args[i + 1]; break;
                 case "--messages": messages = Long.parseLong(args[i + 1]); break;
@@ -112,12 +136,22 @@ public final class Soak {
                     System.exit(2);
             }
         }
-        Report r = run(transport, nodes, messages, seed);
-        System.out.println("transport " + transport + ", " + nodes + " nodes, seed " + seed + ": " + r);
+        Report r = run(transport, nodes, messages, seed, churn);
+        System.out.println("transport " + transport + ", " + nodes + " nodes, seed " + seed + (churn ? ", churn" : "")
+                + ": " + r);
         System.exit(r.lost + r.duplicated + r.reordered + r.corrupted == 0 && r.verified == r.sent ? 0 : 1);
     }
 
+    /** The churn time slot now: which node each node sends to. */
+    private static long slot(long t0) {
+        return (System.nanoTime() - t0) / (SLOT_MS * 1_000_000L);
+    }
+
     public static Report run(String transport, int nodeCount, long total, long seed) throws Exception {
+        return run(transport, nodeCount, total, seed, false);
+    }
+
+    public static Report run(String transport, int nodeCount, long total, long seed, boolean churn) throws Exception {
         Report report = new Report();
         // Expected next sequence number per (receiver, sender, thread); each receiver's
         // part is touched by its one handler thread only.
@@ -140,6 +174,9 @@ public final class Soak {
                 c.sendTimeoutMs = 120_000;
                 c.nioBufferSize = 4096;
                 c.nioBufferCount = 32;
+                if (churn) {
+                    c.maxConnections = 2;
+                }
                 c.nativeConfig.put("fabric", "sim");
                 c.nativeConfig.put("parking_yield_after_ms", "0");
                 c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
@@ -189,7 +226,9 @@ public final class Soak {
                         long[] seqTo = new long[nodeCount];
                         try {
                             for (long i = 0; i < perThread; i++) {
-                                int dest = (from.nodeId() + 1 + rnd.nextInt(nodeCount - 1)) % nodeCount;
+                                int dest = churn
+                                        ? (int) ((from.nodeId() + 1 + slot(t0) % (nodeCount - 1)) % nodeCount)
+                                        : (from.nodeId() + 1 + rnd.nextInt(nodeCount - 1)) % nodeCount;
                                 int size = rnd.nextInt(100) < 95 ? rnd.nextInt(128) : rnd.nextInt(64 << 10);
                                 byte[] data = new byte[size];
                                 rnd.nextBytes(data);
@@ -225,6 +264,13 @@ public final class Soak {
             }
             Thread.sleep(100); // duplicates would arrive now
             report.seconds = (System.nanoTime() - t0) / 1e9;
+            for (DXNet n : nodes) {
+                java.util.Map<String, Long> st = n.transportStats();
+                report.closes += st.getOrDefault(transport.equals("ib") ? "connections_closed" : "evictions", 0L);
+                report.closesTimedOut += st.getOrDefault("closes_timed_out", 0L);
+                report.bytesResent += st.getOrDefault("bytes_resent_after_close", 0L);
+                report.lossesReported += st.getOrDefault("closes_with_unsent_data", 0L);
+            }
         } finally {
             for (DXNet n : nodes) {
                 n.close();

@@ -1,19 +1,41 @@
 package io.ibdxnet.soak;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
 
 import org.junit.Test;
 
 /** The no-loss soak, short (the long one: ./ibdxnet bench soak). */
 public class SoakTest {
-    private static void soak(String transport) throws Exception {
-        Soak.Report r = Soak.run(transport, 3, 300_000, 42);
+    private static Soak.Report soak(String transport) throws Exception {
+        return check(transport, Soak.run(transport, 3, 300_000, 42));
+    }
+
+    private static Soak.Report check(String transport, Soak.Report r) {
         System.err.println(transport + ": " + r);
         assertEquals("verified", r.sent, r.verified);
         assertEquals("lost", 0, r.lost);
         assertEquals("duplicated", 0, r.duplicated);
         assertEquals("reordered", 0, r.reordered);
         assertEquals("corrupted", 0, r.corrupted);
+        return r;
+    }
+
+    /** 6 nodes with room for 2 connections each, bursts to one node after another: constant eviction. */
+    private static void churn(String transport) throws Exception {
+        Soak.Report r = check(transport, Soak.run(transport, 6, 60_000, 43, true));
+        assertTrue("no connection was evicted", r.closes > 0);
+        assertEquals("orderly closes that timed out", 0, r.closesTimedOut);
+    }
+
+    @Test
+    public void noLossUnderConnectionChurnOverIbOnSim() throws Exception {
+        churn("ib");
+    }
+
+    @Test
+    public void noLossUnderConnectionChurnOverNio() throws Exception {
+        churn("nio");
     }
 
     @Test
