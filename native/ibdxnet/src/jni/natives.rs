@@ -30,10 +30,14 @@ struct Native<F: Fabric> {
 }
 
 /// Java's handles, per connection (not per node: a node's old connection
-/// stays alive until Java releases it, while a new one is already in use).
+/// stays alive until Java releases it, while a new one is already in use),
+/// counted: each `connect` that returned a connection is one handle, each
+/// `releaseConnection` returns one — two Java objects wrapping the same
+/// connection each keep its ring alive until they are released.
 struct Handles<F: Fabric> {
-    /// By local QPN (the connection id Java knows).
-    by_qpn: HashMap<u32, Arc<Connection<F>>>,
+    /// By local QPN (the connection id Java knows): the connection and how
+    /// many handles Java holds on it.
+    by_qpn: HashMap<u32, (Arc<Connection<F>>, u32)>,
     /// The connection `connect` last returned per node.
     latest: HashMap<u16, u32>,
 }
@@ -43,10 +47,20 @@ impl<F: Fabric> Handles<F> {
         Handles { by_qpn: HashMap::new(), latest: HashMap::new() }
     }
 
+    fn acquire(&mut self, c: Arc<Connection<F>>) {
+        let qpn = c.local_qpn();
+        self.latest.insert(c.node().0, qpn);
+        self.by_qpn.entry(qpn).or_insert((c, 0)).1 += 1;
+    }
+
     fn release(&mut self, qpn: u32) {
-        if let Some(c) = self.by_qpn.remove(&qpn) {
-            if self.latest.get(&c.node().0) == Some(&qpn) {
-                self.latest.remove(&c.node().0);
+        let Some((c, count)) = self.by_qpn.get_mut(&qpn) else { return };
+        *count -= 1;
+        if *count == 0 {
+            let node = c.node().0;
+            self.by_qpn.remove(&qpn);
+            if self.latest.get(&node) == Some(&qpn) {
+                self.latest.remove(&node);
             }
         }
     }
@@ -209,10 +223,7 @@ extern "system" fn connect<'l>(
         with_native!(engine(handle)?, |n| {
             let c = n.engine.connect_timeout(id, timeout).map_err(|e| Throw::ib(e.to_string()))?;
             let addr = c.ring().address() as jlong;
-            let qpn = c.local_qpn();
-            let mut h = lock(&n.conns);
-            h.latest.insert(id.0, qpn);
-            h.by_qpn.insert(qpn, c);
+            lock(&n.conns).acquire(c);
             Ok(addr)
         })
     })
@@ -245,7 +256,19 @@ extern "system" fn close_connection<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, han
     })
 }
 
-/// Drops Java's handle on connection `qpn` (after its close event, once no
+/// True while connection `qpn` (one Java holds) is established; false once it
+/// is closing, closed or failed — Java re-checks its connections with this
+/// after a close event, which names only the node.
+extern "system" fn connection_open<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, qpn: jint) -> jboolean {
+    guarded(&mut env, 0, |_| {
+        let open = with_native!(engine(handle)?, |n| {
+            lock(&n.conns).by_qpn.get(&(qpn as u32)).is_some_and(|(c, _)| c.is_established())
+        });
+        Ok(jboolean::from(open))
+    })
+}
+
+/// Drops one of Java's handles on connection `qpn` (after its close event, once no
 /// Java thread touches its ring any more); closes nothing.
 extern "system" fn release_connection<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, qpn: jint) {
     guarded(&mut env, (), |_| {
@@ -300,6 +323,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("localQpn", "(JI)I", local_qpn as *mut c_void),
         m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
         m("releaseConnection", "(JI)V", release_connection as *mut c_void),
+        m("connectionOpen", "(JI)Z", connection_open as *mut c_void),
         m("returnBuffer", "(JI)I", return_buffer as *mut c_void),
         m("stats", "(J)Ljava/lang/String;", stats as *mut c_void),
     ];

@@ -63,6 +63,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private static final class Connection extends RingConnection {
         /** The native connection whose ring {@link #orb} covers. */
         final int connectionId;
+        /** Set once, when the connection is closed and handed to the send thread to settle. */
+        final java.util.concurrent.atomic.AtomicBoolean retiring = new java.util.concurrent.atomic.AtomicBoolean();
 
         Connection(int node, OutgoingRingBuffer orb, int connectionId, FlowWindow flow) {
             super(node, orb, flow);
@@ -128,6 +130,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             if (c == null) {
                 c = open(node);
                 connections.set(node, c);
+                retireIfClosed(c); // its close event may have come before it was ours to retire
             }
             return c;
         }
@@ -260,25 +263,50 @@ public final class IbTransport implements Transport, EngineCallbacks {
             return;
         }
         boolean failed = kind == EVENT_DISCONNECTED;
-        // An orderly close leaves the connection in place (closed) until the send
-        // thread has settled what it posted from it: senders wait for its successor.
-        Connection c = failed ? connections.getAndSet(nodeId, null) : connections.get(nodeId);
-        if (c != null) {
-            c.orderly = !failed;
-            c.orb.close();
-            // Writers bail out of reserve on close; wait for those mid-copy
-            // before the native ring can be released.
-            while (c.writers.get() > 0) {
-                Thread.onSpinWait();
-            }
-            if (!closing) {
-                retired.add(c); // the send thread settles it and releases our handle on the native ring
-            } else if (!failed) {
+        // The event names the node, not the connection: ours is retired only if it
+        // is the one that closed (a newer one may be in use, or ours may have been
+        // retired by an earlier close already). Shutting down, the engine must not
+        // be called back: everything goes.
+        Connection c = connections.get(nodeId);
+        if (c != null && (closing || !engine.connectionOpen(c.connectionId))) {
+            if (failed) {
                 connections.compareAndSet(nodeId, c, null);
             }
+            retire(c, failed);
         }
         if (failed) {
             listener.onDisconnected(nodeId);
+        }
+    }
+
+    /** {@code c} if its native connection closed: see {@link #retire}. */
+    private void retireIfClosed(Connection c) {
+        if (!engine.connectionOpen(c.connectionId)) {
+            retire(c, false);
+        }
+    }
+
+    /**
+     * Closes {@code c} for writers and hands it to the send thread, which
+     * settles it and releases our handle on its native ring — once per
+     * connection (settling twice read a released ring). An orderly close
+     * leaves it in place (closed) until then: senders wait for its successor.
+     */
+    private void retire(Connection c, boolean failed) {
+        if (!c.retiring.compareAndSet(false, true)) {
+            return;
+        }
+        c.orderly = !failed;
+        c.orb.close();
+        // Writers bail out of reserve on close; wait for those mid-copy
+        // before the native ring can be released.
+        while (c.writers.get() > 0) {
+            Thread.onSpinWait();
+        }
+        if (!closing) {
+            retired.add(c);
+        } else if (!failed) {
+            connections.compareAndSet(c.node, c, null);
         }
     }
 
@@ -305,8 +333,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private void resend(Connection old, byte[] stranded) {
         int node = old.node;
         synchronized (connectLocks[node & (connectLocks.length - 1)]) {
+            Connection n = null;
             try {
-                Connection n = open(node);
+                n = open(node);
                 long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(connectTimeoutMs);
                 byte[] word = new byte[4];
                 for (int at = 0; at < stranded.length; ) {
@@ -315,10 +344,20 @@ public final class IbTransport implements Transport, EngineCallbacks {
                     n.write(word, stranded, at + 4, len - 4, deadline, false);
                     at += OutgoingRingBuffer.aligned(len);
                 }
-                resent.addAndGet(stranded.length);
-                connections.compareAndSet(node, old, n);
-                wim.pushData(node);
+                if (connections.compareAndSet(node, old, n) || connections.compareAndSet(node, null, n)) {
+                    resent.addAndGet(stranded.length);
+                    wim.pushData(node);
+                    retireIfClosed(n); // closed while we wrote: settled (and resent) in turn
+                } else {
+                    // A newer connection took the node's place (after a failure): these
+                    // records cannot go before what it holds.
+                    retire(n, true);
+                    throw new NetworkException("the node's connection was replaced while resending");
+                }
             } catch (NetworkException e) {
+                if (n != null) {
+                    retire(n, true); // its handle goes back
+                }
                 connections.compareAndSet(node, old, null);
                 lostOnClose.incrementAndGet();
                 LOG.warning(stranded.length + " bytes to node " + node + " stranded by an orderly close could not be resent: "

@@ -39,6 +39,9 @@ final class IbdxnetNative {
 
     static native void closeConnection(long handle, int nodeId, boolean force);
 
+    /** True while connection {@code connectionId} (one we hold) is established. */
+    static native boolean connectionOpen(long handle, int connectionId);
+
     /** Drops Java's handle on connection {@code connectionId}; closes nothing. */
     static native void releaseConnection(long handle, int connectionId);
 

@@ -85,7 +85,15 @@ public final class NativeEngine implements AutoCloseable {
     }
 
     /**
-     * Drops Java's handle on connection {@code connectionId} (after its close
+     * True while connection {@code connectionId} (one {@link #connect} returned
+     * and not yet released) is established; false once it closed or failed.
+     */
+    public boolean connectionOpen(int connectionId) {
+        return IbdxnetNative.connectionOpen(handle(), connectionId);
+    }
+
+    /**
+     * Drops one of Java's handles on connection {@code connectionId} (after its close
      * event, once no Java thread touches its ring): the ring may be freed.
      */
     public void releaseConnection(int connectionId) {
