@@ -12,7 +12,7 @@
 //! established. A peer announcing
 //! a new instance id (restart) or a new queue pair replaces the stale one.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -30,6 +30,10 @@ use crate::util::lock;
 /// limit: data published for a connection in use but not yet posted, or data
 /// the peer is sending, would go down with it.
 const EVICT_IDLE: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// How many finished connections are remembered to answer a peer's late
+/// `Close` (see [`ConManager::finished`]).
+const FINISHED_MEMORY: usize = 4096;
 
 /// What the manager tells its user about nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +173,11 @@ pub struct ConManager<F: Fabric> {
     /// Per node: when data last arrived from it (ms since `epoch`). A
     /// connection busy receiving is in use although we send nothing on it.
     last_received_ms: Box<[AtomicU64]>,
+    /// Recently finished connections (node, peer instance, peer QPN, our
+    /// QPN): a peer still in its two-phase close (ours was forced, or our
+    /// `Done` got lost) is answered with `Done` instead of waiting for its
+    /// deadline.
+    finished: Mutex<VecDeque<(NodeId, u32, u32, u32)>>,
 }
 
 impl<F: Fabric> std::fmt::Debug for ConManager<F> {
@@ -247,6 +256,7 @@ impl<F: Fabric> ConManager<F> {
             stats: ConStats::default(),
             epoch: Instant::now(),
             last_received_ms: (0..=u16::MAX).map(|_| AtomicU64::new(0)).collect(),
+            finished: Mutex::new(VecDeque::new()),
             cfg,
         })
     }
@@ -550,6 +560,10 @@ impl<F: Fabric> ConManager<F> {
         if c.peer_qpn() != 0 {
             let qpn = c.qp().qp_num();
             self.send(node, if orderly { Body::Close { qpn } } else { Body::Leave { qpn } }, &mut st.buf);
+            if orderly && force {
+                // Our queue pair goes down now: the peer need not wait for anything of ours.
+                self.send(node, Body::Done { qpn, peer_qpn: c.peer_qpn() }, &mut st.buf);
+            }
         }
         if force || c.peer_qpn() == 0 {
             // Forced, or never connected: nothing to wait for on the wire.
@@ -577,6 +591,19 @@ impl<F: Fabric> ConManager<F> {
         }
         c.set_state(ConState::Closed);
         self.by_qpn.write().unwrap_or_else(|p| p.into_inner()).remove(&c.qp().qp_num());
+        if c.peer_qpn() != 0 {
+            let mut f = lock(&self.finished);
+            if f.len() == FINISHED_MEMORY {
+                f.pop_front();
+            }
+            f.push_back((c.node(), c.peer_instance(), c.peer_qpn(), c.local_qpn()));
+        }
+    }
+
+    /// Our queue pair that was connected to `node`'s `peer_qpn`, if it finished recently.
+    fn finished_peer_of(&self, node: NodeId, instance: u32, peer_qpn: u32) -> Option<u32> {
+        let f = lock(&self.finished);
+        f.iter().rev().find(|e| e.0 == node && e.1 == instance && e.2 == peer_qpn).map(|e| e.3)
     }
 
     fn handle_datagram(&self, data: &[u8], from: SocketAddr, st: &mut JobState<F>) {
@@ -637,6 +664,10 @@ impl<F: Fabric> ConManager<F> {
                         let e = st.closing.swap_remove(i);
                         self.finish_close(&e.conn);
                     }
+                } else if let Some(local) = self.finished_peer_of(p.src, p.instance, qpn).filter(|_| orderly) {
+                    // Ours is gone already (forced, or finished and our `Done` was
+                    // lost): the peer waits for our `Done`.
+                    self.send(p.src, Body::Done { qpn: local, peer_qpn: qpn }, &mut st.buf);
                 } else {
                     self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
                     log::debug!("node {}: dropped close of qpn {qpn} from {} (no such connection)", self.me, p.src);
