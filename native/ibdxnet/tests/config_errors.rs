@@ -27,8 +27,18 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Threads that could be ours: unnamed ones (they inherit the name of the
+/// process or of this test's thread) and engine threads. The harness's
+/// threads for other tests, named after them and started whenever it likes,
+/// do not count.
 fn thread_count() -> usize {
-    std::fs::read_dir("/proc/self/task").expect("/proc/self/task").count()
+    let process = std::fs::read_to_string("/proc/self/comm").expect("/proc/self/comm");
+    let this_test = std::fs::read_to_string("/proc/thread-self/comm").expect("/proc/thread-self/comm");
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| *name == process || *name == this_test || name.starts_with("ibdxnet-"))
+        .count()
 }
 
 /// Threads of engines (named `ibdxnet-{job,send,recv}-<node>`).
