@@ -139,6 +139,10 @@ impl<F: Fabric> Connection<F> {
     pub fn peer_instance(&self) -> u32 {
         self.peer_instance.load(Ordering::Acquire)
     }
+    /// True if this connection is connected to queue pair `qpn` of peer instance `instance`.
+    pub fn is_peer(&self, instance: u32, qpn: u32) -> bool {
+        self.peer_instance() == instance && self.peer_qpn() == qpn
+    }
     /// This side's endpoint.
     pub fn endpoint(&self) -> QpEndpoint {
         self.qp.endpoint()

@@ -204,8 +204,7 @@ struct Closing<F: Fabric> {
 impl<F: Fabric> Closing<F> {
     /// The close the peer's packet about its queue pair `peer_qpn` and our `local_qpn` is for.
     fn is_for(&self, node: NodeId, instance: u32, peer_qpn: u32, local_qpn: u32) -> bool {
-        let c = &self.conn;
-        c.node() == node && c.peer_instance() == instance && c.peer_qpn() == peer_qpn && c.local_qpn() == local_qpn
+        self.conn.node() == node && self.conn.is_peer(instance, peer_qpn) && self.conn.local_qpn() == local_qpn
     }
 }
 
@@ -647,10 +646,8 @@ impl<F: Fabric> ConManager<F> {
                     .read()
                     .unwrap_or_else(|pp| pp.into_inner())
                     .get(&p.src)
-                    .is_some_and(|c| c.peer_qpn() == qpn && c.peer_instance() == p.instance);
-                let closing = st.closing.iter().position(|e| {
-                    e.conn.node() == p.src && e.conn.peer_qpn() == qpn && e.conn.peer_instance() == p.instance
-                });
+                    .is_some_and(|c| c.is_peer(p.instance, qpn));
+                let closing = st.closing.iter().position(|e| e.conn.node() == p.src && e.conn.is_peer(p.instance, qpn));
                 if current {
                     // Close: the peer posts nothing more and keeps its queue pair
                     // up until we say `Done`, so ours closes in two phases too:
@@ -690,7 +687,7 @@ impl<F: Fabric> ConManager<F> {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&node)
-            .is_some_and(|c| c.peer_instance() == instance && c.peer_qpn() == qpn && c.local_qpn() == local_qpn);
+            .is_some_and(|c| c.is_peer(instance, qpn) && c.local_qpn() == local_qpn);
         if current {
             // Its `Close` was lost: `Done` implies it.
             self.close_now(node, false, true, st);

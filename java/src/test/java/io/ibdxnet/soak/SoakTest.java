@@ -21,7 +21,7 @@ public class SoakTest {
         return r;
     }
 
-    /** 6 nodes with room for 2 connections each, bursts to one node after another: constant eviction. */
+    /** 6 nodes with room for 2 connections each, destinations switched in shared time slots: constant eviction. */
     private static void churn(String transport) throws Exception {
         Soak.Report r = check(transport, Soak.run(transport, 6, 60_000, 43, true));
         assertTrue("no connection was evicted", r.closes > 0);
