@@ -29,6 +29,7 @@ conformance!(
     sizes_beyond_device_limits_are_refused,
     unknown_device_and_bad_port_are_refused,
     post_on_unconnected_qp_is_refused,
+    error_state_is_unreachable_from_reset,
     concurrent_senders_share_srq_and_cqs,
 );
 
@@ -377,6 +378,18 @@ fn post_on_unconnected_qp_is_refused<F: TestFabric>(test: &str) {
     let e = n.post_sends(&[(1, &[(0, 8)], None, S)]).unwrap_err();
     assert_eq!(e.posted, 0);
     assert!(poll_for(&n.send_cq, Duration::from_millis(10)).is_empty());
+}
+
+/// RESET → ERR is not a verbs transition (rxe answers EINVAL): a queue pair
+/// that never connected is simply destroyed.
+fn error_state_is_unreachable_from_reset<F: TestFabric>(test: &str) {
+    let Some((f, _)) = F::open_two(test) else { return };
+    let n = Node::new(f, NodeSpec::default());
+    match n.qp.set_error() {
+        Err(FabricError::Verbs { errno, .. }) => assert_eq!(errno, libc::EINVAL),
+        other => panic!("RESET -> ERR: {other:?}"),
+    }
+    assert_eq!(n.qp.state(), QpState::Reset);
 }
 
 fn concurrent_senders_share_srq_and_cqs<F: TestFabric>(test: &str) {

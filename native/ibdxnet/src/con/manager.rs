@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use super::connection::{ConState, Connection, SendRing};
 use super::node::{NodeId, NodeTable};
 use super::proto::{Body, Packet, MAX_PACKET};
-use crate::fabric::{Fabric, FabricError, QpCaps, QueuePair};
+use crate::fabric::{Fabric, FabricError, QpCaps, QpState, QueuePair};
 use crate::msgrc::config::EngineConfig;
 use crate::sys::queue::IndexQueue;
 use crate::util::lock;
@@ -585,7 +585,10 @@ impl<F: Fabric> ConManager<F> {
     }
 
     fn finish_close(&self, c: &Arc<Connection<F>>) {
-        if let Err(e) = c.qp().set_error() {
+        // A queue pair still in RESET (the peer never answered) has nothing
+        // posted and cannot go to ERROR; it is just destroyed.
+        let result = if c.qp().state() == QpState::Reset { Ok(()) } else { c.qp().set_error() };
+        if let Err(e) = result {
             log::warn!("node {}: moving the queue pair to {} to ERROR failed: {e}", self.me, c.node());
         }
         c.set_state(ConState::Closed);

@@ -465,6 +465,11 @@ impl QueuePair for SimQp {
     }
 
     fn set_error(&self) -> Result<(), FabricError> {
+        // As on hardware and rxe: ERROR is reachable from every state but
+        // RESET (the verbs state table has no RESET → ERR transition).
+        if self.0.state.load(Ordering::Acquire) == ST_RESET {
+            return Err(FabricError::Verbs { call: "ibv_modify_qp(ERR)", errno: libc::EINVAL });
+        }
         self.0.state.store(ST_ERROR, Ordering::Release);
         self.0.pump();
         Ok(())
