@@ -375,6 +375,29 @@ public final class DXNet implements AutoCloseable {
         return dropped.get();
     }
 
+    /**
+     * What this node holds for a slow consumer: received buffers waiting for
+     * the message creation coordinator (bounded by {@code ibqMaxBuffers})…
+     */
+    public int incomingBuffersQueued() {
+        return ibq.size();
+    }
+
+    /** …their bytes (bounded by {@code ibqMaxBytes}, or one buffer when it alone is larger)… */
+    public long incomingBytesQueued() {
+        return ibq.bytes();
+    }
+
+    /** …and message batches waiting for a handler thread (bounded by {@code handlerQueueSize}). */
+    public int handlerBatchesQueued() {
+        return handlers.getQueue().size();
+    }
+
+    /** The largest frame the transport carries; larger messages are sent in frames of this size. */
+    public int maxFrameSize() {
+        return transport.maxFrameSize();
+    }
+
     /** The device the transport runs on (e.g. {@code rxe0}, {@code sim2}). */
     public String fabricName() {
         return transport.name();

@@ -117,6 +117,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         Map<String, Long> m = new java.util.LinkedHashMap<>(engine.stats());
         m.put("closes_with_unsent_data", lostOnClose.get());
         m.put("bytes_resent_after_close", resent.get());
+        m.put("unconfirmed_bytes", RingConnection.unconfirmed(connections));
         return m;
     }
 

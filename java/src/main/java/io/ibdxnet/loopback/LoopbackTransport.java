@@ -115,6 +115,7 @@ public final class LoopbackTransport implements Transport {
         }
         m.put("connections", open);
         m.put("bytes_sent", bytesSent.get());
+        m.put("unconfirmed_bytes", RingConnection.unconfirmed(connections));
         return m;
     }
 

@@ -179,6 +179,7 @@ public final class NioTransport implements Transport {
         m.put("failures", failures.get());
         m.put("evictions", evictions.get());
         m.put("keep_alives", keepAlives.get());
+        m.put("unconfirmed_bytes", RingConnection.unconfirmed(outgoing));
         return m;
     }
 

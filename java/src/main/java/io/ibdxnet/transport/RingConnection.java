@@ -25,6 +25,18 @@ public class RingConnection {
         this.flow = flow;
     }
 
+    /** Bytes sent and not yet confirmed over a transport's connection table (a gauge, not a hot path). */
+    public static long unconfirmed(java.util.concurrent.atomic.AtomicReferenceArray<? extends RingConnection> table) {
+        long sum = 0;
+        for (int i = 0; i < table.length(); i++) {
+            RingConnection c = table.get(i);
+            if (c != null) {
+                sum += Math.max(0, c.flow.unconfirmed());
+            }
+        }
+        return sum;
+    }
+
     /** The frame size check every transport makes before sending. */
     public static void checkFrame(byte[] header, int length, int maxFrame) {
         int total = header.length + length;

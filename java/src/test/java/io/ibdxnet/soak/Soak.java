@@ -142,6 +142,30 @@ public final class Soak {
         System.exit(r.lost + r.duplicated + r.reordered + r.corrupted == 0 && r.verified == r.sent ? 0 : 1);
     }
 
+    /**
+     * A soak node: small queues, window and buffers so backpressure engages
+     * all the time, one handler thread so arrival order is delivery order.
+     */
+    static DXNetConfig nodeConfig(int id, String transport) {
+        DXNetConfig c = new DXNetConfig(id);
+        c.transport = transport;
+        c.listen = "127.0.0.1:0";
+        c.handlerThreads = 1;
+        c.handlerQueueSize = 8;
+        c.ibqMaxBuffers = 16;
+        c.flowControlWindow = 256 << 10;
+        c.sendTimeoutMs = 120_000;
+        c.nioBufferSize = 4096;
+        c.nioBufferCount = 32;
+        c.nativeConfig.put("fabric", "sim");
+        c.nativeConfig.put("parking_yield_after_ms", "0");
+        c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
+        c.nativeConfig.put("recv_buffer_size", "4096");
+        c.nativeConfig.put("srq_size", "64");
+        c.nativeConfig.put("recv_buffer_count", "512");
+        return c;
+    }
+
     /** The churn time slot now: which node each node sends to. */
     private static long slot(long t0) {
         return (System.nanoTime() - t0) / (SLOT_MS * 1_000_000L);
@@ -153,53 +177,22 @@ public final class Soak {
 
     public static Report run(String transport, int nodeCount, long total, long seed, boolean churn) throws Exception {
         Report report = new Report();
-        // Expected next sequence number per (receiver, sender, thread); each receiver's
-        // part is touched by its one handler thread only.
-        long[][][] expected = new long[nodeCount][nodeCount][THREADS];
-        AtomicLong verified = new AtomicLong();
+        SequenceChecker checker = new SequenceChecker(nodeCount, THREADS);
+        AtomicLong verified = checker.verified;
         AtomicLong faults = new AtomicLong();
-        AtomicLong duplicated = new AtomicLong();
-        AtomicLong reordered = new AtomicLong();
-        AtomicLong corrupted = new AtomicLong();
         List<DXNet> nodes = new ArrayList<>();
         try {
             for (int id = 0; id < nodeCount; id++) {
-                DXNetConfig c = new DXNetConfig(id);
-                c.transport = transport;
-                c.listen = "127.0.0.1:0";
-                c.handlerThreads = 1; // arrival order is delivery order: checked
-                c.handlerQueueSize = 8; // backpressure engages all the time
-                c.ibqMaxBuffers = 16;
-                c.flowControlWindow = 256 << 10;
-                c.sendTimeoutMs = 120_000;
-                c.nioBufferSize = 4096;
-                c.nioBufferCount = 32;
+                DXNetConfig c = nodeConfig(id, transport);
                 if (churn) {
                     c.maxConnections = 2;
                 }
-                c.nativeConfig.put("fabric", "sim");
-                c.nativeConfig.put("parking_yield_after_ms", "0");
-                c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
-                c.nativeConfig.put("recv_buffer_size", "4096");
-                c.nativeConfig.put("srq_size", "64");
-                c.nativeConfig.put("recv_buffer_count", "512");
                 DXNet n = DXNet.start(c);
                 n.registerMessageType(TYPE, (byte) 1, Numbered.class);
                 SplittableRandom stalls = new SplittableRandom(seed ^ id);
                 final int self = id;
                 n.register(TYPE, (byte) 1, m -> {
-                    Numbered x = (Numbered) m;
-                    long[] exp = expected[self][x.sender];
-                    if (x.seq < exp[x.thread]) {
-                        duplicated.incrementAndGet();
-                    } else if (x.seq > exp[x.thread]) {
-                        reordered.incrementAndGet(); // a gap: an earlier one is missing or comes later
-                    }
-                    if (Numbered.crc(x.data) != x.crc || x.getSource() != x.sender) {
-                        corrupted.incrementAndGet();
-                    }
-                    exp[x.thread] = Math.max(exp[x.thread], x.seq + 1);
-                    verified.incrementAndGet();
+                    checker.check(self, (Numbered) m);
                     if (stalls.nextInt(20_000) == 0) {
                         faults.incrementAndGet();
                         LockSupport.parkNanos(2_000_000 + stalls.nextInt(8_000_000)); // a stalled handler
@@ -276,12 +269,8 @@ public final class Soak {
                 n.close();
             }
         }
-        report.verified = verified.get();
         report.faults = faults.get();
-        report.duplicated = duplicated.get();
-        report.reordered = reordered.get();
-        report.corrupted = corrupted.get();
-        report.lost = Math.max(0, report.sent - (report.verified - report.duplicated));
+        checker.report(report);
         return report;
     }
 }

@@ -28,6 +28,28 @@ public class SoakTest {
         assertEquals("orderly closes that timed out", 0, r.closesTimedOut);
     }
 
+    /** A receiver slower than its sender with stalls: every backlog stays within its bound, nothing is lost. */
+    private static void slowReceiver(String transport) throws Exception {
+        SlowReceiverSoak.Report r = SlowReceiverSoak.run(transport, 8, 44);
+        check(transport, r.messages);
+        assertTrue("no handler stall", r.stalls > 0);
+        assertEquals("bounds exceeded", "[]", r.violations().toString());
+        // The receiver was the bottleneck: backpressure reached the sender.
+        assertTrue("senders were never held back: " + r, r.senderBlockedShare > 0.5);
+        assertTrue("the flow-control window never filled: " + r, r.maxUnconfirmed >= r.window * 3 / 4);
+        assertTrue("heap grew by more than 32 MiB: " + r, r.heapAfter - r.heapBefore < 32L << 20);
+    }
+
+    @Test
+    public void slowReceiverHoldsMemoryWithinBoundsOverIbOnSim() throws Exception {
+        slowReceiver("ib");
+    }
+
+    @Test
+    public void slowReceiverHoldsMemoryWithinBoundsOverNio() throws Exception {
+        slowReceiver("nio");
+    }
+
     @Test
     public void noLossUnderConnectionChurnOverIbOnSim() throws Exception {
         churn("ib");
