@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# AddressSanitizer over the native code: the Rust tests (sim; with
+# LeakSanitizer) and the Java tests that load libibdxnet.so through JNI.
+#
+#   tools/asan/run.sh          all three steps; exit 0 only with zero reports
+#
+# Stable Rust has no -Zsanitizer; RUSTC_BOOTSTRAP=1 unlocks it (the ASan
+# runtime ships with the stable std). Only the x86_64 target is instrumented
+# (--target keeps build scripts and proc macros out). Rust links the runtime
+# into executables only, so the JVM gets it preloaded: a shared object made
+# from the toolchain's own static runtime (exactly the instrumentation's
+# version; its .preinit_array part is not allowed in a shared object and
+# LD_PRELOAD initialises it first anyway). The JVM uses SIGSEGV itself
+# (implicit null checks, safepoints), hence handle_segv=0; leak checking is
+# off in the JVM (its allocations outlive exit on purpose).
+# A negative control proves reports would be seen: a JNI method with a
+# deliberate heap overflow (native/asan-probe) must be reported.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+TARGET=x86_64-unknown-linux-gnu
+export CARGO_TARGET_DIR="$ROOT/target/asan"
+OUT="$CARGO_TARGET_DIR/$TARGET/release"
+export RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=address -Cdebug-assertions=on"
+say() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+say "AddressSanitizer + LeakSanitizer: Rust tests (sim)"
+cargo test --locked --release --target "$TARGET" --workspace --lib --bins --tests 2>&1 | tee "$log/rust.txt"
+if grep -q 'ERROR: \(AddressSanitizer\|LeakSanitizer\)' "$log/rust.txt"; then
+	echo "asan: sanitizer reports in the Rust tests" >&2
+	exit 1
+fi
+
+say "AddressSanitizer: JNI tests (Java over an instrumented libibdxnet.so)"
+cargo build --locked --release --target "$TARGET" -p ibdxnet -p ibdxnet-asan-probe --lib
+sysroot=$(rustc --print sysroot)
+runtime=$(ls "$sysroot/lib/rustlib/$TARGET/lib/"librustc-*_rt.asan.a)
+mkdir -p "$log/rt"
+(cd "$log/rt" && ar x "$runtime" && rm -f asan_preinit.cpp.o)
+gcc -shared -o "$OUT/libasan-runtime.so" "$log"/rt/*.o -lpthread -ldl -lm -lstdc++
+gradle --no-daemon -q testClasspathFile
+cp=$(cat "$ROOT/build/test-classpath.txt")
+asan_java() {
+	LD_PRELOAD="$OUT/libasan-runtime.so" ASAN_OPTIONS=handle_segv=0:allow_user_segv_handler=1:detect_leaks=0 \
+		java -Xcheck:jni -cp "$cp" -Djava.library.path="$OUT" "$@"
+}
+if asan_java io.ibdxnet.sanitizer.AsanProbe >"$log/probe.txt" 2>&1 || ! grep -q 'heap-buffer-overflow' "$log/probe.txt"; then
+	cat "$log/probe.txt" >&2
+	echo "asan: the negative control was not reported — the sanitizer is not active in the JVM" >&2
+	exit 1
+fi
+echo "negative control: $(grep -m1 'ERROR: AddressSanitizer' "$log/probe.txt" | sed 's/==[0-9]*==//')"
+# Every test class that loads the native library (ib on sim, JNI natives, soaks).
+rc=0
+asan_java org.junit.runner.JUnitCore io.ibdxnet.DXNetTest io.ibdxnet.DXNetConfigTest io.ibdxnet.ib.NativeEngineTest \
+	io.ibdxnet.soak.SoakTest 2>&1 | tee "$log/java.txt" | grep -v '^\s*at \|WARNING\|INFO\|^Nov\|^[A-Z][a-z][a-z] [0-9]' || rc=$?
+if grep -q 'ERROR: AddressSanitizer' "$log/java.txt"; then
+	grep -A30 'ERROR: AddressSanitizer' "$log/java.txt" >&2
+	echo "asan: sanitizer reports in the JNI tests" >&2
+	exit 1
+fi
+grep -q '^OK (' "$log/java.txt" || { echo "asan: JNI tests failed" >&2; exit 1; }
+echo "asan: 0 reports ($(grep -c '^test .* ok$' "$log/rust.txt") Rust tests, $(grep '^OK (' "$log/java.txt"))"
