@@ -88,23 +88,11 @@ public final class SlowReceiverSoak {
     private SlowReceiverSoak() {}
 
     public static void main(String[] args) throws Exception {
-        String transport = "ib";
-        int seconds = 180;
-        long seed = System.nanoTime();
-        for (int i = 0; i < args.length; i += 2) {
-            if (i + 1 >= args.length) {
-                System.err.println("slow receiver soak: " + args[i] + " needs a value");
-                System.exit(2);
-            }
-            switch (args[i]) {
-                case "--transport": transport = args[i + 1]; break;
-                case "--seconds": seconds = Integer.parseInt(args[i + 1]); break;
-                case "--seed": seed = Long.parseLong(args[i + 1]); break;
-                default:
-                    System.err.println("slow receiver soak: unknown option " + args[i]);
-                    System.exit(2);
-            }
-        }
+        java.util.Map<String, String> o = Soak.options("slow receiver soak", args,
+                java.util.Set.of("--transport", "--seconds", "--seed"), java.util.Set.of());
+        String transport = o.getOrDefault("--transport", "ib");
+        int seconds = Integer.parseInt(o.getOrDefault("--seconds", "180"));
+        long seed = o.containsKey("--seed") ? Long.parseLong(o.get("--seed")) : System.nanoTime();
         Report r = run(transport, seconds, seed);
         System.out.println("transport " + transport + ", seed " + seed + ": " + r);
         Soak.Report m = r.messages;

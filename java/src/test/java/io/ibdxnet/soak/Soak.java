@@ -110,32 +110,38 @@ public final class Soak {
 
     private Soak() {}
 
-    public static void main(String[] args) throws Exception {
-        String transport = "ib";
-        long messages = 10_000_000;
-        int nodes = 3;
-        long seed = System.nanoTime();
-        boolean churn = false;
-        for (int i = 0; i < args.length; i += 2) {
-            if (args[i].equals("--churn")) {
-                churn = true;
-                i--;
-                continue;
-            }
-            if (i + 1 >= args.length) {
-                System.err.println("soak: " + args[i] + " needs a value");
+    /**
+     * A soak's command line: {@code --name value} options among {@code valued},
+     * bare flags among {@code flags} (mapped to "true"). A bad one ends the
+     * process with status 2 and a message naming it.
+     */
+    static java.util.Map<String, String> options(String tool, String[] args, java.util.Set<String> valued,
+            java.util.Set<String> flags) {
+        java.util.Map<String, String> m = new java.util.HashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            if (flags.contains(args[i])) {
+                m.put(args[i], "true");
+            } else if (!valued.contains(args[i])) {
+                System.err.println(tool + ": unknown option " + args[i]);
                 System.exit(2);
-            }
-            switch (args[i]) {
-                case "--transport": transport = args[i + 1]; break;
-                case "--messages": messages = Long.parseLong(args[i + 1]); break;
-                case "--nodes": nodes = Integer.parseInt(args[i + 1]); break;
-                case "--seed": seed = Long.parseLong(args[i + 1]); break;
-                default:
-                    System.err.println("soak: unknown option " + args[i]);
-                    System.exit(2);
+            } else if (i + 1 >= args.length) {
+                System.err.println(tool + ": " + args[i] + " needs a value");
+                System.exit(2);
+            } else {
+                m.put(args[i], args[++i]);
             }
         }
+        return m;
+    }
+
+    public static void main(String[] args) throws Exception {
+        java.util.Map<String, String> o = options("soak", args,
+                java.util.Set.of("--transport", "--messages", "--nodes", "--seed"), java.util.Set.of("--churn"));
+        String transport = o.getOrDefault("--transport", "ib");
+        long messages = Long.parseLong(o.getOrDefault("--messages", "10000000"));
+        int nodes = Integer.parseInt(o.getOrDefault("--nodes", "3"));
+        long seed = o.containsKey("--seed") ? Long.parseLong(o.get("--seed")) : System.nanoTime();
+        boolean churn = o.containsKey("--churn");
         Report r = run(transport, nodes, messages, seed, churn);
         System.out.println("transport " + transport + ", " + nodes + " nodes, seed " + seed + (churn ? ", churn" : "")
                 + ": " + r);
