@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # AddressSanitizer over the native code: the Rust tests (sim; with
-# LeakSanitizer) and the Java tests that load libibdxnet.so through JNI.
+# LeakSanitizer) and the Java tests that load libibdxnet.so through JNI
+# (under -Xcheck:jni too: its warnings fail the run).
 #
 #   tools/asan/run.sh          all three steps; exit 0 only with zero reports
 #
@@ -62,4 +63,10 @@ if grep -q 'ERROR: AddressSanitizer' "$log/java.txt"; then
 	exit 1
 fi
 grep -q '^OK (' "$log/java.txt" || { echo "asan: JNI tests failed" >&2; exit 1; }
-echo "asan: 0 reports ($(grep -c '^test .* ok$' "$log/rust.txt") Rust tests, $(grep '^OK (' "$log/java.txt"))"
+# The same JVM ran with -Xcheck:jni: its warnings (printed straight to the
+# JVM's output, which Gradle's run does not keep) must not appear.
+if grep -E 'in native method|JNI local refs|WARNING: JNI' "$log/java.txt" >&2; then
+	echo "asan: -Xcheck:jni warnings in the JNI tests" >&2
+	exit 1
+fi
+echo "asan: 0 reports, 0 -Xcheck:jni warnings ($(grep -c '^test .* ok$' "$log/rust.txt") Rust tests, JNI tests $(grep '^OK (' "$log/java.txt"))"

@@ -1,8 +1,9 @@
 //! Fault soak on sim: 3 nodes stream sequence-numbered, checksummed records
 //! of random sizes all-to-all while faults are injected at random (delay,
 //! bandwidth limits, link cuts shorter than the retry budget) on top of a
-//! tiny shared receive queue (receiver not ready all the time). Per sender
-//! and receiver: 0 lost, 0 duplicated, 0 reordered, checksums intact.
+//! tiny shared receive queue (receiver not ready all the time) and a send
+//! queue of 4 (full for long stretches). Per sender and receiver: 0 lost,
+//! 0 duplicated, 0 reordered, checksums intact.
 //!
 //! The default run injects faults for 6 s; `IBDXNET_SOAK_SECONDS` sets the
 //! duration (`./ibdxnet bench soak`).
@@ -86,6 +87,10 @@ fn all_to_all_records_survive_faults_without_loss_duplication_or_reordering() {
             c.srq_size = 8;
             c.recv_buffer_count = 48;
             c.incoming_ring_size = 32;
+            // A tiny send queue: behind delays and throttling it is full for
+            // long stretches, and the rest of each package is offered again.
+            c.sq_size = 4;
+            c.signal_interval = 2;
             c
         },
     );
@@ -146,14 +151,17 @@ fn all_to_all_records_survive_faults_without_loss_duplication_or_reordering() {
         assert_eq!(stats["errors"], 0, "node {i}: {stats:?}");
     }
     let faults = injected.delays + injected.throttles + injected.cuts;
+    let send_queue_full: u64 = nodes.iter().map(|(_, h)| h.not_posted_reports.load(Relaxed)).sum();
     eprintln!(
         "soak: {:.1?}, {verified} records verified (0 lost, 0 duplicated, 0 reordered, checksums intact), \
-         {faults} faults injected ({} delays, {} bandwidth limits, {} link cuts < {RETRY_BUDGET:?})",
+         {faults} faults injected ({} delays, {} bandwidth limits, {} link cuts < {RETRY_BUDGET:?}), \
+         send queue of 4 full {send_queue_full} times",
         t0.elapsed(),
         injected.delays,
         injected.throttles,
         injected.cuts,
     );
     assert!(injected.cuts > 0 && verified > 0);
+    assert!(send_queue_full > 0, "the send queue of 4 never filled");
     drop(held);
 }

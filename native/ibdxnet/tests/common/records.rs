@@ -161,6 +161,8 @@ pub struct RecordHandler<F: Fabric> {
     generating: AtomicBool,
     /// Records verified, all sources.
     pub verified: AtomicU64,
+    /// Packages the engine could not post completely (send queue full).
+    pub not_posted_reports: AtomicU64,
 }
 
 impl<F: Fabric> RecordHandler<F> {
@@ -176,6 +178,7 @@ impl<F: Fabric> RecordHandler<F> {
             events: Mutex::new(Vec::new()),
             generating: AtomicBool::new(true),
             verified: AtomicU64::new(0),
+            not_posted_reports: AtomicU64::new(0),
         })
     }
 
@@ -242,6 +245,9 @@ unsafe fn write_wrapped(ring: *mut u8, size: u32, pos: u64, data: &[u8]) {
 impl<F: Fabric> EngineHandler for RecordHandler<F> {
     fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage {
         let mut out = self.outgoing.lock().unwrap();
+        if prev.bytes_not_posted > 0 {
+            self.not_posted_reports.fetch_add(1, Ordering::Relaxed);
+        }
         if prev.node_id != 0xFFFF {
             if let Some(o) = out.iter_mut().find(|o| o.node.0 == prev.node_id) {
                 o.posted += u64::from(prev.bytes_posted);
