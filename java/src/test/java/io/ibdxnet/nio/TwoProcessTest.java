@@ -70,7 +70,7 @@ public class TwoProcessTest {
     }
 
     private static void awaitOutput(File log, String text) throws Exception {
-        long end = System.nanoTime() + 90_000_000_000L; // JVM start-up in an emulated VM is slow
+        long end = System.nanoTime() + 180_000_000_000L; // JVM start-up in an emulated VM is slow
         while (!read(log).contains(text)) {
             if (System.nanoTime() > end) {
                 fail("no '" + text + "' in: " + read(log));
@@ -89,7 +89,7 @@ public class TwoProcessTest {
         awaitOutput(recvLog, "waiting for node 0");
         Process sender = demo(sendLog, "--transport", TRANSPORT, "--role", "sender", "--node0", n0, "--node1", n1,
                 "--messages", "20000", "--requests", "500");
-        assertTrue("sender did not finish", sender.waitFor(180, TimeUnit.SECONDS));
+        assertTrue("sender did not finish", sender.waitFor(300, TimeUnit.SECONDS));
         assertTrue("receiver did not finish", receiver.waitFor(60, TimeUnit.SECONDS));
         String out = read(sendLog);
         assertEquals(out, 0, sender.exitValue());
