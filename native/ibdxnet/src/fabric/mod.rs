@@ -144,7 +144,8 @@ pub trait QueuePair: Send + Sync + std::fmt::Debug {
     /// Moves RESET → INIT → RTR → RTS, connected to `remote`.
     fn connect(&self, remote: &QpEndpoint) -> Result<(), FabricError>;
     /// Moves the queue pair to ERROR: outstanding requests complete with
-    /// flush errors, new ones are flushed immediately.
+    /// flush errors, new ones are flushed immediately. Refused (`EINVAL`)
+    /// in RESET, which has no transition to ERROR.
     fn set_error(&self) -> Result<(), FabricError>;
     /// Posts the send requests of `batch` as one chain. On failure the error
     /// tells how many requests, from the front, were posted.
