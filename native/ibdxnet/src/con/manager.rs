@@ -174,6 +174,9 @@ pub struct ConManager<F: Fabric> {
     running: AtomicBool,
     /// Fault injection: drop every n-th outgoing packet (0 = none).
     drop_every: std::sync::atomic::AtomicU32,
+    /// Fault injection: the source node id our immediate data claims
+    /// (`u32::MAX`: our own id), to test that peers refuse it.
+    forged_imm_source: std::sync::atomic::AtomicU32,
     /// Counters.
     pub stats: ConStats,
     /// When the manager started (the base of `last_received_ms`).
@@ -261,6 +264,7 @@ impl<F: Fabric> ConManager<F> {
             events,
             running: AtomicBool::new(true),
             drop_every: std::sync::atomic::AtomicU32::new(0),
+            forged_imm_source: std::sync::atomic::AtomicU32::new(u32::MAX),
             stats: ConStats::default(),
             epoch: Instant::now(),
             last_received_ms: (0..=u16::MAX).map(|_| AtomicU64::new(0)).collect(),
@@ -430,6 +434,17 @@ impl<F: Fabric> ConManager<F> {
         let (m, cv) = &self.changed;
         *lock(m) += 1;
         cv.notify_all();
+    }
+
+    /// Fault injection for tests: our immediate data claims to come from
+    /// `source` (None: from us, the default).
+    pub fn set_forged_imm_source(&self, source: Option<NodeId>) {
+        self.forged_imm_source.store(source.map_or(u32::MAX, |n| u32::from(n.0)), Ordering::Relaxed);
+    }
+
+    /// The source node id the send thread puts into immediate data.
+    pub(crate) fn imm_source(&self) -> u16 {
+        u16::try_from(self.forged_imm_source.load(Ordering::Relaxed)).unwrap_or(self.me.0)
     }
 
     /// Fault injection for tests: drop every `n`-th outgoing packet (0 = none).

@@ -2,6 +2,7 @@ package io.ibdxnet;
 
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
@@ -482,6 +483,34 @@ public class DXNetTest {
             }
         }
         assertEquals("threads left after close: " + left, 0, left.size());
+    }
+
+    @Test
+    public void aResponseFromAnotherNodeThanTheRequestWentToIsRefused() throws Exception {
+        List<DXNet> n = start(3);
+        java.util.concurrent.CountDownLatch forged = new java.util.concurrent.CountDownLatch(1);
+        n.get(1).register(TYPE, ECHO_REQ, m -> {
+            try {
+                forged.await(10, java.util.concurrent.TimeUnit.SECONDS); // answers after node 2 tried
+                n.get(1).sendMessage(new EchoResponse((EchoRequest) m));
+            } catch (NetworkException | InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        EchoRequest req = new EchoRequest(1, new long[] {1, 2, 3});
+        java.util.concurrent.CompletableFuture<Response> f = n.get(0).sendAsync(req);
+        // Node 2 guesses the request id (they are sequential) and answers first.
+        EchoRequest guess = new EchoRequest(0, null);
+        guess.source = 0;
+        guess.requestId = req.requestId;
+        EchoResponse fake = new EchoResponse(guess);
+        fake.values = new long[] {666};
+        n.get(2).sendMessage(fake);
+        waitFor("the forged response refused", () -> n.get(0).transportStats().get("responses_from_wrong_node") == 1);
+        assertFalse(f.isDone());
+        forged.countDown();
+        EchoResponse real = (EchoResponse) f.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertArrayEquals(new long[] {1, 2, 3}, real.values);
     }
 
     @Test
