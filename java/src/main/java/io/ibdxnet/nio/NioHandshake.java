@@ -74,6 +74,7 @@ final class NioHandshake {
     };
     private final Map<String, AtomicLong> refused = new LinkedHashMap<>();
     private final AtomicLong peerUnauthenticated = new AtomicLong();
+    private final AtomicLong abandoned = new AtomicLong();
     private long logSecond;
     private int loggedThisSecond;
 
@@ -128,6 +129,7 @@ final class NioHandshake {
             m.put("hellos_refused_" + e.getKey(), e.getValue().get());
         }
         m.put("handshakes_peer_unauthenticated", peerUnauthenticated.get());
+        m.put("handshakes_abandoned", abandoned.get());
     }
 
     // ---- connector ----
@@ -207,7 +209,7 @@ final class NioHandshake {
             case 0:
                 if (b.getInt(0) != NioWire.MAGIC) {
                     count("bad_magic");
-                    log(c, ": not a DXNet peer (bad magic)");
+                    log(c, " refused: not a DXNet peer (bad magic)");
                     return Step.DROP;
                 }
                 if ((b.getShort(4) & 0xFFFF) != NioWire.VERSION) {
@@ -277,15 +279,22 @@ final class NioHandshake {
         NioWire.putReply(c.control, r.status, nodeId);
         count(r.stat);
         int claimed = c.handshake == null ? -1 : c.handshake.source;
-        log(c, (claimed >= 0 ? " claiming node " + claimed : "") + ": " + r.acceptorText);
+        log(c, (claimed >= 0 ? " claiming node " + claimed : "") + " refused: " + r.acceptorText);
         return Step.REFUSED;
+    }
+
+    /** An incoming connection ended (closed, reset) before its handshake was done. */
+    void abandoned(NioChannel c, String reason) {
+        abandoned.incrementAndGet();
+        int claimed = c.handshake == null ? -1 : c.handshake.source;
+        log(c, (claimed >= 0 ? " claiming node " + claimed : "") + " ended during the handshake: " + reason);
     }
 
     /** An incoming connection did not finish its handshake in time: counted, closed by the transport. */
     void timedOut(NioChannel c, int timeoutMs) {
         count("timeout");
         int claimed = c.handshake == null ? -1 : c.handshake.source;
-        log(c, (claimed >= 0 ? " claiming node " + claimed : "") + ": no complete handshake within " + timeoutMs + " ms");
+        log(c, (claimed >= 0 ? " claiming node " + claimed : "") + " closed: no complete handshake within " + timeoutMs + " ms");
     }
 
     private void log(NioChannel c, String what) {
@@ -295,7 +304,7 @@ final class NioHandshake {
             loggedThisSecond = 0;
         }
         if (loggedThisSecond++ < LOG_PER_SECOND) {
-            LOG.warning("node " + nodeId + ": refused a connection from " + NioTransport.remote(c) + what);
+            LOG.warning("node " + nodeId + ": connection from " + NioTransport.remote(c) + what);
         }
     }
 

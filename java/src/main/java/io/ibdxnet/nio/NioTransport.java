@@ -558,7 +558,7 @@ public final class NioTransport implements Transport {
     private boolean readFully(NioChannel c, long now) throws IOException {
         int n = c.socket.read(c.small);
         if (n < 0) {
-            throw new IOException(c.outgoing ? "the peer closed the connection during the handshake" : "closed during the handshake");
+            throw new IOException(c.outgoing ? "the peer closed the connection during the handshake" : "end of stream");
         }
         c.lastRead = now;
         return !c.small.hasRemaining();
@@ -843,6 +843,11 @@ public final class NioTransport implements Transport {
     /** A connection failed: tell the senders and the core. */
     private void fail(NioChannel c, String reason) {
         if (c.state == NioChannel.State.CLOSED) {
+            return;
+        }
+        if (!c.outgoing && c.state == NioChannel.State.HANDSHAKE) {
+            handshake.abandoned(c, reason); // never a connection: counted, logged rate-limited
+            close(c, reason);
             return;
         }
         boolean wasOpen = c.state == NioChannel.State.OPEN;

@@ -151,6 +151,7 @@ public class NioTrustTest {
         c.transport = "nio";
         c.listen = "127.0.0.1:0";
         c.connectTimeoutMs = 2_000;
+        c.handlerThreads = 1; // in-order delivery, checked
         tune.accept(c);
         DXNet n = DXNet.start(c);
         open.add(n);
@@ -424,6 +425,28 @@ public class NioTrustTest {
             }
         }
         assertEquals(2, stat(b, "hellos_refused_timeout"));
+        honest(a, b);
+    }
+
+    @Test
+    public void connectionsBeyondThePendingHandshakeLimitAreClosedAtOnce() throws Exception {
+        DXNet a = node(0);
+        DXNet b = node(1, c -> c.connectTimeoutMs = 20_000);
+        meet(a, b);
+        List<Socket> silent = new ArrayList<>();
+        try {
+            for (int i = 0; i < NioTransport.MAX_PENDING_HANDSHAKES + 5; i++) {
+                silent.add(new Socket("127.0.0.1", b.localPort()));
+            }
+            NioFailureTest.waitFor(() -> stat(b, "hellos_refused_busy") == 5);
+        } finally {
+            for (Socket s : silent) {
+                s.close();
+            }
+        }
+        // The silent ones went away: counted, not connection failures; an honest peer gets in.
+        NioFailureTest.waitFor(() -> stat(b, "handshakes_abandoned") == NioTransport.MAX_PENDING_HANDSHAKES);
+        assertEquals(0, stat(b, "failures"));
         honest(a, b);
     }
 
