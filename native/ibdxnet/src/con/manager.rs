@@ -138,6 +138,9 @@ pub struct ConStats {
     pub jobs_dropped: AtomicU64,
 }
 
+/// Closed queue pairs remembered for late receive completions.
+const RETIRED_QPNS: usize = 1024;
+
 const JOB_CREATE: u32 = 1;
 const JOB_CLOSE: u32 = 2;
 const JOB_CLOSE_FORCE: u32 = 3;
@@ -155,7 +158,12 @@ pub struct ConManager<F: Fabric> {
     queues: Arc<QueueSet<F>>,
     nodes: NodeTable,
     table: RwLock<HashMap<NodeId, Arc<Connection<F>>>>,
-    by_qpn: RwLock<HashMap<u32, NodeId>>,
+    /// Local QPN → (node, still open). A closed queue pair stays known for a
+    /// while: completions it left in the shared receive CQ must still be
+    /// checked against the node they came from (see [`ConManager::source_of_qpn`]).
+    by_qpn: RwLock<HashMap<u32, (NodeId, bool)>>,
+    /// Closed queue pairs still in `by_qpn`, oldest first.
+    retired_qpns: Mutex<VecDeque<u32>>,
     discovered: Mutex<HashSet<NodeId>>,
     jobs: IndexQueue,
     create_requested: Mutex<HashSet<NodeId>>,
@@ -243,6 +251,7 @@ impl<F: Fabric> ConManager<F> {
             nodes: NodeTable::default(),
             table: RwLock::new(HashMap::new()),
             by_qpn: RwLock::new(HashMap::new()),
+            retired_qpns: Mutex::new(VecDeque::new()),
             discovered: Mutex::new(HashSet::new()),
             jobs: IndexQueue::new(4096),
             create_requested: Mutex::new(HashSet::new()),
@@ -314,8 +323,16 @@ impl<F: Fabric> ConManager<F> {
         t.get(&node).filter(|c| c.is_established()).cloned()
     }
 
-    /// The node a local queue pair number belongs to.
+    /// The node an open local queue pair belongs to.
     pub fn node_of_qpn(&self, qpn: u32) -> Option<NodeId> {
+        let m = self.by_qpn.read().unwrap_or_else(|p| p.into_inner());
+        m.get(&qpn).filter(|e| e.1).map(|e| e.0)
+    }
+
+    /// The node a local queue pair belongs or recently belonged to (data it
+    /// delivered before it closed is still polled afterwards), and whether it
+    /// is still open.
+    pub fn source_of_qpn(&self, qpn: u32) -> Option<(NodeId, bool)> {
         self.by_qpn.read().unwrap_or_else(|p| p.into_inner()).get(&qpn).copied()
     }
 
@@ -526,7 +543,7 @@ impl<F: Fabric> ConManager<F> {
         match made {
             Ok(c) => {
                 c.touch();
-                self.by_qpn.write().unwrap_or_else(|p| p.into_inner()).insert(c.qp().qp_num(), node);
+                self.by_qpn.write().unwrap_or_else(|p| p.into_inner()).insert(c.qp().qp_num(), (node, true));
                 self.table.write().unwrap_or_else(|p| p.into_inner()).insert(node, c.clone());
                 st.pending_since.insert(node, Instant::now());
                 self.stats.created.fetch_add(1, Ordering::Relaxed);
@@ -592,13 +609,30 @@ impl<F: Fabric> ConManager<F> {
             log::warn!("node {}: moving the queue pair to {} to ERROR failed: {e}", self.me, c.node());
         }
         c.set_state(ConState::Closed);
-        self.by_qpn.write().unwrap_or_else(|p| p.into_inner()).remove(&c.qp().qp_num());
+        self.retire_qpn(c.qp().qp_num(), c.node());
         if c.peer_qpn() != 0 {
             let mut f = lock(&self.finished);
             if f.len() == FINISHED_MEMORY {
                 f.pop_front();
             }
             f.push_back((c.node(), c.peer_instance(), c.peer_qpn(), c.local_qpn()));
+        }
+    }
+
+    /// Marks a closed queue pair; the oldest of more than [`RETIRED_QPNS`] are forgotten.
+    fn retire_qpn(&self, qpn: u32, node: NodeId) {
+        let mut m = self.by_qpn.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = m.get_mut(&qpn).filter(|e| e.0 == node) {
+            e.1 = false;
+        }
+        let mut r = lock(&self.retired_qpns);
+        r.push_back(qpn);
+        while r.len() > RETIRED_QPNS {
+            let old = r.pop_front().unwrap_or_default();
+            // Only if it was not reused by a newer connection meanwhile.
+            if m.get(&old).is_some_and(|e| !e.1) {
+                m.remove(&old);
+            }
         }
     }
 

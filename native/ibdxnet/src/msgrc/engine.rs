@@ -70,6 +70,9 @@ pub struct EngineStats {
     pub errors: AtomicU64,
     /// Threads that ended by a panic.
     pub thread_panics: AtomicU64,
+    /// Messages whose immediate data named another node than the one of
+    /// their queue pair (each closes that connection).
+    pub protocol_violations: AtomicU64,
 }
 
 impl EngineStats {
@@ -318,6 +321,7 @@ impl<F: Fabric> Engine<F> {
             ("messages_received", l(&s.messages_received)),
             ("errors", l(&s.errors)),
             ("thread_panics", l(&s.thread_panics)),
+            ("protocol_violations", l(&s.protocol_violations)),
         ];
         m.extend(self.mgr.stats_map());
         m.push(("free_buffers", self.pool.available() as u64));

@@ -2,6 +2,9 @@ package io.ibdxnet;
 
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.core.IncomingBufferQueue;
+import io.ibdxnet.core.ProtocolViolation;
+import io.ibdxnet.core.RateLimitedLog;
+import io.ibdxnet.core.ReceiveLimits;
 import io.ibdxnet.core.StreamAssembler;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
@@ -50,11 +53,22 @@ public final class DXNet implements AutoCloseable {
     private final AtomicInteger nextMessageId = new AtomicInteger();
     private final AtomicReferenceArray<StreamAssembler> assemblers = new AtomicReferenceArray<>(1 << 16);
     private final AtomicLong dropped = new AtomicLong();
+    private final ReceiveLimits limits;
+    private final AtomicLong violations = new AtomicLong();
+    private final AtomicLong streamErrors = new AtomicLong();
+    private final AtomicLong partialsDropped = new AtomicLong();
+    private final AtomicLong bytesDropped = new AtomicLong();
+    private final AtomicLong responsesRefused = new AtomicLong();
+    private final AtomicLong handlerErrors = new AtomicLong();
+    private final RateLimitedLog warnings = new RateLimitedLog(LOG, 1_000);
+    /** Why a thread of the core died (null while healthy): the node would otherwise go deaf silently. */
+    private volatile Throwable failure;
     private volatile boolean running = true;
 
     private DXNet(DXNetConfig config) throws NetworkException {
         config.validate();
         this.config = config;
+        this.limits = new ReceiveLimits(config.maxMessageSize, config.maxUnfinishedBytesPerConnection, config.maxUnfinishedBytes);
         this.ibq = new IncomingBufferQueue(config.ibqMaxBuffers, config.ibqMaxBytes);
         TransportListener listener = new TransportListener() {
             @Override
@@ -64,7 +78,7 @@ public final class DXNet implements AutoCloseable {
 
             @Override
             public void onDisconnected(int node) {
-                failRequestsTo(node);
+                failRequestsTo(node, "node " + node + " disconnected");
             }
         };
         this.transport = Transports.open(config, listener);
@@ -90,6 +104,7 @@ public final class DXNet implements AutoCloseable {
                 });
         this.coordinator = new Thread(this::coordinate, "dxnet-mcc-" + config.nodeId);
         this.coordinator.setDaemon(true);
+        this.coordinator.setUncaughtExceptionHandler((t, e) -> failed(t, e));
         this.coordinator.start();
     }
 
@@ -229,6 +244,10 @@ public final class DXNet implements AutoCloseable {
         out.reset();
         m.exportPayload(out);
         int total = out.size();
+        if (total > config.maxMessageSize) {
+            throw new IllegalArgumentException("message " + m.getType() + "/" + m.getSubtype() + " of " + total
+                    + " bytes exceeds maxMessageSize (" + config.maxMessageSize + ")");
+        }
         if (dest == config.nodeId) {
             byte[] copy = java.util.Arrays.copyOf(out.array(), total);
             deliver(config.nodeId, m.getType(), m.getSubtype(), kindFlags | Frame.FIRST | Frame.LAST, requestId, copy);
@@ -249,7 +268,7 @@ public final class DXNet implements AutoCloseable {
     }
 
     /** Messages parsed from one buffer, handed to a handler thread in one go. */
-    private static final class Batch implements Runnable {
+    private final class Batch implements Runnable {
         final List<MessageReceiver> receivers = new ArrayList<>();
         final List<Message> messages = new ArrayList<>();
 
@@ -259,7 +278,8 @@ public final class DXNet implements AutoCloseable {
                 Message m = messages.get(i);
                 try {
                     receivers.get(i).onIncomingMessage(m);
-                } catch (RuntimeException e) {
+                } catch (Throwable e) { // a handler's failure must not end the handler thread
+                    handlerErrors.incrementAndGet();
                     LOG.log(Level.SEVERE, "receiver of " + m.getType() + "/" + m.getSubtype() + " failed", e);
                 }
             }
@@ -287,15 +307,7 @@ public final class DXNet implements AutoCloseable {
                 continue;
             }
             try {
-                StreamAssembler a = assemblers.get(b.source);
-                if (a == null || a.connection() != b.connection) {
-                    a = new StreamAssembler(b.source, b.connection);
-                    assemblers.set(b.source, a);
-                }
-                a.feed(b.address, b.length, sink);
-            } catch (RuntimeException e) {
-                LOG.log(Level.SEVERE, "dropping the stream state of node " + b.source, e);
-                assemblers.set(b.source, null);
+                parse(b, sink);
             } finally {
                 b.release();
                 transport.consumed(b);
@@ -305,6 +317,54 @@ public final class DXNet implements AutoCloseable {
                 batch = new Batch();
             }
         }
+    }
+
+    /**
+     * One buffer into the stream of its connection. Whatever its bytes do,
+     * only that connection suffers: a violation (or any other failure while
+     * parsing) closes it, its unfinished messages are dropped and the rest of
+     * its bytes skipped; every other stream and this thread go on.
+     */
+    private void parse(IncomingBuffer b, StreamAssembler.Sink sink) {
+        StreamAssembler a = assemblers.get(b.source);
+        if (a == null || a.connection() != b.connection) {
+            if (a != null) {
+                partialsDropped.addAndGet(a.discard()); // its connection ended: a new stream starts
+            }
+            a = new StreamAssembler(b.source, b.connection, limits);
+            assemblers.set(b.source, a);
+        }
+        if (a.broken()) {
+            bytesDropped.addAndGet(b.length);
+            return;
+        }
+        String reason;
+        try {
+            a.feed(b.address, b.length, sink);
+            return;
+        } catch (ProtocolViolation e) {
+            violations.incrementAndGet();
+            reason = "protocol violation: " + e.getMessage();
+        } catch (Throwable e) {
+            streamErrors.incrementAndGet();
+            reason = "receiving failed: " + e;
+            LOG.log(Level.SEVERE, "node " + config.nodeId + ": the stream of node " + b.source + " failed", e);
+        }
+        partialsDropped.addAndGet(a.discard());
+        bytesDropped.addAndGet(b.length);
+        warnings.warn(b.source, "node " + config.nodeId + ": closing the connection from node " + b.source + ": " + reason);
+        try {
+            transport.closeConnection(b.source, b.connection, reason);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "closing the connection from node " + b.source + " failed", e);
+        }
+        failRequestsTo(b.source, "node " + b.source + " disconnected: " + reason);
+    }
+
+    /** A thread of the core died: reported, never silent. */
+    private void failed(Thread t, Throwable e) {
+        failure = e;
+        LOG.log(Level.SEVERE, "node " + config.nodeId + ": thread " + t.getName() + " died; this node no longer receives", e);
     }
 
     private void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload) {
@@ -325,13 +385,21 @@ public final class DXNet implements AutoCloseable {
             m.source = source;
             m.destination = config.nodeId;
             m.importPayload(payload);
-        } catch (ReflectiveOperationException | RuntimeException e) {
+        } catch (Throwable e) { // a lying payload (or a failing import) drops this message only
             dropped.incrementAndGet();
             LOG.log(Level.WARNING, "cannot create message " + type + "/" + subtype + " from " + source, e);
             return;
         }
         if ((flags & Frame.RESPONSE) != 0 && m instanceof Response) {
             ((Response) m).requestId = requestId;
+            Integer target = pendingTarget.get(requestId);
+            if (target != null && target != source) {
+                // Only the node a request went to may answer it.
+                responsesRefused.incrementAndGet();
+                warnings.warn(source, "node " + config.nodeId + ": response to request " + requestId + " from node " + source
+                        + ", which the request did not go to (node " + target + "), refused");
+                return;
+            }
             CompletableFuture<Response> f = pending.remove(requestId);
             pendingTarget.remove(requestId);
             if (f != null) {
@@ -358,13 +426,13 @@ public final class DXNet implements AutoCloseable {
         }
     }
 
-    private void failRequestsTo(int node) {
+    private void failRequestsTo(int node, String reason) {
         for (Map.Entry<Integer, Integer> e : pendingTarget.entrySet()) {
             if (e.getValue() == node) {
                 CompletableFuture<Response> f = pending.remove(e.getKey());
                 pendingTarget.remove(e.getKey());
                 if (f != null) {
-                    f.completeExceptionally(new NetworkException("node " + node + " disconnected"));
+                    f.completeExceptionally(new NetworkException(reason));
                 }
             }
         }
@@ -403,9 +471,35 @@ public final class DXNet implements AutoCloseable {
         return transport.name();
     }
 
-    /** Native transport counters. */
+    /**
+     * The transport's counters and the core's: {@code protocol_violations}
+     * (connections closed for breaking the frame format or a limit, added to
+     * the transport's own count), {@code stream_errors},
+     * {@code partial_messages_dropped} (unfinished when their connection ended
+     * or broke), {@code bytes_dropped_after_violation},
+     * {@code responses_from_wrong_node}, {@code handler_errors},
+     * {@code unfinished_bytes_claimed}.
+     */
     public Map<String, Long> transportStats() {
-        return transport.stats();
+        Map<String, Long> m = new java.util.LinkedHashMap<>(transport.stats());
+        m.merge("protocol_violations", violations.get(), Long::sum);
+        m.put("stream_errors", streamErrors.get());
+        m.put("partial_messages_dropped", partialsDropped.get());
+        m.put("bytes_dropped_after_violation", bytesDropped.get());
+        m.put("responses_from_wrong_node", responsesRefused.get());
+        m.put("handler_errors", handlerErrors.get());
+        m.put("unfinished_bytes_claimed", limits.claimed());
+        return m;
+    }
+
+    /** True while every thread of the core runs; see {@link #failure}. */
+    public boolean healthy() {
+        return failure == null && coordinator.isAlive() == running;
+    }
+
+    /** What killed a thread of the core (the node no longer receives), or null. */
+    public Throwable failure() {
+        return failure;
     }
 
     @Override

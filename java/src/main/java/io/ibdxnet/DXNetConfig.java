@@ -62,6 +62,15 @@ public final class DXNetConfig {
     /** nio: a connection that received nothing (not even a keep-alive) for this long has failed (half-open). */
     public int idleTimeoutMs = 10_000;
     /**
+     * The largest message (payload bytes) this node sends or accepts; a peer
+     * announcing a larger one violates the protocol (its connection is closed).
+     */
+    public int maxMessageSize = 64 << 20;
+    /** Bytes that unfinished multi-frame messages of one connection may claim (a violation beyond). */
+    public long maxUnfinishedBytesPerConnection = 256L << 20;
+    /** Bytes that unfinished multi-frame messages of all connections together may claim. */
+    public long maxUnfinishedBytes = 1L << 30;
+    /**
      * nio: a hello is accepted only from an IP address the node table gives for
      * the node it claims to be (its host resolved when the node is added; a
      * wildcard entry such as 0.0.0.0 matches no peer).
@@ -168,6 +177,9 @@ public final class DXNetConfig {
                 case "ibqMaxBytes": ibqMaxBytes = Long.parseLong(v); break;
                 case "checkPeerAddress": checkPeerAddress = parseBoolean(key, v); break;
                 case "authKeyFile": authKeyFile = v.isEmpty() ? null : v; break;
+                case "maxMessageSize": maxMessageSize = Integer.parseInt(v); break;
+                case "maxUnfinishedBytesPerConnection": maxUnfinishedBytesPerConnection = Long.parseLong(v); break;
+                case "maxUnfinishedBytes": maxUnfinishedBytes = Long.parseLong(v); break;
                 default: throw new IllegalArgumentException("unknown configuration key '" + key + "'");
             }
         }
@@ -229,6 +241,17 @@ public final class DXNetConfig {
         }
         if (ibqMaxBuffers < 1 || ibqMaxBytes < 1) {
             throw new IllegalArgumentException("ibqMaxBuffers and ibqMaxBytes must be positive");
+        }
+        if (maxMessageSize < 1024) {
+            throw new IllegalArgumentException("maxMessageSize must be at least 1024 bytes");
+        }
+        if (maxUnfinishedBytesPerConnection < maxMessageSize) {
+            throw new IllegalArgumentException("maxUnfinishedBytesPerConnection (" + maxUnfinishedBytesPerConnection
+                    + ") must be at least maxMessageSize (" + maxMessageSize + ")");
+        }
+        if (maxUnfinishedBytes < maxUnfinishedBytesPerConnection) {
+            throw new IllegalArgumentException("maxUnfinishedBytes (" + maxUnfinishedBytes
+                    + ") must be at least maxUnfinishedBytesPerConnection (" + maxUnfinishedBytesPerConnection + ")");
         }
         for (Map.Entry<Integer, String> n : nodes.entrySet()) {
             if (n.getValue().lastIndexOf(':') < 1) {

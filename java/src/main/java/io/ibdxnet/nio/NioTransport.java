@@ -90,6 +90,8 @@ public final class NioTransport implements Transport {
     private final AtomicIntegerArray incomingId = new AtomicIntegerArray(NODES);
     private final Object[] connectLocks = new Object[64];
     private final ConcurrentLinkedQueue<NioChannel> toConnect = new ConcurrentLinkedQueue<>();
+    /** Incoming connections the core found in violation of the protocol: {node, channel id, reason}. */
+    private final ConcurrentLinkedQueue<Object[]> toDrop = new ConcurrentLinkedQueue<>();
     private final int maxFrame;
     private volatile boolean running = true;
     private volatile boolean sleeping;
@@ -279,6 +281,7 @@ public final class NioTransport implements Transport {
         try {
             while (running) {
                 startConnects();
+                dropViolators();
                 serveWriteInterests();
                 long now = System.nanoTime();
                 boolean stalled = retryStalled(now);
@@ -391,6 +394,23 @@ public final class NioTransport implements Transport {
             }
         }
         return n;
+    }
+
+    @Override
+    public void closeConnection(int node, int connection, String reason) {
+        toDrop.add(new Object[] {node, connection, reason});
+        selector.wakeup();
+    }
+
+    /** Selector thread: closes the incoming connections {@link #closeConnection} named, if still open. */
+    private void dropViolators() {
+        Object[] d;
+        while ((d = toDrop.poll()) != null) {
+            NioChannel c = incoming.get((Integer) d[0]);
+            if (c != null && c.id == (Integer) d[1]) {
+                fail(c, (String) d[2]);
+            }
+        }
     }
 
     private void startConnects() {
