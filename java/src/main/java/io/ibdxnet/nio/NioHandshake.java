@@ -167,6 +167,11 @@ final class NioHandshake {
             b.limit(NioWire.REPLY + NioWire.CHALLENGE);
             return Step.CONTINUE;
         }
+        if (status == NioWire.REPLY_OK && key != null) {
+            peerUnauthenticated.incrementAndGet();
+            throw new IOException("node " + c.peer + " at " + NioTransport.remote(c)
+                    + " accepted us without proving the pre-shared key (not node " + c.peer + "?)");
+        }
         if (status == NioWire.REPLY_OK || status == NioWire.REPLY_CHALLENGE) {
             throw new IOException("node " + c.peer + " broke the handshake (status " + status + " at step " + p.step + ")");
         }

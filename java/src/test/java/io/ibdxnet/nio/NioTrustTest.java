@@ -344,6 +344,30 @@ public class NioTrustTest {
     }
 
     @Test
+    public void aKeyedNodeRefusesAnAcceptorThatDoesNotProveTheKey() throws Exception {
+        DXNet a = keyed(0, keyFile(KEY));
+        // An impostor at node 1's address: reads the hello, says OK without a challenge.
+        ServerSocket impostor = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"));
+        open.add(impostor);
+        Thread t = new Thread(() -> {
+            try (Socket s = impostor.accept()) {
+                new DataInputStream(s.getInputStream()).readFully(new byte[NioWire.HELLO]);
+                ByteBuffer ok = ByteBuffer.allocate(NioWire.REPLY);
+                NioWire.putReply(ok, NioWire.REPLY_OK, 1);
+                s.getOutputStream().write(ok.array());
+                s.getInputStream().read();
+            } catch (IOException e) {
+                // the node closed
+            }
+        }, "impostor");
+        t.setDaemon(true);
+        t.start();
+        a.addNode(1, "127.0.0.1:" + impostor.getLocalPort());
+        assertMentions(sendFails(a, 1), "node 1", "without proving the pre-shared key");
+        assertEquals(1, stat(a, "handshakes_peer_unauthenticated"));
+    }
+
+    @Test
     public void aRawHelloWithoutTheKeyIsRefusedAtTheRightAddress() throws Exception {
         DXNet a = keyed(0, keyFile(KEY));
         DXNet b = keyed(1, keyFile(KEY));
