@@ -11,6 +11,13 @@ import java.util.Map;
 
 /** Opens the transport a configuration names ({@link DXNetConfig#transport}). */
 public final class Transports {
+    /**
+     * Whether the native engine reads {@code auth_key_file} (the authenticated
+     * UDP control plane). The single switch: while false, an {@code authKeyFile}
+     * with {@code transport = ib} is refused rather than silently ignored.
+     */
+    static final boolean IB_ENGINE_READS_AUTH_KEY = false;
+
     private Transports() {}
 
     public static Transport open(DXNetConfig config, TransportListener listener) throws NetworkException {
@@ -25,6 +32,10 @@ public final class Transports {
         }
         switch (config.transport) {
             case "ib":
+                if (config.authKeyFile != null && !IB_ENGINE_READS_AUTH_KEY) {
+                    throw new IllegalArgumentException("authKeyFile is set, but the ib transport's native engine does not"
+                            + " read a key yet (auth_key_file): refused rather than run unauthenticated");
+                }
                 return openIb(config, listener, listen);
             case "nio":
                 NioTransport.Settings s = new NioTransport.Settings();
@@ -40,6 +51,8 @@ public final class Transports {
                 s.ringSize = config.nioRingSize;
                 s.keepAliveMs = config.keepAliveMs;
                 s.idleTimeoutMs = config.idleTimeoutMs;
+                s.checkPeerAddress = config.checkPeerAddress;
+                s.authKey = config.authKey();
                 return new NioTransport(s, listener);
             case "loopback":
                 return new LoopbackTransport(config.nodeId, port, config.flowControlWindow, config.flowControlThreshold,
@@ -66,6 +79,9 @@ public final class Transports {
         nativeConfig.put("node_id", Integer.toString(config.nodeId));
         nativeConfig.putIfAbsent("listen", listen);
         nativeConfig.putIfAbsent("max_connections", Integer.toString(config.maxConnections));
+        if (config.authKeyFile != null) {
+            nativeConfig.putIfAbsent("auth_key_file", config.authKeyFile);
+        }
         try {
             return new IbTransport(nativeConfig, config.flowControlWindow, config.flowControlThreshold,
                     config.connectTimeoutMs, listener);

@@ -150,18 +150,13 @@ public class NioFailureTest {
     public void unknownNodeIsRefusedWithAReason() throws Exception {
         DXNet b = node(1);
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
-            DataOutputStream out = new DataOutputStream(s.getOutputStream());
-            out.writeInt(NioWire.MAGIC);
-            out.writeShort(NioWire.VERSION);
-            out.writeShort(77); // not in node 1's table
-            out.writeShort(1);
-            out.writeShort(0);
-            out.writeLong(42);
-            out.flush();
+            java.nio.ByteBuffer hello = java.nio.ByteBuffer.allocate(NioWire.HELLO);
+            NioWire.putHello(hello, 0, 77, 1, 42, new byte[NioWire.NONCE]); // 77: not in node 1's table
+            s.getOutputStream().write(hello.array());
             s.setSoTimeout(5_000);
             DataInputStream in = new DataInputStream(s.getInputStream());
             assertEquals(NioWire.MAGIC, in.readInt());
-            assertEquals(NioWire.REPLY_UNKNOWN_NODE, in.readShort());
+            assertEquals(NioWire.Refusal.UNKNOWN_NODE.status, in.readShort());
             assertEquals(1, in.readShort());
             assertEquals(-1, in.read());
         }
