@@ -411,6 +411,12 @@ impl<F: Fabric> ConManager<F> {
         self.post_job(if force { JOB_CLOSE_FORCE } else { JOB_CLOSE }, node)
     }
 
+    /// Closes the connection to `node` at once if `qpn` is its open queue
+    /// pair (not a newer one). True if a close was started.
+    pub fn close_queue_pair(&self, node: NodeId, qpn: u32) -> bool {
+        self.node_of_qpn(qpn) == Some(node) && self.close(node, true)
+    }
+
     fn post_job(&self, kind: u32, node: NodeId) -> bool {
         let ok = self.jobs.push((kind << 16) | u32::from(node.0)).is_ok();
         if ok {

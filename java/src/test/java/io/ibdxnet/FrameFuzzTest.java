@@ -32,7 +32,10 @@ import org.junit.runners.Parameterized;
  * — over nio, and over ib on sim. After every case the node still answers an
  * honest node's request; at the end no thread has died, the heap is where it
  * was and every violation was counted. Cases per transport:
- * {@code -Dtest.fuzzCases} (CI 50 000 each; {@code ./ibdxnet bench fuzz}: 500 000).
+ * {@code test.fuzzCases} (CI: 5 000 each — most cases break the connection
+ * and the peer reconnects, a few ms each; {@code ./ibdxnet bench fuzz}:
+ * 100 000 each). {@link io.ibdxnet.core.StreamAssemblerViolationTest} runs
+ * 10^5 cases through the assembler alone in CI (10^6 in the bench).
  */
 @RunWith(Parameterized.class)
 public class FrameFuzzTest {
@@ -125,7 +128,7 @@ public class FrameFuzzTest {
 
     @Test
     public void noFrameSequenceSilencesTheNode() throws Exception {
-        int cases = Integer.getInteger("test.fuzzCases", 50_000);
+        int cases = Integer.getInteger("test.fuzzCases", 5_000);
         DXNet victim = node(0);
         DXNet honest = node(1);
         victim.addNode(1, "127.0.0.1:" + honest.localPort());
@@ -159,21 +162,22 @@ public class FrameFuzzTest {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         Map<String, Long> s = victim.transportStats();
         long heapAfter = heapAfterGc();
-        System.out.printf("frame fuzz over %s: %d cases in %d ms, %d protocol violations, %d messages of garbage delivered,"
+        System.out.printf("frame fuzz over %s: %d cases in %d ms, %d protocol violations, %d garbage messages handled,"
                 + " %d partial messages dropped, %d sends refused, heap %d -> %d KB%n", transport, cases, ms,
                 s.get("protocol_violations"), garbage.get(), s.get("partial_messages_dropped"), sendFailures,
                 heapBefore >> 10, heapAfter >> 10);
+        System.out.println("victim " + s + "\nfuzzer " + fuzzer.stats());
         assertTrue(victim.healthy());
         assertNull(victim.failure());
-        assertEquals("no core thread died or leaked", threadsBefore, Thread.activeCount(), 4);
+        assertNear("no core thread died or leaked", threadsBefore, Thread.activeCount(), 4);
         assertTrue("violations are counted: " + s, s.get("protocol_violations") > cases / 20);
         assertEquals("stream errors other than violations", 0L, (long) s.get("stream_errors"));
         assertTrue("heap after GC bounded: " + heapBefore + " -> " + heapAfter, heapAfter < heapBefore + (64L << 20));
-        assertEquals("every unfinished message's claim given back or held by a live stream",
-                true, s.get("unfinished_bytes_claimed") <= 4L << 20);
+        assertTrue("unfinished messages hold at most one connection's share",
+                s.get("unfinished_bytes_claimed") <= 4L << 20);
     }
 
-    private static void assertEquals(String what, int expected, int actual, int slack) {
+    private static void assertNear(String what, int expected, int actual, int slack) {
         assertTrue(what + ": " + expected + " vs " + actual, Math.abs(expected - actual) <= slack);
     }
 
@@ -223,6 +227,9 @@ public class FrameFuzzTest {
         int mutations = r.nextInt(4); // a quarter of the cases stay valid
         for (int i = 0; i < mutations; i++) {
             byte[][] f = frames.get(r.nextInt(frames.size()));
+            if (f[0].length < Frame.HEADER) {
+                continue; // already cut short
+            }
             switch (r.nextInt(8)) {
                 case 0:
                     f[0][4 + r.nextInt(Frame.HEADER - 4)] ^= (byte) (1 << r.nextInt(8));

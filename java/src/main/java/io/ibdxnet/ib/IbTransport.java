@@ -146,14 +146,15 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     /** Connects (under the node's connect lock) and wraps the native ring. */
     private Connection open(int node) throws NetworkException {
-        long ring;
         try {
-            ring = engine.connect(node, connectTimeoutMs);
+            long ring = engine.connect(node, connectTimeoutMs);
+            return new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
+                    new FlowWindow(window, confirmations.unit()));
         } catch (IbException e) {
             throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
+        } catch (IllegalStateException e) {
+            throw new NetworkException("no connection to node " + node + ": the transport is closed", e); // closed meanwhile
         }
-        return new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
-                new FlowWindow(window, confirmations.unit()));
     }
 
     @Override
@@ -188,9 +189,12 @@ public final class IbTransport implements Transport, EngineCallbacks {
     @Override
     public void closeConnection(int node, int connection, String reason) {
         // Only that connection: a newer one to the node stays (the close is by node).
-        if (!closing && engine.connectionId(node) == connection) {
-            LOG.fine(() -> "closing the connection to node " + node + ": " + reason);
-            engine.closeConnection(node, true);
+        try {
+            if (!closing && engine.closeQueuePair(node, connection)) {
+                LOG.fine(() -> "closed the connection to node " + node + ": " + reason);
+            }
+        } catch (IllegalStateException e) {
+            // the engine closed meanwhile: so did the connection
         }
     }
 

@@ -133,8 +133,9 @@ public class StreamAssemblerViolationTest {
     /**
      * Random mutations of valid streams (bytes flipped, cut short, lengths and
      * totals replaced): the only outcomes are messages or a violation, and the
-     * limits hold their accounting. 10^5 cases (the JVM fuzzer adds the real
-     * receive path over nio and ib: FrameFuzzTest).
+     * limits hold their accounting. {@code test.assemblerFuzzCases}: 10^5 in
+     * CI, 10^6 in {@code ./ibdxnet bench fuzz} (FrameFuzzTest adds the real
+     * receive path over nio and ib).
      */
     @Test
     public void mutatedStreamsEndInMessagesOrAViolationOnly() {
@@ -142,7 +143,8 @@ public class StreamAssemblerViolationTest {
         ReceiveLimits limits = new ReceiveLimits(MAX, 4 * MAX, 8 * MAX);
         int violations = 0;
         int messages = 0;
-        for (int c = 0; c < 100_000; c++) {
+        int cases = Integer.getInteger("test.assemblerFuzzCases", 100_000);
+        for (int c = 0; c < cases; c++) {
             byte[] s = FrameMutator.mutate(r, FrameMutator.validStream(r, MAX), MAX);
             StreamAssembler a = new StreamAssembler(5, 1, limits);
             List<Integer> got = new ArrayList<>();
@@ -168,8 +170,8 @@ public class StreamAssemblerViolationTest {
             a.discard();
             assertEquals(0, limits.claimed());
         }
-        System.out.println("StreamAssembler fuzz: 100000 cases, " + violations + " violations, " + messages + " messages");
-        assertTrue("mutations must break most streams: " + violations, violations > 30_000);
-        assertTrue("and leave some whole: " + messages, messages > 10_000);
+        System.out.println("StreamAssembler fuzz: " + cases + " cases, " + violations + " violations, " + messages + " messages");
+        assertTrue("mutations must break most streams: " + violations, violations > cases * 3 / 10);
+        assertTrue("and leave some whole: " + messages, messages > cases / 10);
     }
 }
