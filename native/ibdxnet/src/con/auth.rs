@@ -285,8 +285,10 @@ impl Auth {
                         peer.retired.push_back(peer.instance);
                     }
                     peer.instance = p.instance;
-                    peer.window = ReplayWindow::default();
-                    peer.window.accept(seal.seq);
+                    // Everything before the response counts as seen: the
+                    // packets dropped unverified could otherwise be replayed
+                    // now (the peer repeats what matters after responding).
+                    peer.window = ReplayWindow { highest: seal.seq, seen: u128::MAX };
                     peer.challenged.retain(|c| c.0 != p.instance);
                     self.stats.instances_admitted.fetch_add(1, Ordering::Relaxed);
                 }
