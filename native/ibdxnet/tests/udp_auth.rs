@@ -219,7 +219,10 @@ fn with_a_key_packets_of_a_previous_instance_are_refused() {
     }
     wait_counted(&nodes[0], &base, "dropped_replayed", old.len() as u64);
     let now = nodes[0].engine.manager().established(NodeId(1)).expect("still established");
-    assert_eq!((now.local_qpn(), now.peer_qpn(), now.peer_instance()), (c0.local_qpn(), c0.peer_qpn(), c0.peer_instance()));
+    assert_eq!(
+        (now.local_qpn(), now.peer_qpn(), now.peer_instance()),
+        (c0.local_qpn(), c0.peer_qpn(), c0.peer_instance())
+    );
     assert_eq!(stats_of(&nodes[0])["dropped_unverified"], base["dropped_unverified"]);
     restarted.engine.shutdown();
 }
@@ -294,5 +297,81 @@ fn a_node_with_a_key_and_one_without_refuse_each_other_naming_the_reason() {
     for n in &nodes {
         assert!(stats_of(n)["dropped_unauthenticated"] > 0, "{:?}", stats_of(n));
         assert!(n.engine.manager().established(NodeId(1 - n.engine.node_id().0)).is_none());
+    }
+}
+
+/// Cost of authentication (`./ibdxnet bench auth`): packets per second the
+/// job thread handles (sealed or plain `Discover`s from a pretend node,
+/// each answered) and connect() latency of fresh connections, with and
+/// without a key, in one run.
+#[test]
+#[ignore]
+fn auth_cost() {
+    use ibdxnet::con::auth::Auth;
+    const PACKETS: u64 = 200_000;
+    const CONNECTS: usize = 300;
+    for keyed in [false, true] {
+        let net = SimNetwork::new();
+        let k = keyed.then(key);
+        let nodes: Vec<Node<SimFabric>> = start_nodes(2, StreamOptions::default(), |i| config(i, &net, k.clone()));
+        // Packet rate.
+        let fake = NodeId(0x7A7A);
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        nodes[0].engine.add_node(fake, sock.local_addr().unwrap()).unwrap();
+        let target = nodes[0].engine.manager().local_addr();
+        let tx = Auth::new(k.clone());
+        let instance = 0x1234_5679;
+        let mut buf = Vec::new();
+        let discover = Packet { src: fake, dst: NodeId(0), instance, body: Body::Discover };
+        if keyed {
+            // Answer the challenge of the first packet: admitted from then on.
+            tx.encode(&discover, &mut buf);
+            sock.send_to(&buf, target).unwrap();
+            let mut rx = [0u8; 512];
+            let n = sock.recv(&mut rx).expect("challenge");
+            let (p, _) = Packet::decode_any(&rx[..n]).expect("decodes");
+            let Body::Challenge { nonce, .. } = p.body else { panic!("{p:?}") };
+            tx.encode(&Packet { body: Body::Response { nonce }, ..discover }, &mut buf);
+            sock.send_to(&buf, target).unwrap();
+            wait_until("admitted", || stats_of(&nodes[0])["auth_instances_admitted"] == 1);
+        }
+        sock.set_nonblocking(true).unwrap();
+        let base = stats_of(&nodes[0])["packets_in"];
+        let t0 = Instant::now();
+        let mut sent = 0;
+        let mut rx = [0u8; 512];
+        while sent < PACKETS {
+            for _ in 0..64 {
+                tx.encode(&discover, &mut buf);
+                sock.send_to(&buf, target).unwrap();
+                sent += 1;
+            }
+            while stats_of(&nodes[0])["packets_in"] - base < sent {
+                while sock.recv(&mut rx).is_ok() {}
+                std::thread::yield_now();
+            }
+        }
+        let rate = sent as f64 / t0.elapsed().as_secs_f64();
+        // Connection set-up: connect, then close (both sides) and again.
+        let mut lat = Vec::with_capacity(CONNECTS);
+        for _ in 0..CONNECTS {
+            let t = Instant::now();
+            let c = nodes[0].engine.connect(NodeId(1)).expect("connect");
+            lat.push(t.elapsed());
+            drop(c);
+            nodes[0].engine.manager().close(NodeId(1), true);
+            wait_until("closed on both sides", || nodes.iter().all(|n| n.engine.manager().connection_count() == 0));
+        }
+        let first = lat[0];
+        lat.sort();
+        let pct = |p: usize| lat[(lat.len() * p / 100).min(lat.len() - 1)];
+        println!(
+            "auth cost (key: {keyed}): control packets handled {rate:.0}/s ({PACKETS} Discover, each answered); \
+             connect() of {CONNECTS} fresh connections: first {first:.2?}, median {:.2?}, p99 {:.2?}, max {:.2?}",
+            pct(50),
+            pct(99),
+            lat[lat.len() - 1]
+        );
     }
 }

@@ -154,6 +154,9 @@ struct Peer {
     challenged: Vec<(u32, Instant)>,
 }
 
+/// A problem with a node's packets, when it was last seen and last logged.
+type ProblemSeen = (AuthProblem, Instant, Option<Instant>);
+
 /// The authentication state of one connection manager.
 pub struct Auth {
     key: Option<AuthKey>,
@@ -163,7 +166,7 @@ pub struct Auth {
     next_seq: AtomicU64,
     peers: Mutex<HashMap<NodeId, Peer>>,
     /// Per node: the last problem seen, when, and when it was last logged.
-    problems: Mutex<HashMap<NodeId, (AuthProblem, Instant, Option<Instant>)>>,
+    problems: Mutex<HashMap<NodeId, ProblemSeen>>,
     /// Counters.
     pub stats: AuthStats,
 }
