@@ -210,6 +210,7 @@ fn with_a_key_packets_of_a_previous_instance_are_refused() {
         nodes[0].handler.events().iter().any(|e| matches!(e, NodeEvent::Disconnected(_)))
     });
     let c1 = restarted.engine.connect(NodeId(0)).expect("connect after restart");
+    wait_until("node 0 established", || nodes[0].engine.manager().established(NodeId(1)).is_some());
     let c0 = nodes[0].engine.manager().established(NodeId(1)).expect("node 0 side");
     assert_eq!(c0.peer_qpn(), c1.local_qpn());
     let spoof = Spoofer::new();
