@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use super::auth::{Auth, AuthProblem, Verdict};
 use super::connection::{ConState, Connection, SendRing};
 use super::node::{NodeId, NodeTable};
 use super::proto::{Body, Packet, MAX_PACKET};
@@ -75,6 +76,14 @@ pub enum ConError {
     ShutDown,
     /// The job queue is full.
     Busy,
+    /// The node and this one disagree about authentication (one has a key,
+    /// the other not, or the keys differ): packets were refused.
+    Auth {
+        /// Target node.
+        node: NodeId,
+        /// What was wrong with its packets.
+        problem: AuthProblem,
+    },
 }
 
 impl std::fmt::Display for ConError {
@@ -87,6 +96,7 @@ impl std::fmt::Display for ConError {
             ConError::SelfConnection => f.write_str("a node cannot connect to itself"),
             ConError::ShutDown => f.write_str("the engine is shutting down"),
             ConError::Busy => f.write_str("the connection manager's job queue is full"),
+            ConError::Auth { node, problem } => write!(f, "node {node} {}", problem.describe()),
         }
     }
 }
@@ -179,6 +189,8 @@ pub struct ConManager<F: Fabric> {
     forged_imm_source: std::sync::atomic::AtomicU32,
     /// Counters.
     pub stats: ConStats,
+    /// Sealing and checking of packets (pre-shared key), see [`super::auth`].
+    auth: Auth,
     /// When the manager started (the base of `last_received_ms`).
     epoch: Instant,
     /// Per node: when data last arrived from it (ms since `epoch`). A
@@ -266,6 +278,7 @@ impl<F: Fabric> ConManager<F> {
             drop_every: std::sync::atomic::AtomicU32::new(0),
             forged_imm_source: std::sync::atomic::AtomicU32::new(u32::MAX),
             stats: ConStats::default(),
+            auth: Auth::new(cfg.auth_key.clone()),
             epoch: Instant::now(),
             last_received_ms: (0..=u16::MAX).map(|_| AtomicU64::new(0)).collect(),
             finished: Mutex::new(VecDeque::new()),
@@ -364,6 +377,15 @@ impl<F: Fabric> ConManager<F> {
             }
             self.request_create(node)?;
             let waited = start.elapsed();
+            // Refused packets name the reason; a node with a key trusts that
+            // only at the deadline (a forged unsealed packet must not fail
+            // its connects early), a node without a key at once.
+            let recent = start.checked_sub(self.cfg.discovery_interval * 3).unwrap_or(start);
+            if let Some(problem) = self.auth.problem_with(node, recent) {
+                if waited >= timeout || !self.auth.keyed() {
+                    return Err(ConError::Auth { node, problem });
+                }
+            }
             if waited >= timeout {
                 return Err(ConError::Timeout { node, waited });
             }
@@ -464,7 +486,7 @@ impl<F: Fabric> ConManager<F> {
         if every != 0 && (self.stats.packets_out.fetch_add(1, Ordering::Relaxed) + 1) % u64::from(every) == 0 {
             return;
         }
-        Packet { src: self.me, dst: node, instance: self.instance, body }.encode(buf);
+        self.auth.encode(&Packet { src: self.me, dst: node, instance: self.instance, body }, buf);
         match self.socket.send_to(buf, addr) {
             Ok(_) if every == 0 => {
                 self.stats.packets_out.fetch_add(1, Ordering::Relaxed);
@@ -667,7 +689,7 @@ impl<F: Fabric> ConManager<F> {
         if data == KICK && from.port() == self.local_addr.port() {
             return;
         }
-        let p = match Packet::decode(data) {
+        let (p, seal) = match Packet::decode_any(data) {
             Ok(p) => p,
             Err(e) => {
                 self.stats.dropped_malformed.fetch_add(1, Ordering::Relaxed);
@@ -687,6 +709,20 @@ impl<F: Fabric> ConManager<F> {
             self.stats.dropped_spoofed.fetch_add(1, Ordering::Relaxed);
             log::debug!("node {}: dropped packet claiming to be from {} ({src_addr}) sent from {from}", self.me, p.src);
             return;
+        }
+        match self.auth.check(&p, seal, data, self.instance, Instant::now()) {
+            Verdict::Accept => {}
+            Verdict::Drop | Verdict::Admitted => return,
+            Verdict::Reply(body) => {
+                let answered = matches!(body, Body::Response { .. });
+                self.send(p.src, body, &mut st.buf);
+                if answered {
+                    // Admitted now (unless the response is lost): repeat at
+                    // once what the challenge stopped instead of at the next retry.
+                    self.resend_to(p.src, st);
+                }
+                return;
+            }
         }
         self.stats.packets_in.fetch_add(1, Ordering::Relaxed);
         if lock(&self.discovered).insert(p.src) {
@@ -731,6 +767,18 @@ impl<F: Fabric> ConManager<F> {
             Body::Exchange { endpoint, peer_qpn, established } => {
                 self.handle_exchange(p.src, p.instance, endpoint, peer_qpn, established, st)
             }
+            Body::Challenge { .. } | Body::Response { .. } => {} // consumed by `auth`
+        }
+    }
+
+    /// Repeats the packet a challenge from `node` may have stopped: the
+    /// exchange of a connection coming up, or discovery.
+    fn resend_to(&self, node: NodeId, st: &mut JobState<F>) {
+        let unfinished = self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned();
+        match unfinished {
+            Some(c) if matches!(c.state(), ConState::Pending | ConState::Connected) => self.send_exchange(&c, st),
+            _ if !self.is_discovered(node) => self.send(node, Body::Discover, &mut st.buf),
+            _ => {}
         }
     }
 
@@ -931,7 +979,7 @@ impl<F: Fabric> ConManager<F> {
     pub fn stats_map(&self) -> Vec<(&'static str, u64)> {
         let s = &self.stats;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        vec![
+        let mut m = vec![
             ("connections", self.connection_count() as u64),
             ("packets_in", l(&s.packets_in)),
             ("packets_out", l(&s.packets_out)),
@@ -944,7 +992,9 @@ impl<F: Fabric> ConManager<F> {
             ("closes_drained", l(&s.closes_drained)),
             ("closes_timed_out", l(&s.closes_timed_out)),
             ("jobs_dropped", l(&s.jobs_dropped)),
-        ]
+        ];
+        m.extend(self.auth.stats_map());
+        m
     }
 
     /// True if `node` answered a packet since it was last lost.

@@ -188,8 +188,12 @@ impl<F: Fabric> std::fmt::Debug for Engine<F> {
 impl<F: Fabric> Engine<F> {
     /// Opens the fabric, creates the shared queues, binds the UDP socket and
     /// starts the three threads. Nothing starts if the configuration is invalid.
-    pub fn start<H: EngineHandler>(cfg: EngineConfig, handler: Arc<H>) -> Result<Engine<F>, EngineError> {
+    pub fn start<H: EngineHandler>(mut cfg: EngineConfig, handler: Arc<H>) -> Result<Engine<F>, EngineError> {
         cfg.validate().map_err(EngineError::Config)?;
+        if cfg.auth_key.is_none() {
+            cfg.auth_key =
+                crate::con::AuthKey::from_config(cfg.auth_key_file.as_deref()).map_err(EngineError::Config)?;
+        }
         let cfg = Arc::new(cfg);
         // The UDP address first: a bad or busy `listen` is a configuration
         // error, reported before any memory is registered.

@@ -30,9 +30,9 @@ public class DXNetTest {
     @Parameterized.Parameter
     public String transport;
 
-    static final byte TYPE = 7;
+    public static final byte TYPE = 7;
     static final byte DATA = 1;
-    static final byte ECHO_REQ = 2;
+    public static final byte ECHO_REQ = 2;
     static final byte ECHO_RESP = 3;
     static final byte UNKNOWN = 9;
 
@@ -91,7 +91,7 @@ public class DXNetTest {
             super(TYPE, ECHO_REQ);
         }
 
-        EchoRequest(int dest, long[] values) {
+        public EchoRequest(int dest, long[] values) {
             super(dest, TYPE, ECHO_REQ);
             this.values = values;
         }

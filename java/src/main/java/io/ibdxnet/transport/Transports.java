@@ -11,13 +11,6 @@ import java.util.Map;
 
 /** Opens the transport a configuration names ({@link DXNetConfig#transport}). */
 public final class Transports {
-    /**
-     * Whether the native engine reads {@code auth_key_file} (the authenticated
-     * UDP control plane). The single switch: while false, an {@code authKeyFile}
-     * with {@code transport = ib} is refused rather than silently ignored.
-     */
-    static final boolean IB_ENGINE_READS_AUTH_KEY = false;
-
     private Transports() {}
 
     public static Transport open(DXNetConfig config, TransportListener listener) throws NetworkException {
@@ -32,10 +25,6 @@ public final class Transports {
         }
         switch (config.transport) {
             case "ib":
-                if (config.authKeyFile != null && !IB_ENGINE_READS_AUTH_KEY) {
-                    throw new IllegalArgumentException("authKeyFile is set, but the ib transport's native engine does not"
-                            + " read a key yet (auth_key_file): refused rather than run unauthenticated");
-                }
                 return openIb(config, listener, listen);
             case "nio":
                 NioTransport.Settings s = new NioTransport.Settings();

@@ -114,17 +114,52 @@ public class AuthKeyTest {
         assertEquals(dxnetThreads().toString(), before, dxnetThreads().size());
     }
 
+    /** ib on sim: the key reaches the native control plane; keyed nodes talk, a keyed and an unkeyed one refuse each other. */
     @Test
-    public void ibRefusesAKeyFileWhileItsEngineCannotUseIt() throws Exception {
-        org.junit.Assume.assumeTrue("the native engine reads auth_key_file", !Transports.IB_ENGINE_READS_AUTH_KEY);
-        DXNetConfig c = new DXNetConfig(0);
-        c.authKeyFile = file(KEY, "rw-------").toString();
+    public void ibNodesUseTheKeyForTheirControlPlane() throws Exception {
+        Path key = file(KEY, "rw-------");
+        io.ibdxnet.DXNet a = ibNode(0, key);
+        io.ibdxnet.DXNet b = ibNode(1, key);
+        io.ibdxnet.DXNet plain = ibNode(2, null);
         try {
-            DXNet.start(c).close();
-            fail("ib started with a key it does not use");
-        } catch (IllegalArgumentException e) {
-            assertTrue(e.getMessage(), e.getMessage().contains("authKeyFile") && e.getMessage().contains("ib"));
+            a.addNode(1, "127.0.0.1:" + b.localPort());
+            b.addNode(0, "127.0.0.1:" + a.localPort());
+            a.addNode(2, "127.0.0.1:" + plain.localPort());
+            plain.addNode(0, "127.0.0.1:" + a.localPort());
+            java.util.concurrent.atomic.AtomicInteger got = new java.util.concurrent.atomic.AtomicInteger();
+            b.register(io.ibdxnet.DXNetTest.TYPE, io.ibdxnet.DXNetTest.ECHO_REQ, m -> got.incrementAndGet());
+            a.sendMessage(new io.ibdxnet.DXNetTest.EchoRequest(1, new long[] {1}));
+            long end = System.nanoTime() + 10_000_000_000L;
+            while (got.get() == 0 && System.nanoTime() < end) {
+                Thread.sleep(5);
+            }
+            assertEquals(1, got.get());
+            assertTrue(a.transportStats().toString(), a.transportStats().get("auth_instances_admitted") >= 1);
+            try {
+                plain.sendMessage(new io.ibdxnet.DXNetTest.EchoRequest(0, new long[] {1}));
+                fail("an unkeyed node connected to a keyed one");
+            } catch (io.ibdxnet.NetworkException e) {
+                assertTrue(e.getMessage(), e.getMessage().contains("node 0") || e.getMessage().contains("0x0000"));
+                assertTrue(e.getMessage(), e.getMessage().contains("authentication"));
+            }
+        } finally {
+            plain.close();
+            b.close();
+            a.close();
         }
+    }
+
+    private static io.ibdxnet.DXNet ibNode(int id, Path key) throws Exception {
+        DXNetConfig c = new DXNetConfig(id);
+        c.listen = "127.0.0.1:0";
+        c.connectTimeoutMs = 3_000;
+        c.nativeConfig.put("fabric", "sim");
+        c.nativeConfig.put("listen", "127.0.0.1:0");
+        c.nativeConfig.put("parking_yield_after_ms", "0");
+        c.authKeyFile = key == null ? null : key.toString();
+        io.ibdxnet.DXNet n = io.ibdxnet.DXNet.start(c);
+        n.registerMessageType(io.ibdxnet.DXNetTest.TYPE, io.ibdxnet.DXNetTest.ECHO_REQ, io.ibdxnet.DXNetTest.EchoRequest.class);
+        return n;
     }
 
     @Test
