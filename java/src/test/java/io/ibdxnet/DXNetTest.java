@@ -547,6 +547,59 @@ public class DXNetTest {
     }
 
     @Test
+    public void requestTimeoutMsEndsAsyncRequestsAndEmptiesThePendingMap() throws Exception {
+        List<DXNet> n = start(2, "100", c -> c.requestTimeoutMs = 300);
+        n.get(1).register(TYPE, ECHO_REQ, m -> {});
+        long t0 = System.nanoTime();
+        java.util.concurrent.CompletableFuture<Response> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
+        // A caller that gives up first leaves nothing behind either.
+        java.util.concurrent.CompletableFuture<Response> abandoned = n.get(0).sendAsync(new EchoRequest(1, new long[] {2}));
+        try {
+            abandoned.get(20, java.util.concurrent.TimeUnit.MILLISECONDS);
+            fail("no response expected");
+        } catch (java.util.concurrent.TimeoutException expected) {
+            // the caller stops waiting
+        }
+        assertEquals(2, n.get(0).pendingRequests());
+        try {
+            f.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            fail("no response expected");
+        } catch (java.util.concurrent.ExecutionException expected) {
+            assertTrue(String.valueOf(expected.getCause()), expected.getCause() instanceof RequestTimeoutException);
+            assertTrue(expected.getCause().getMessage(), expected.getCause().getMessage().contains("within 300 ms"));
+        }
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue("timed out after " + ms + " ms", ms >= 300 && ms < 5_000);
+        waitFor("the pending map empty", () -> n.get(0).pendingRequests() == 0);
+        assertTrue(abandoned.isCompletedExceptionally());
+    }
+
+    @Test
+    public void aRemoteHandlerExceptionReachesTheRequester() throws Exception {
+        List<DXNet> n = start(2);
+        n.get(1).register(TYPE, ECHO_REQ, m -> {
+            throw new IllegalStateException("no such key: " + ((EchoRequest) m).values[0]);
+        });
+        long[] ms = new long[5];
+        for (int i = 0; i < ms.length; i++) {
+            long t0 = System.nanoTime();
+            try {
+                n.get(0).sendSync(new EchoRequest(1, new long[] {42 + i}), 10_000);
+                fail("the handler throws");
+            } catch (RemoteHandlerException e) {
+                ms[i] = (System.nanoTime() - t0) / 1_000_000;
+                assertEquals(1, e.node());
+                assertEquals(IllegalStateException.class.getName(), e.remoteClass());
+                assertTrue(e.getMessage(), e.getMessage().contains("no such key: " + (42 + i)));
+            }
+        }
+        java.util.Arrays.sort(ms);
+        assertTrue("median " + ms[2] + " ms", ms[2] < 100);
+        assertEquals(0, n.get(0).pendingRequests());
+        assertEquals(5L, (long) n.get(1).transportStats().get("handler_errors"));
+    }
+
+    @Test
     public void pendingRequestsFailWhenThePeerGoesAway() throws Exception {
         List<DXNet> n = start(2);
         n.get(1).register(TYPE, ECHO_REQ, m -> {});

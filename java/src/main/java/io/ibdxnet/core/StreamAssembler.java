@@ -29,8 +29,8 @@ public final class StreamAssembler {
     }
 
     private static final long BYTES = UNSAFE.arrayBaseOffset(byte[].class);
-    private static final int KNOWN_FLAGS = Frame.FIRST | Frame.LAST | Frame.REQUEST | Frame.RESPONSE;
-    private static final int KIND = Frame.REQUEST | Frame.RESPONSE;
+    private static final int KNOWN_FLAGS = Frame.FIRST | Frame.LAST | Frame.REQUEST | Frame.RESPONSE | Frame.ERROR;
+    private static final int KIND = Frame.REQUEST | Frame.RESPONSE | Frame.ERROR;
 
     /** A message announced by its first frame and not complete yet. */
     private static final class Partial {
@@ -179,7 +179,9 @@ public final class StreamAssembler {
         if (length < Frame.HEADER) {
             throw violation("frame length " + length + " is shorter than a header");
         }
-        if ((f & ~KNOWN_FLAGS) != 0 || (f & KIND) == KIND || header[11] != 0) {
+        int kind = f & KIND;
+        boolean kindOk = kind == 0 || kind == Frame.REQUEST || kind == Frame.RESPONSE || kind == (Frame.RESPONSE | Frame.ERROR);
+        if ((f & ~KNOWN_FLAGS) != 0 || !kindOk || header[11] != 0) {
             throw violation("frame flags 0x" + Integer.toHexString(f) + " / reserved " + header[11]);
         }
         if (total < 0 || total > limits.maxMessageSize) {

@@ -352,7 +352,11 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 connections.compareAndSet(r.node, r, null);
             }
         }
-        engine.releaseConnection(r.connectionId);
+        try {
+            engine.releaseConnection(r.connectionId);
+        } catch (IllegalStateException e) {
+            // the engine is being destroyed: it frees every connection itself
+        }
     }
 
     /** Resender thread: {@code stranded} (whole records of {@code old}) first on a new connection. */

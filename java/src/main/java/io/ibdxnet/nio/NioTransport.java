@@ -47,6 +47,7 @@ import java.util.logging.Logger;
  */
 public final class NioTransport implements Transport {
     private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
+    private final io.ibdxnet.core.RateLimitedLog failureLog = new io.ibdxnet.core.RateLimitedLog(LOG, 1_000);
     private static final int NODES = 1 << 16;
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
     private static final long IDLE_POLL_NANOS = 50_000;
@@ -584,19 +585,20 @@ public final class NioTransport implements Transport {
         return !c.small.hasRemaining();
     }
 
-    /** Incoming: the hello (and proof) passed; refused only as a duplicate, else the peer's stream starts. */
+    /**
+     * Incoming: the hello (and proof) passed, the peer's stream starts. A
+     * connection it still has here is stale: the peer opens a new one only
+     * after its old one ended (an orderly close, or a failure it saw first —
+     * a half-open connection), so the new one replaces it.
+     */
     private boolean acceptPeer(NioChannel c, long now) throws IOException {
         int source = c.handshake.source;
         long peerInstance = c.handshake.peerInstance;
         NioChannel old = incoming.get(source);
-        if (old != null && old.instance == peerInstance && !old.orderly) {
-            handshake.refuse(c, NioWire.Refusal.DUPLICATE);
-            flushRefusal(c, now);
-            return false;
-        }
         handshake.accept(c);
         if (old != null) {
-            fail(old, "node " + source + " connected again (restarted)");
+            fail(old, old.instance == peerInstance ? "node " + source + " connected again (its old connection is stale)"
+                    : "node " + source + " connected again (restarted)");
         }
         c.peer = source;
         c.instance = peerInstance;
@@ -878,7 +880,9 @@ public final class NioTransport implements Transport {
         }
         failures.incrementAndGet();
         if (running) {
-            LOG.warning("node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node " + c.peer + " failed: " + reason);
+            // At most one per peer per second: a peer that keeps failing must not flood the log.
+            failureLog.warn(c.peer, "node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node " + c.peer
+                    + " failed: " + reason);
         }
         if (wasOpen && running && c.peer >= 0) {
             listener.onDisconnected(c.peer);

@@ -67,8 +67,7 @@ final class NioWire {
         UNKNOWN_NODE(1, "unknown_node", "our node id is not in its node table", "its node id is not in our node table"),
         WRONG_DESTINATION(2, "destination", "it is a different node than the node table says", "it wants a different node"),
         BAD_VERSION(3, "version", "it speaks a different protocol version", "it speaks a different protocol version"),
-        DUPLICATE(4, "duplicate", "it already has a connection from our node id and instance",
-                "we already have a connection from its node id and instance"),
+        // 4 was DUPLICATE: a reconnect of the same instance now replaces its stale connection.
         ADDRESS(5, "address", "our address is not one its node table gives for our node id",
                 "its address is not one our node table gives for that node"),
         KEY_REQUIRED(6, "unauthenticated", "it requires a pre-shared key and we have none",

@@ -79,6 +79,8 @@ public class StreamAssemblerViolationTest {
         assertViolation("shorter than a header", concat(header(8, 1, Frame.FIRST | Frame.LAST, 0, 0), new byte[12]));
         assertViolation("frame flags", frame(1, Frame.FIRST | Frame.LAST | 0x40, 0, 0));
         assertViolation("frame flags", frame(1, Frame.FIRST | Frame.LAST | Frame.REQUEST | Frame.RESPONSE, 0, 0));
+        assertViolation("frame flags", frame(1, Frame.FIRST | Frame.LAST | Frame.ERROR, 0, 0));
+        assertViolation("frame flags", frame(1, Frame.FIRST | Frame.LAST | Frame.REQUEST | Frame.ERROR, 0, 0));
         byte[] reserved = frame(1, Frame.FIRST | Frame.LAST, 0, 0);
         reserved[11] = 7;
         assertViolation("reserved 7", reserved);

@@ -163,6 +163,39 @@ public class NioFailureTest {
         assertEquals(1L, (long) b.transportStats().get("rejected"));
     }
 
+    /**
+     * A peer whose connection went stale on its side (it gave up, our side
+     * still holds it) connects again with the same instance: the first try
+     * succeeds and replaces the stale connection.
+     */
+    @Test
+    public void aReconnectReplacesAStaleConnectionAtTheFirstTry() throws Exception {
+        DXNet b = node(1);
+        b.addNode(0, "127.0.0.1:1"); // node 0 = our raw clients (from 127.0.0.1)
+        try (Socket stale = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
+            assertEquals(NioWire.REPLY_OK, hello(stale, 0, 1, 4242));
+            try (Socket fresh = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
+                assertEquals("the reconnect is accepted at once", NioWire.REPLY_OK, hello(fresh, 0, 1, 4242));
+                stale.setSoTimeout(5_000);
+                assertEquals("the stale connection is closed", -1, stale.getInputStream().read());
+            }
+        }
+        assertEquals(0L, (long) b.transportStats().get("rejected"));
+    }
+
+    /** Writes an unkeyed hello; returns the reply's status. */
+    private static int hello(Socket s, int source, int destination, long instance) throws IOException {
+        java.nio.ByteBuffer h = java.nio.ByteBuffer.allocate(NioWire.HELLO);
+        NioWire.putHello(h, 0, source, destination, instance, new byte[NioWire.NONCE]);
+        s.getOutputStream().write(h.array());
+        s.setSoTimeout(5_000);
+        DataInputStream in = new DataInputStream(s.getInputStream());
+        assertEquals(NioWire.MAGIC, in.readInt());
+        int status = in.readShort();
+        assertEquals(destination, in.readShort());
+        return status;
+    }
+
     @Test
     public void halfOpenPeerIsDetectedAndPendingRequestsFail() throws Exception {
         DXNet a = node(0);
