@@ -155,15 +155,7 @@ public class DXNetTest {
             c.listen = "127.0.0.1:0";
             c.maxConnections = Integer.parseInt(maxConnections);
             c.handlerThreads = 1; // in-order delivery, checked below
-            // Two nodes share 2 cores: idle engine threads must yield at once, or their
-            // busy polling starves the Java threads (10 ms round trips instead of 0.4 ms).
-            c.nativeConfig.put("parking_yield_after_ms", System.getProperty("test.yieldAfterMs", "0"));
-            c.nativeConfig.put("fabric", "sim");
-            c.nativeConfig.put("listen", "127.0.0.1:0");
-            c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
-            c.nativeConfig.put("srq_size", "128");
-            c.nativeConfig.put("recv_buffer_count", "1024");
-            c.flowControlWindow = 1 << 20;
+            smallSimNode(c);
             tune.accept(c);
             DXNet n = DXNet.start(c);
             n.registerMessageType(TYPE, DATA, DataMessage.class);
@@ -180,6 +172,19 @@ public class DXNetTest {
             }
         }
         return out;
+    }
+
+    /** Small engines on sim for tests: rings, queues and window sized for many nodes on 2 cores. */
+    static void smallSimNode(DXNetConfig c) {
+        // Nodes share 2 cores: idle engine threads must yield at once, or their
+        // busy polling starves the Java threads (10 ms round trips instead of 0.4 ms).
+        c.nativeConfig.put("parking_yield_after_ms", System.getProperty("test.yieldAfterMs", "0"));
+        c.nativeConfig.put("fabric", "sim");
+        c.nativeConfig.put("listen", "127.0.0.1:0");
+        c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
+        c.nativeConfig.put("srq_size", "128");
+        c.nativeConfig.put("recv_buffer_count", "1024");
+        c.flowControlWindow = 1 << 20;
     }
 
     /** Something a sender thread does for one sequence number. */

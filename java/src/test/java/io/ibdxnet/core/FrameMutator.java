@@ -70,12 +70,14 @@ public final class FrameMutator {
         return s;
     }
 
-    private static int hostileInt(Random r, int maxMessage) {
+    /** A value a hostile peer puts where a length or total belongs. */
+    public static int hostileInt(Random r, int maxMessage) {
         int[] v = {0, 1, 3, 19, 20, 21, -1, Integer.MAX_VALUE, Integer.MIN_VALUE, maxMessage, maxMessage + 1, 0x7FFFFFFF - 3};
         return r.nextBoolean() ? v[r.nextInt(v.length)] : r.nextInt();
     }
 
-    private static void put(byte[] b, int at, int v) {
+    /** Writes {@code v} big-endian at {@code at}. */
+    public static void put(byte[] b, int at, int v) {
         b[at] = (byte) (v >>> 24);
         b[at + 1] = (byte) (v >>> 16);
         b[at + 2] = (byte) (v >>> 8);
