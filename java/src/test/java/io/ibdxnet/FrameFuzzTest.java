@@ -33,9 +33,9 @@ import org.junit.runners.Parameterized;
  * — over nio, and over ib on sim. After every case the node still answers an
  * honest node's request; at the end no thread has died, the heap is where it
  * was and every violation was counted. Cases per transport:
- * {@code test.fuzzCases} (CI: 5 000 each — most cases break the connection
- * and the peer reconnects, a few ms each; {@code ./ibdxnet bench fuzz}:
- * 100 000 each). {@link io.ibdxnet.core.StreamAssemblerViolationTest} runs
+ * {@code test.fuzzCases} (CI: 50 000 each — most cases break the connection
+ * and the peer reconnects, about 1 ms each; {@code ./ibdxnet bench fuzz}:
+ * 500 000 each). {@link io.ibdxnet.core.StreamAssemblerViolationTest} runs
  * 10^5 cases through the assembler alone in CI (10^6 in the bench).
  */
 @RunWith(Parameterized.class)
@@ -123,7 +123,7 @@ public class FrameFuzzTest {
 
     @Test
     public void noFrameSequenceSilencesTheNode() throws Exception {
-        int cases = Integer.getInteger("test.fuzzCases", 5_000);
+        int cases = Integer.getInteger("test.fuzzCases", 50_000);
         DXNet victim = node(0);
         DXNet honest = node(1);
         victim.addNode(1, "127.0.0.1:" + honest.localPort());

@@ -96,6 +96,8 @@ public final class NioTransport implements Transport {
     private final int maxFrame;
     private volatile boolean running = true;
     private volatile boolean sleeping;
+    /** {@link #pauseForTest}. */
+    private volatile long pauseMs;
 
     // Selector thread only.
     private final Map<Integer, NioChannel> incoming = new HashMap<>();
@@ -281,6 +283,13 @@ public final class NioTransport implements Transport {
     private void run() {
         try {
             while (running) {
+                if (pauseMs > 0) {
+                    long end = System.nanoTime() + pauseMs * 1_000_000L;
+                    pauseMs = 0;
+                    while (System.nanoTime() - end < 0) {
+                        java.util.concurrent.locks.LockSupport.parkNanos(end - System.nanoTime());
+                    }
+                }
                 startConnects();
                 dropViolators();
                 serveWriteInterests();
@@ -844,7 +853,7 @@ public final class NioTransport implements Transport {
                     }
                     break;
                 case CLOSING:
-                    if (now - c.lastRead > idle) {
+                    if (now - c.lastRead > idle && !readBeforeJudging(c, now)) {
                         fail(c, "no goodbye from node " + c.peer + " within " + settings.idleTimeoutMs + " ms");
                     } else {
                         flush(c, now);
@@ -852,7 +861,7 @@ public final class NioTransport implements Transport {
                     break;
                 default:
                     // A stalled reader has unread bytes waiting: that is not silence.
-                    if (now - c.lastRead > idle && !c.stalled) {
+                    if (now - c.lastRead > idle && !c.stalled && !readBeforeJudging(c, now)) {
                         fail(c, "nothing received from node " + c.peer + " for " + settings.idleTimeoutMs + " ms");
                     } else if (now - c.lastWrite > keepAlive && c.betweenRecords() && c.control.remaining() >= 4) {
                         c.control.putInt(NioWire.KEEP_ALIVE);
@@ -860,6 +869,32 @@ public final class NioTransport implements Transport {
                     }
             }
         }
+    }
+
+    /**
+     * Reads what the socket holds before a connection is judged silent: after
+     * a pause of this process (SIGSTOP, a long GC) housekeeping runs before
+     * the selector reports the data that arrived meanwhile. True if something
+     * was read (or the read itself ended the connection).
+     */
+    private boolean readBeforeJudging(NioChannel c, long now) {
+        long before = c.lastRead;
+        try {
+            read(c, now);
+        } catch (IOException e) {
+            fail(c, describe(e));
+            return true;
+        } catch (ProtocolException e) {
+            fail(c, "protocol error: " + e.getMessage());
+            return true;
+        }
+        return c.lastRead != before || c.state == NioChannel.State.CLOSED || c.stalled;
+    }
+
+    /** Test hook: the selector thread sleeps {@code ms} at its next turn, as if this process were paused. */
+    void pauseForTest(long ms) {
+        pauseMs = ms;
+        selector.wakeup();
     }
 
     /** A connection failed: tell the senders and the core. */

@@ -164,6 +164,63 @@ public class NioFailureTest {
     }
 
     /**
+     * This node is paused (its selector thread, as under SIGSTOP or a long GC)
+     * for longer than its idle timeout while a peer sends: on waking it reads
+     * what arrived before judging the connection silent — nothing is lost.
+     */
+    @Test
+    public void aPauseLongerThanTheIdleTimeoutLosesNothingThatArrived() throws Exception {
+        NioTransport.Settings rs = new NioTransport.Settings();
+        rs.nodeId = 1;
+        rs.listenHost = "127.0.0.1";
+        rs.keepAliveMs = 100;
+        rs.idleTimeoutMs = 500;
+        AtomicLong messages = new AtomicLong();
+        io.ibdxnet.core.ReceiveLimits limits = new io.ibdxnet.core.ReceiveLimits(1 << 20, 1 << 20, 1 << 20);
+        AtomicReference<io.ibdxnet.core.StreamAssembler> asm = new AtomicReference<>();
+        AtomicReference<NioTransport> self = new AtomicReference<>();
+        NioTransport r = new NioTransport(rs, new io.ibdxnet.transport.TransportListener() {
+            @Override
+            public boolean onBuffer(io.ibdxnet.transport.IncomingBuffer b) {
+                if (asm.get() == null || asm.get().connection() != b.connection) {
+                    asm.set(new io.ibdxnet.core.StreamAssembler(b.source, b.connection, limits));
+                }
+                try {
+                    asm.get().feed(b.address, b.length, (src, t, st, fl, req, base, off, len) -> messages.incrementAndGet());
+                } catch (io.ibdxnet.core.ProtocolViolation e) {
+                    throw new IllegalStateException(e);
+                }
+                b.release();
+                self.get().consumed(b);
+                return true;
+            }
+
+            @Override
+            public void onDisconnected(int node) {}
+        });
+        self.set(r);
+        open.add(r);
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = "nio";
+        c.listen = "127.0.0.1:0";
+        c.idleTimeoutMs = 10_000; // the sender does not give up during the receiver's pause
+        DXNet a = DXNet.start(c);
+        open.add(a);
+        a.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
+        a.addNode(1, "127.0.0.1:" + r.localPort());
+        r.addNode(0, "127.0.0.1", 1);
+        a.sendMessage(data(1, 100));
+        waitFor(() -> messages.get() == 1);
+        r.pauseForTest(1_500);
+        Thread.sleep(100); // paused now
+        for (int i = 0; i < 100; i++) {
+            a.sendMessage(data(1, 100));
+        }
+        waitFor(() -> messages.get() == 101);
+        assertEquals("the connection was judged silent", 0L, (long) r.stats().get("failures"));
+    }
+
+    /**
      * A peer whose connection went stale on its side (it gave up, our side
      * still holds it) connects again with the same instance: the first try
      * succeeds and replaces the stale connection.
