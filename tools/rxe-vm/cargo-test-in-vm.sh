@@ -4,7 +4,7 @@
 # (run-in-rxe-vm.sh), one after another, each in its package's directory as
 # cargo runs them. Same tests as run-in-rxe-vm.sh as cargo's target runner,
 # but one VM boot instead of one per test binary (a boot is 6 s on an idle
-# host and 20 s on a loaded one; the workspace has 14 test binaries).
+# host and 20 s on a loaded one; the workspace has 13 test binaries).
 # Doc tests are not run (they run on the host; cargo has no runner for them).
 #
 # Usage: cargo-test-in-vm.sh [-t SECONDS] [-e NAME=VALUE]... [--] CARGO_ARGS... [-- TEST_ARGS...]
