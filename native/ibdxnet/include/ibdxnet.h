@@ -213,7 +213,7 @@ struct IbdxnetCompletedWorkList {
  * One received buffer (engine → user). 24 bytes.
  *
  * ```text
- * 0 source_node_id u16  2 fc_data u8  3 reserved u8  4 data_length u32  8 buffer_id u32  12 reserved2 u32  16 data_address u64
+ * 0 source_node_id u16  2 fc_data u8  3 reserved u8  4 data_length u32  8 buffer_id u32  12 connection u32  16 data_address u64
  * ```
  * `buffer_id` is `0xFFFF_FFFF` for an entry that carries only flow-control
  * data; every other buffer must be returned to the engine once processed.
@@ -240,9 +240,10 @@ struct IbdxnetIncomingEntry {
    */
   uint32_t buffer_id;
   /**
-   * Zero.
+   * The connection that delivered it: the local queue pair number (a new
+   * number means a new byte stream from `source_node_id`).
    */
-  uint32_t reserved2;
+  uint32_t connection;
   /**
    * Address of the first byte.
    */

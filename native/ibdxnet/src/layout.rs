@@ -165,7 +165,7 @@ pub fn layouts() -> Vec<StructLayout> {
             reserved: u8,
             data_length: u32,
             buffer_id: u32,
-            reserved2: u32,
+            connection: u32,
             data_address: u64,
         }),
         describe!(IncomingRingHeader as IbdxnetIncomingRingHeader { used: u32, front: u32, back: u32, size: u32 }),

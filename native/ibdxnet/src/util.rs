@@ -4,9 +4,37 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A random 32-bit number (seeded per process by the standard library's
-/// hash randomisation; good enough for PSNs and instance ids, not for crypto).
+/// Fills `out` from the kernel's random number generator (`getrandom`),
+/// falling back to [`hash_random_u32`] if it fails (it does not on any
+/// kernel since 3.17).
+pub fn random_bytes(out: &mut [u8]) {
+    let mut filled = 0;
+    while filled < out.len() {
+        let rest = &mut out[filled..];
+        // SAFETY: `rest` is valid writable memory of `rest.len()` bytes.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n > 0 {
+            filled += n as usize;
+        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            for b in rest.iter_mut() {
+                *b = hash_random_u32() as u8;
+            }
+            return;
+        }
+    }
+}
+
+/// A random 32-bit number from the kernel (PSNs, instance ids: unpredictable
+/// to an outsider).
 pub fn random_u32() -> u32 {
+    let mut b = [0u8; 4];
+    random_bytes(&mut b);
+    u32::from_ne_bytes(b)
+}
+
+/// A random 32-bit number seeded per process by the standard library's hash
+/// randomisation (the fallback of [`random_bytes`]).
+fn hash_random_u32() -> u32 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = RandomState::new().build_hasher();
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));

@@ -184,6 +184,7 @@ const OUT_OF_RANGE: &[Case] = &[
     ("parking_park_after_ms", "86400001", &[]),
     ("parking_park_after_ms", "50", &[]),
     ("parking_park_for_ns", "100000001", &[]),
+    ("auth_key_file", "/nonexistent/ibdxnet.key", &[]),
     ("bogus_key", "1", &[]),
 ];
 
@@ -205,8 +206,8 @@ fn foreign_listen_address() -> Option<&'static str> {
     None
 }
 
-/// Every key of the text form appears in both tables; `device` takes any
-/// name (only the out-of-range table has it), and the out-of-range case of
+/// Every key of the text form appears in both tables; `device` and
+/// `auth_key_file` take any name (only the out-of-range table has them), and the out-of-range case of
 /// `fabric` (verbs without a device) is
 /// `missing_rdma_device_is_refused_naming_the_fabric_and_device`.
 #[test]
@@ -215,7 +216,7 @@ fn the_tables_cover_every_key() {
     let c = EngineConfig::new(NodeId(0), "127.0.0.1:0".parse().unwrap());
     for line in c.to_text().lines() {
         let key = line.split_once('=').unwrap().0;
-        if key != "device" {
+        if key != "device" && key != "auth_key_file" {
             assert!(WRONG_TYPE.iter().any(|(k, ..)| *k == key), "no wrong-type case for '{key}'");
         }
         if key != "fabric" {
@@ -327,4 +328,42 @@ fn a_node_id_used_twice_is_refused() {
     assert!(e.remove_node(NodeId(5)));
     e.add_node(NodeId(5), b).unwrap();
     e.shutdown();
+}
+
+/// A key file that is too short, readable by others, or missing is refused
+/// naming `auth_key_file` and the file; a short key in the environment
+/// variable names the variable (checked on `AuthKey::resolve`, as
+/// `Engine::start` calls it, without changing this process's environment).
+#[test]
+fn bad_auth_keys_are_refused_naming_the_file_or_variable() {
+    use std::os::unix::fs::PermissionsExt;
+    let _g = serial();
+    let net = SimNetwork::new();
+    let dir = std::env::temp_dir().join(format!("ibdxnet-config-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, content: &str, mode: u32| {
+        let p = dir.join(name);
+        std::fs::write(&p, content).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p.display().to_string()
+    };
+    let short = file("short.key", "0123456789\n", 0o600);
+    let open = file("open.key", "0123456789abcdef0123456789", 0o644);
+    let good = file("good.key", "0123456789abcdef0123456789\n", 0o600);
+    let missing = dir.join("missing.key").display().to_string();
+    for (path, why) in [(&short, "10 bytes"), (&open, "0644"), (&missing, "cannot open")] {
+        let before = thread_count();
+        let err = try_start(&net, &[("auth_key_file", path)]).err().unwrap_or_else(|| panic!("{path} accepted"));
+        assert!(err.contains("auth_key_file") && err.contains(path.as_str()) && err.contains(why), "{err}");
+        assert!(thread_count() <= before, "{err}");
+        assert_eq!(engine_threads(), 0);
+    }
+    let e = try_start(&net, &[("auth_key_file", &good)]).expect("a good key file");
+    let text = format!("{:?}", e.config());
+    assert!(!text.contains("0123456789abcdef"), "the key shows in Debug: {text}");
+    assert!(e.config().to_text().contains(&format!("auth_key_file={good}")));
+    e.shutdown();
+    let err = ibdxnet::con::AuthKey::resolve(None, Some("too short")).unwrap_err();
+    assert!(err.contains("IBDXNET_AUTH_KEY"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -414,3 +414,34 @@ fn package_for_a_replaced_connection_is_not_posted() {
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(h1.received.load(std::sync::atomic::Ordering::Relaxed), 0, "nothing was sent from the new ring");
 }
+
+#[test]
+fn immediate_data_naming_another_node_closes_only_that_connection() {
+    // Node 1 claims to be node 2 in its immediate data: node 0 refuses it
+    // (its queue pair belongs to node 1), counts it, closes that connection,
+    // and node 2's own stream to node 0 is untouched.
+    let (_net, nodes) = start(3, StreamOptions { verify: true, limit: None, ..Default::default() }, |_| {});
+    let mut held = Vec::new();
+    for j in [1usize, 2] {
+        let c = nodes[j].engine.connect(NodeId(0)).unwrap();
+        nodes[j].handler.add_target(NodeId(0), c.ring().address(), c.ring().size());
+        held.push(c);
+    }
+    let from = |n: u16| nodes[0].handler.incoming().get(&n).map_or(0, |s| s.bytes);
+    wait_until("traffic from both", || from(1) > (1 << 20) && from(2) > (1 << 20));
+    let violations = |n: &Node| n.engine.stats().protocol_violations.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(violations(&nodes[0]), 0);
+    nodes[1].engine.manager().set_forged_imm_source(Some(NodeId(2)));
+    wait_until("the forgery refused", || violations(&nodes[0]) > 0);
+    wait_until("node 1's connection closed", || {
+        nodes[0].handler.events().contains(&NodeEvent::Disconnected(NodeId(1)))
+    });
+    let before = from(2);
+    wait_until("node 2 keeps sending", || from(2) > before + (4 << 20));
+    // Nothing of node 1's was taken for node 2's: its stream verifies.
+    assert_eq!(nodes[0].handler.incoming()[&2].corrupt, 0);
+    assert!(!nodes[0].handler.events().contains(&NodeEvent::Disconnected(NodeId(2))));
+    // The engines stop before the rings their handlers write into are released.
+    drop(nodes);
+    drop(held);
+}

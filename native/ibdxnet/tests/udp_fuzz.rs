@@ -44,8 +44,11 @@ impl Rng {
     }
 }
 
+const DROPS: [&str; 5] =
+    ["dropped_malformed", "dropped_foreign", "dropped_spoofed", "dropped_stale", "dropped_unauthenticated"];
+
 fn drops(stats: &HashMap<&'static str, u64>) -> u64 {
-    ["dropped_malformed", "dropped_foreign", "dropped_spoofed", "dropped_stale"].iter().map(|k| stats[k]).sum()
+    DROPS.iter().map(|k| stats[k]).sum()
 }
 
 fn stats_of(n: &Node<SimFabric>) -> HashMap<&'static str, u64> {
@@ -115,12 +118,16 @@ fn hostile(rng: &mut Rng, i: u64, real_qpn: u32, real_instance: u32, out: &mut V
     }
 }
 
-fn fuzz(datagrams: u64) {
+/// `keyed`: both nodes have a pre-shared key (the fuzzer has not), so what
+/// was stale without a key is unauthenticated.
+fn fuzz(datagrams: u64, keyed: bool) {
     let net = SimNetwork::new();
+    let key = keyed.then(|| ibdxnet::con::AuthKey::new(b"udp fuzz key 0123456789", "test").unwrap());
     let nodes: Vec<Node<SimFabric>> =
         start_nodes(2, StreamOptions { verify: true, limit: None, ..Default::default() }, |i| {
             let mut c = base_config(i, FabricKind::Sim);
             c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+            c.auth_key = key.clone();
             c
         });
     let fuzzer = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -160,15 +167,18 @@ fn fuzz(datagrams: u64) {
     let after = stats_of(&nodes[0]);
     let delta = |k: &str| after[k] - base[k];
     eprintln!(
-        "udp fuzz: {sent} datagrams in {took:.2?} ({:.0}/s): malformed {}, foreign {}, spoofed {}, stale {}",
+        "udp fuzz (key: {keyed}): {sent} datagrams in {took:.2?} ({:.0}/s): malformed {}, foreign {}, spoofed {}, \
+         stale {}, unauthenticated {}",
         sent as f64 / took.as_secs_f64(),
         delta("dropped_malformed"),
         delta("dropped_foreign"),
         delta("dropped_spoofed"),
         delta("dropped_stale"),
+        delta("dropped_unauthenticated"),
     );
     assert_eq!(drops(&after) - drops(&base), sent, "every datagram counted as dropped exactly once");
-    for k in ["dropped_malformed", "dropped_foreign", "dropped_spoofed", "dropped_stale"] {
+    let last = if keyed { "dropped_unauthenticated" } else { "dropped_stale" };
+    for k in ["dropped_malformed", "dropped_foreign", "dropped_spoofed", last] {
         assert!(delta(k) >= sent / 8, "{k}: {} of {sent}", delta(k));
     }
 
@@ -203,12 +213,18 @@ fn datagrams_from_env(default: u64) -> u64 {
 
 #[test]
 fn hostile_datagrams_are_counted_and_dropped_while_data_flows() {
-    fuzz(datagrams_from_env(200_000));
+    fuzz(datagrams_from_env(200_000), false);
+}
+
+/// The same with a key on both nodes.
+#[test]
+fn with_a_key_hostile_datagrams_are_counted_and_dropped_while_data_flows() {
+    fuzz(datagrams_from_env(50_000), true);
 }
 
 /// The long variant: 10^6 datagrams.
 #[test]
 #[ignore]
 fn udp_fuzz_long_1m() {
-    fuzz(datagrams_from_env(1_000_000));
+    fuzz(datagrams_from_env(1_000_000), false);
 }

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use super::auth::{Auth, AuthProblem, Verdict};
 use super::connection::{ConState, Connection, SendRing};
 use super::node::{NodeId, NodeTable};
 use super::proto::{Body, Packet, MAX_PACKET};
@@ -75,6 +76,14 @@ pub enum ConError {
     ShutDown,
     /// The job queue is full.
     Busy,
+    /// The node and this one disagree about authentication (one has a key,
+    /// the other not, or the keys differ): packets were refused.
+    Auth {
+        /// Target node.
+        node: NodeId,
+        /// What was wrong with its packets.
+        problem: AuthProblem,
+    },
 }
 
 impl std::fmt::Display for ConError {
@@ -87,6 +96,7 @@ impl std::fmt::Display for ConError {
             ConError::SelfConnection => f.write_str("a node cannot connect to itself"),
             ConError::ShutDown => f.write_str("the engine is shutting down"),
             ConError::Busy => f.write_str("the connection manager's job queue is full"),
+            ConError::Auth { node, problem } => write!(f, "node {node} {}", problem.describe()),
         }
     }
 }
@@ -138,6 +148,9 @@ pub struct ConStats {
     pub jobs_dropped: AtomicU64,
 }
 
+/// Closed queue pairs remembered for late receive completions.
+const RETIRED_QPNS: usize = 1024;
+
 const JOB_CREATE: u32 = 1;
 const JOB_CLOSE: u32 = 2;
 const JOB_CLOSE_FORCE: u32 = 3;
@@ -155,7 +168,12 @@ pub struct ConManager<F: Fabric> {
     queues: Arc<QueueSet<F>>,
     nodes: NodeTable,
     table: RwLock<HashMap<NodeId, Arc<Connection<F>>>>,
-    by_qpn: RwLock<HashMap<u32, NodeId>>,
+    /// Local QPN → (node, still open). A closed queue pair stays known for a
+    /// while: completions it left in the shared receive CQ must still be
+    /// checked against the node they came from (see [`ConManager::source_of_qpn`]).
+    by_qpn: RwLock<HashMap<u32, (NodeId, bool)>>,
+    /// Closed queue pairs still in `by_qpn`, oldest first.
+    retired_qpns: Mutex<VecDeque<u32>>,
     discovered: Mutex<HashSet<NodeId>>,
     jobs: IndexQueue,
     create_requested: Mutex<HashSet<NodeId>>,
@@ -166,8 +184,13 @@ pub struct ConManager<F: Fabric> {
     running: AtomicBool,
     /// Fault injection: drop every n-th outgoing packet (0 = none).
     drop_every: std::sync::atomic::AtomicU32,
+    /// Fault injection: the source node id our immediate data claims
+    /// (`u32::MAX`: our own id), to test that peers refuse it.
+    forged_imm_source: std::sync::atomic::AtomicU32,
     /// Counters.
     pub stats: ConStats,
+    /// Sealing and checking of packets (pre-shared key), see [`super::auth`].
+    auth: Auth,
     /// When the manager started (the base of `last_received_ms`).
     epoch: Instant,
     /// Per node: when data last arrived from it (ms since `epoch`). A
@@ -243,6 +266,7 @@ impl<F: Fabric> ConManager<F> {
             nodes: NodeTable::default(),
             table: RwLock::new(HashMap::new()),
             by_qpn: RwLock::new(HashMap::new()),
+            retired_qpns: Mutex::new(VecDeque::new()),
             discovered: Mutex::new(HashSet::new()),
             jobs: IndexQueue::new(4096),
             create_requested: Mutex::new(HashSet::new()),
@@ -252,7 +276,9 @@ impl<F: Fabric> ConManager<F> {
             events,
             running: AtomicBool::new(true),
             drop_every: std::sync::atomic::AtomicU32::new(0),
+            forged_imm_source: std::sync::atomic::AtomicU32::new(u32::MAX),
             stats: ConStats::default(),
+            auth: Auth::new(cfg.auth_key.clone()),
             epoch: Instant::now(),
             last_received_ms: (0..=u16::MAX).map(|_| AtomicU64::new(0)).collect(),
             finished: Mutex::new(VecDeque::new()),
@@ -314,8 +340,16 @@ impl<F: Fabric> ConManager<F> {
         t.get(&node).filter(|c| c.is_established()).cloned()
     }
 
-    /// The node a local queue pair number belongs to.
+    /// The node an open local queue pair belongs to.
     pub fn node_of_qpn(&self, qpn: u32) -> Option<NodeId> {
+        let m = self.by_qpn.read().unwrap_or_else(|p| p.into_inner());
+        m.get(&qpn).filter(|e| e.1).map(|e| e.0)
+    }
+
+    /// The node a local queue pair belongs or recently belonged to (data it
+    /// delivered before it closed is still polled afterwards), and whether it
+    /// is still open.
+    pub fn source_of_qpn(&self, qpn: u32) -> Option<(NodeId, bool)> {
         self.by_qpn.read().unwrap_or_else(|p| p.into_inner()).get(&qpn).copied()
     }
 
@@ -343,6 +377,15 @@ impl<F: Fabric> ConManager<F> {
             }
             self.request_create(node)?;
             let waited = start.elapsed();
+            // Refused packets name the reason; a node with a key trusts that
+            // only at the deadline (a forged unsealed packet must not fail
+            // its connects early), a node without a key at once.
+            let recent = start.checked_sub(self.cfg.discovery_interval * 3).unwrap_or(start);
+            if let Some(problem) = self.auth.problem_with(node, recent) {
+                if waited >= timeout || !self.auth.keyed() {
+                    return Err(ConError::Auth { node, problem });
+                }
+            }
             if waited >= timeout {
                 return Err(ConError::Timeout { node, waited });
             }
@@ -390,6 +433,12 @@ impl<F: Fabric> ConManager<F> {
         self.post_job(if force { JOB_CLOSE_FORCE } else { JOB_CLOSE }, node)
     }
 
+    /// Closes the connection to `node` at once if `qpn` is its open queue
+    /// pair (not a newer one). True if a close was started.
+    pub fn close_queue_pair(&self, node: NodeId, qpn: u32) -> bool {
+        self.node_of_qpn(qpn) == Some(node) && self.close(node, true)
+    }
+
     fn post_job(&self, kind: u32, node: NodeId) -> bool {
         let ok = self.jobs.push((kind << 16) | u32::from(node.0)).is_ok();
         if ok {
@@ -415,6 +464,17 @@ impl<F: Fabric> ConManager<F> {
         cv.notify_all();
     }
 
+    /// Fault injection for tests: our immediate data claims to come from
+    /// `source` (None: from us, the default).
+    pub fn set_forged_imm_source(&self, source: Option<NodeId>) {
+        self.forged_imm_source.store(source.map_or(u32::MAX, |n| u32::from(n.0)), Ordering::Relaxed);
+    }
+
+    /// The source node id the send thread puts into immediate data.
+    pub(crate) fn imm_source(&self) -> u16 {
+        u16::try_from(self.forged_imm_source.load(Ordering::Relaxed)).unwrap_or(self.me.0)
+    }
+
     /// Fault injection for tests: drop every `n`-th outgoing packet (0 = none).
     pub fn set_packet_loss(&self, n: u32) {
         self.drop_every.store(n, Ordering::Relaxed);
@@ -426,7 +486,7 @@ impl<F: Fabric> ConManager<F> {
         if every != 0 && (self.stats.packets_out.fetch_add(1, Ordering::Relaxed) + 1) % u64::from(every) == 0 {
             return;
         }
-        Packet { src: self.me, dst: node, instance: self.instance, body }.encode(buf);
+        self.auth.encode(&Packet { src: self.me, dst: node, instance: self.instance, body }, buf);
         match self.socket.send_to(buf, addr) {
             Ok(_) if every == 0 => {
                 self.stats.packets_out.fetch_add(1, Ordering::Relaxed);
@@ -526,7 +586,7 @@ impl<F: Fabric> ConManager<F> {
         match made {
             Ok(c) => {
                 c.touch();
-                self.by_qpn.write().unwrap_or_else(|p| p.into_inner()).insert(c.qp().qp_num(), node);
+                self.by_qpn.write().unwrap_or_else(|p| p.into_inner()).insert(c.qp().qp_num(), (node, true));
                 self.table.write().unwrap_or_else(|p| p.into_inner()).insert(node, c.clone());
                 st.pending_since.insert(node, Instant::now());
                 self.stats.created.fetch_add(1, Ordering::Relaxed);
@@ -592,13 +652,30 @@ impl<F: Fabric> ConManager<F> {
             log::warn!("node {}: moving the queue pair to {} to ERROR failed: {e}", self.me, c.node());
         }
         c.set_state(ConState::Closed);
-        self.by_qpn.write().unwrap_or_else(|p| p.into_inner()).remove(&c.qp().qp_num());
+        self.retire_qpn(c.qp().qp_num(), c.node());
         if c.peer_qpn() != 0 {
             let mut f = lock(&self.finished);
             if f.len() == FINISHED_MEMORY {
                 f.pop_front();
             }
             f.push_back((c.node(), c.peer_instance(), c.peer_qpn(), c.local_qpn()));
+        }
+    }
+
+    /// Marks a closed queue pair; the oldest of more than [`RETIRED_QPNS`] are forgotten.
+    fn retire_qpn(&self, qpn: u32, node: NodeId) {
+        let mut m = self.by_qpn.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = m.get_mut(&qpn).filter(|e| e.0 == node) {
+            e.1 = false;
+        }
+        let mut r = lock(&self.retired_qpns);
+        r.push_back(qpn);
+        while r.len() > RETIRED_QPNS {
+            let old = r.pop_front().unwrap_or_default();
+            // Only if it was not reused by a newer connection meanwhile.
+            if m.get(&old).is_some_and(|e| !e.1) {
+                m.remove(&old);
+            }
         }
     }
 
@@ -612,7 +689,7 @@ impl<F: Fabric> ConManager<F> {
         if data == KICK && from.port() == self.local_addr.port() {
             return;
         }
-        let p = match Packet::decode(data) {
+        let (p, seal) = match Packet::decode_any(data) {
             Ok(p) => p,
             Err(e) => {
                 self.stats.dropped_malformed.fetch_add(1, Ordering::Relaxed);
@@ -632,6 +709,20 @@ impl<F: Fabric> ConManager<F> {
             self.stats.dropped_spoofed.fetch_add(1, Ordering::Relaxed);
             log::debug!("node {}: dropped packet claiming to be from {} ({src_addr}) sent from {from}", self.me, p.src);
             return;
+        }
+        match self.auth.check(&p, seal, data, self.instance, Instant::now()) {
+            Verdict::Accept => {}
+            Verdict::Drop | Verdict::Admitted => return,
+            Verdict::Reply(body) => {
+                let answered = matches!(body, Body::Response { .. });
+                self.send(p.src, body, &mut st.buf);
+                if answered {
+                    // Admitted now (unless the response is lost): repeat at
+                    // once what the challenge stopped instead of at the next retry.
+                    self.resend_to(p.src, st);
+                }
+                return;
+            }
         }
         self.stats.packets_in.fetch_add(1, Ordering::Relaxed);
         if lock(&self.discovered).insert(p.src) {
@@ -676,6 +767,18 @@ impl<F: Fabric> ConManager<F> {
             Body::Exchange { endpoint, peer_qpn, established } => {
                 self.handle_exchange(p.src, p.instance, endpoint, peer_qpn, established, st)
             }
+            Body::Challenge { .. } | Body::Response { .. } => {} // consumed by `auth`
+        }
+    }
+
+    /// Repeats the packet a challenge from `node` may have stopped: the
+    /// exchange of a connection coming up, or discovery.
+    fn resend_to(&self, node: NodeId, st: &mut JobState<F>) {
+        let unfinished = self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned();
+        match unfinished {
+            Some(c) if matches!(c.state(), ConState::Pending | ConState::Connected) => self.send_exchange(&c, st),
+            _ if !self.is_discovered(node) => self.send(node, Body::Discover, &mut st.buf),
+            _ => {}
         }
     }
 
@@ -876,7 +979,7 @@ impl<F: Fabric> ConManager<F> {
     pub fn stats_map(&self) -> Vec<(&'static str, u64)> {
         let s = &self.stats;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        vec![
+        let mut m = vec![
             ("connections", self.connection_count() as u64),
             ("packets_in", l(&s.packets_in)),
             ("packets_out", l(&s.packets_out)),
@@ -889,7 +992,9 @@ impl<F: Fabric> ConManager<F> {
             ("closes_drained", l(&s.closes_drained)),
             ("closes_timed_out", l(&s.closes_timed_out)),
             ("jobs_dropped", l(&s.jobs_dropped)),
-        ]
+        ];
+        m.extend(self.auth.stats_map());
+        m
     }
 
     /// True if `node` answered a packet since it was last lost.

@@ -11,7 +11,14 @@
 //! 32 sim address u64      40 peer qpn u32 (the receiver's QPN the sender is connected to, 0 = none)
 //! Close and Leave payload (4 bytes): qpn u32 of the closed queue pair
 //! Done payload (8 bytes): qpn u32 (the sender's), peer qpn u32 (the receiver's)
+//! Challenge payload (20 bytes, keyed only): instance u32 (challenged), nonce [16]
+//! Response payload (16 bytes, keyed only): nonce [16] (echoed)
+//! Keyed packets (version 0x83) end in a seal after the payload:
+//!  +0 seq u64 (sender's, per instance, from 1)   +8 HMAC-SHA256 [32] over every byte before it
 //! ```
+//!
+//! The version byte tells keyed (`0x83`) from unkeyed (`3`) packets, so a
+//! node with a key and one without recognise each other (see [`super::auth`]).
 //!
 //! An orderly close is two-phase: `Close` says "I post nothing more on this
 //! queue pair", `Done` says "and everything I posted on it has been
@@ -23,8 +30,16 @@ use crate::fabric::{Gid, QpEndpoint};
 
 /// "IBDX".
 pub const MAGIC: u32 = 0x4942_4458;
-/// Protocol version.
-pub const VERSION: u8 = 2;
+/// Protocol version of unkeyed packets.
+pub const VERSION: u8 = 3;
+/// Protocol version of keyed (sealed) packets: bit 7 marks the seal.
+pub const VERSION_KEYED: u8 = 0x80 | VERSION;
+/// Seal bytes after the payload of a keyed packet: sequence number and MAC.
+pub const SEAL_LEN: usize = 8 + MAC_LEN;
+/// MAC bytes (HMAC-SHA256).
+pub const MAC_LEN: usize = 32;
+/// Challenge nonce bytes.
+pub const NONCE_LEN: usize = 16;
 /// Header bytes.
 pub const HEADER_LEN: usize = 20;
 /// Exchange payload bytes.
@@ -67,6 +82,19 @@ pub enum Body {
         /// The closed queue pair.
         qpn: u32,
     },
+    /// Keyed only: prove that your instance `instance` is alive by echoing
+    /// `nonce` (a packet of an instance not yet seen may be a replay).
+    Challenge {
+        /// The challenged instance of the receiver.
+        instance: u32,
+        /// Echo this.
+        nonce: [u8; NONCE_LEN],
+    },
+    /// Keyed only: the echo of a challenge's nonce.
+    Response {
+        /// The challenge's nonce.
+        nonce: [u8; NONCE_LEN],
+    },
 }
 
 impl Body {
@@ -78,8 +106,29 @@ impl Body {
             Body::Close { .. } => 4,
             Body::Leave { .. } => 5,
             Body::Done { .. } => 6,
+            Body::Challenge { .. } => 7,
+            Body::Response { .. } => 8,
         }
     }
+    fn payload_len(&self) -> usize {
+        match self {
+            Body::Discover | Body::DiscoverAck => 0,
+            Body::Exchange { .. } => EXCHANGE_LEN,
+            Body::Close { .. } | Body::Leave { .. } => 4,
+            Body::Done { .. } => 8,
+            Body::Challenge { .. } => 4 + NONCE_LEN,
+            Body::Response { .. } => NONCE_LEN,
+        }
+    }
+}
+
+/// The seal of a keyed packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seal {
+    /// The sender's sequence number.
+    pub seq: u64,
+    /// HMAC-SHA256 over the packet up to and including `seq`.
+    pub mac: [u8; MAC_LEN],
 }
 
 /// A connection manager packet.
@@ -135,7 +184,8 @@ impl Reader<'_> {
 }
 
 impl Packet {
-    /// Serialises into `out` (cleared first).
+    /// Serialises into `out` (cleared first) as an unkeyed packet; a keyed
+    /// one is sealed by [`super::auth`].
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.clear();
         out.extend_from_slice(&MAGIC.to_be_bytes());
@@ -145,13 +195,7 @@ impl Packet {
         out.extend_from_slice(&self.dst.0.to_be_bytes());
         out.extend_from_slice(&0u16.to_be_bytes());
         out.extend_from_slice(&self.instance.to_be_bytes());
-        let len: u16 = match self.body {
-            Body::Exchange { .. } => EXCHANGE_LEN as u16,
-            Body::Close { .. } | Body::Leave { .. } => 4,
-            Body::Done { .. } => 8,
-            _ => 0,
-        };
-        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(&(self.body.payload_len() as u16).to_be_bytes());
         out.extend_from_slice(&0u16.to_be_bytes());
         match self.body {
             Body::Exchange { endpoint: e, peer_qpn, established } => {
@@ -169,12 +213,42 @@ impl Packet {
                 out.extend_from_slice(&qpn.to_be_bytes());
                 out.extend_from_slice(&peer_qpn.to_be_bytes());
             }
+            Body::Challenge { instance, nonce } => {
+                out.extend_from_slice(&instance.to_be_bytes());
+                out.extend_from_slice(&nonce);
+            }
+            Body::Response { nonce } => out.extend_from_slice(&nonce),
             Body::Discover | Body::DiscoverAck => {}
         }
     }
 
-    /// Parses one datagram. Never panics, whatever the bytes.
+    /// Parses one unkeyed datagram. Never panics, whatever the bytes.
     pub fn decode(buf: &[u8]) -> Result<Packet, ParseError> {
+        Self::decode_as(buf, false)
+    }
+
+    /// Parses one keyed datagram into the packet and its seal (not yet
+    /// verified). Never panics, whatever the bytes.
+    pub fn decode_sealed(buf: &[u8]) -> Result<(Packet, Seal), ParseError> {
+        if buf.len() < HEADER_LEN + SEAL_LEN {
+            return Err(ParseError::Truncated);
+        }
+        let (body, seal) = buf.split_at(buf.len() - SEAL_LEN);
+        let p = Self::decode_as(body, true)?;
+        let mut r = Reader(seal);
+        Ok((p, Seal { seq: r.u64(), mac: r.take() }))
+    }
+
+    /// Either kind: the seal is `Some` for a keyed datagram.
+    pub fn decode_any(buf: &[u8]) -> Result<(Packet, Option<Seal>), ParseError> {
+        if buf.get(4) == Some(&VERSION_KEYED) {
+            Self::decode_sealed(buf).map(|(p, s)| (p, Some(s)))
+        } else {
+            Self::decode(buf).map(|p| (p, None))
+        }
+    }
+
+    fn decode_as(buf: &[u8], keyed: bool) -> Result<Packet, ParseError> {
         if buf.len() < HEADER_LEN {
             return Err(ParseError::Truncated);
         }
@@ -183,7 +257,7 @@ impl Packet {
             return Err(ParseError::BadMagic);
         }
         let version = r.u8();
-        if version != VERSION {
+        if version != if keyed { VERSION_KEYED } else { VERSION } {
             return Err(ParseError::BadVersion(version));
         }
         let kind = r.u8();
@@ -198,6 +272,8 @@ impl Packet {
             3 => EXCHANGE_LEN,
             4 | 5 => 4,
             6 => 8,
+            7 if keyed => 4 + NONCE_LEN,
+            8 if keyed => NONCE_LEN,
             k => return Err(ParseError::BadType(k)),
         };
         if usize::from(len) != expected {
@@ -233,6 +309,8 @@ impl Packet {
                 }
                 Body::Done { qpn, peer_qpn }
             }
+            7 => Body::Challenge { instance: r.u32(), nonce: r.take() },
+            8 => Body::Response { nonce: r.take() },
             _ => {
                 let qpn = r.u32();
                 if qpn == 0 || !valid_qpn(qpn) {
@@ -348,6 +426,12 @@ mod tests {
                 let len = (next() % 80) as usize;
                 buf.extend((0..len).map(|_| next() as u8));
             }
+            // Keyed parsing of the same bytes, marked keyed, must not panic either.
+            let mut keyed = buf.clone();
+            if keyed.len() > 4 {
+                keyed[4] = VERSION_KEYED;
+            }
+            let _ = Packet::decode_any(&keyed);
             if let Ok(p) = Packet::decode(&buf) {
                 accepted += 1;
                 p.encode(&mut out);

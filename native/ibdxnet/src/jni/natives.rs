@@ -256,6 +256,24 @@ extern "system" fn close_connection<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, han
     })
 }
 
+/// Closes the connection to node `id` at once if its queue pair is `qpn`
+/// (still open); a newer connection to the node stays. True if it was closed.
+/// Java uses it for connections that broke the protocol, including ones the
+/// peer opened (Java holds no handle on those).
+extern "system" fn close_queue_pair<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    id: jint,
+    qpn: jint,
+) -> jboolean {
+    guarded(&mut env, 0, |_| {
+        let id = node(id)?;
+        let closed = with_native!(engine(handle)?, |n| n.engine.manager().close_queue_pair(id, qpn as u32));
+        Ok(jboolean::from(closed))
+    })
+}
+
 /// True while connection `qpn` (one Java holds) is established; false once it
 /// is closing, closed or failed — Java re-checks its connections with this
 /// after a close event, which names only the node.
@@ -322,6 +340,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("ringSize", "(J)I", ring_size as *mut c_void),
         m("localQpn", "(JI)I", local_qpn as *mut c_void),
         m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
+        m("closeQueuePair", "(JII)Z", close_queue_pair as *mut c_void),
         m("releaseConnection", "(JI)V", release_connection as *mut c_void),
         m("connectionOpen", "(JI)Z", connection_open as *mut c_void),
         m("returnBuffer", "(JI)I", return_buffer as *mut c_void),

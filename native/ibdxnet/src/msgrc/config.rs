@@ -2,10 +2,11 @@
 //! validated before any thread starts.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::con::node::resolve_address;
-use crate::con::NodeId;
+use crate::con::{AuthKey, NodeId};
 use crate::fabric::{FabricConfig, FabricKind};
 use crate::sys::parking::ParkingConfig;
 
@@ -53,6 +54,12 @@ pub struct EngineConfig {
     pub discovery_interval: Duration,
     /// Thread parking of the send and receive threads.
     pub parking: ParkingConfig,
+    /// File holding the pre-shared key of the control plane (`None` or
+    /// empty: the key comes from `IBDXNET_AUTH_KEY`, or there is none).
+    pub auth_key_file: Option<PathBuf>,
+    /// The key itself; [`crate::msgrc::Engine::start`] reads it from
+    /// `auth_key_file` or the environment when `None`. Not in the text form.
+    pub auth_key: Option<AuthKey>,
 }
 
 impl EngineConfig {
@@ -78,6 +85,8 @@ impl EngineConfig {
             exchange_retry: Duration::from_millis(100),
             discovery_interval: Duration::from_secs(1),
             parking: ParkingConfig::default(),
+            auth_key_file: None,
+            auth_key: None,
         }
     }
 
@@ -246,6 +255,7 @@ impl EngineConfig {
             "parking_yield_after_ms" => self.parking.yield_after = ms(v)?,
             "parking_park_after_ms" => self.parking.park_after = ms(v)?,
             "parking_park_for_ns" => self.parking.park_for = Duration::from_nanos(num(v)?),
+            "auth_key_file" => self.auth_key_file = (!v.is_empty()).then(|| PathBuf::from(v)),
             other => return Err(format!("unknown configuration key '{other}'")),
         }
         Ok(())
@@ -273,7 +283,7 @@ impl EngineConfig {
              sq_size={}\nsrq_size={}\nrecv_buffer_size={}\nrecv_sges_per_wr={}\nrecv_buffer_count={}\n\
              incoming_ring_size={}\nsignal_interval={}\nmax_inline={}\npoll_batch={}\nconnect_timeout_ms={}\n\
              exchange_retry_ms={}\ndiscovery_interval_ms={}\nparking_yield_after_ms={}\nparking_park_after_ms={}\n\
-             parking_park_for_ns={}\n",
+             parking_park_for_ns={}\nauth_key_file={}\n",
             self.node_id.0,
             self.listen,
             self.fabric.name(),
@@ -297,6 +307,7 @@ impl EngineConfig {
             self.parking.yield_after.as_millis(),
             self.parking.park_after.as_millis(),
             self.parking.park_for.as_nanos(),
+            self.auth_key_file.as_deref().map(|p| p.display().to_string()).unwrap_or_default(),
         )
     }
 }

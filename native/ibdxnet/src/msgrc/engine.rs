@@ -70,6 +70,9 @@ pub struct EngineStats {
     pub errors: AtomicU64,
     /// Threads that ended by a panic.
     pub thread_panics: AtomicU64,
+    /// Messages whose immediate data named another node than the one of
+    /// their queue pair (each closes that connection).
+    pub protocol_violations: AtomicU64,
 }
 
 impl EngineStats {
@@ -185,8 +188,12 @@ impl<F: Fabric> std::fmt::Debug for Engine<F> {
 impl<F: Fabric> Engine<F> {
     /// Opens the fabric, creates the shared queues, binds the UDP socket and
     /// starts the three threads. Nothing starts if the configuration is invalid.
-    pub fn start<H: EngineHandler>(cfg: EngineConfig, handler: Arc<H>) -> Result<Engine<F>, EngineError> {
+    pub fn start<H: EngineHandler>(mut cfg: EngineConfig, handler: Arc<H>) -> Result<Engine<F>, EngineError> {
         cfg.validate().map_err(EngineError::Config)?;
+        if cfg.auth_key.is_none() {
+            cfg.auth_key =
+                crate::con::AuthKey::from_config(cfg.auth_key_file.as_deref()).map_err(EngineError::Config)?;
+        }
         let cfg = Arc::new(cfg);
         // The UDP address first: a bad or busy `listen` is a configuration
         // error, reported before any memory is registered.
@@ -318,6 +325,7 @@ impl<F: Fabric> Engine<F> {
             ("messages_received", l(&s.messages_received)),
             ("errors", l(&s.errors)),
             ("thread_panics", l(&s.thread_panics)),
+            ("protocol_violations", l(&s.protocol_violations)),
         ];
         m.extend(self.mgr.stats_map());
         m.push(("free_buffers", self.pool.available() as u64));

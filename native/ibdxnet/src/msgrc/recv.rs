@@ -33,6 +33,8 @@ pub(crate) struct RecvThread<F: Fabric, H: EngineHandler> {
     sge_scratch: Vec<Sge>,
     taken: Vec<u32>,
     wcs: Vec<WorkCompletion>,
+    /// The queue pair last closed for a protocol violation.
+    violator: u32,
 }
 
 impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
@@ -55,6 +57,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             sge_scratch: Vec::with_capacity(cfg.recv_sges_per_wr as usize),
             taken: Vec::with_capacity(srq as usize),
             wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
+            violator: 0,
             mgr,
             handler,
             pool,
@@ -155,6 +158,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         let me = self.mgr.node_id();
         let mut used = 0;
         match (wc.status, wc.imm_data) {
+            (WcStatus::Success, Some(imm)) if !self.source_matches_qp(wc, imm::source(imm)) => {}
             (WcStatus::Success, Some(imm)) => {
                 let source = imm::source(imm);
                 let fc = imm::fc(imm);
@@ -169,6 +173,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
                         fc_data: if used == 0 { fc } else { 0 },
                         data_length: n,
                         buffer_id: id,
+                        connection: wc.qp_num,
                         data_address: self.pool.address(id),
                         ..Default::default()
                     };
@@ -182,6 +187,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
                         source_node_id: source,
                         fc_data: fc,
                         buffer_id: NO_BUFFER,
+                        connection: wc.qp_num,
                         ..Default::default()
                     };
                     self.ring.push(e);
@@ -207,6 +213,35 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         bufs.clear();
         self.slots[slot] = bufs;
         self.free_slots.push(slot as u32);
+    }
+
+    /// The immediate data names the source node; it must be the node of the
+    /// queue pair that delivered the message (a peer cannot speak for another
+    /// node). A mismatch is a protocol violation: counted, and that
+    /// connection is closed if it is still open. False: drop the message.
+    fn source_matches_qp(&mut self, wc: &WorkCompletion, source: u16) -> bool {
+        let me = self.mgr.node_id();
+        match self.mgr.source_of_qpn(wc.qp_num) {
+            Some((node, _)) if node.0 == source => true,
+            Some((node, open)) => {
+                self.stats.protocol_violations.fetch_add(1, Ordering::Relaxed);
+                // Once per connection (completions still in the queue come from it too).
+                if open && self.violator != wc.qp_num {
+                    self.violator = wc.qp_num;
+                    log::warn!(
+                        "node {me}: data on the connection to {node} (qp {}) claims to come from node {source}; closing it",
+                        wc.qp_num
+                    );
+                    self.mgr.close(node, true);
+                }
+                false
+            }
+            None => {
+                self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                log::error!("node {me}: data from node {source} on unknown qp {} dropped", wc.qp_num);
+                false
+            }
+        }
     }
 
     fn dispatch(&mut self) -> usize {

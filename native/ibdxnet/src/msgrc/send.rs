@@ -163,7 +163,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             return 0;
         }
         let (me, sq, max_wr, interval, max_inline) =
-            (self.me, self.sq_size, self.max_wr_bytes, self.signal_interval, self.max_inline);
+            (self.mgr.imm_source(), self.sq_size, self.max_wr_bytes, self.signal_interval, self.max_inline);
         let Some(ns) = node_state(&mut self.nodes, &mut self.draining, &self.mgr, node) else {
             // Not connected (yet): everything stays unposted; creation is asynchronous.
             let _ = self.mgr.request_create(node);
@@ -276,7 +276,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
     /// work request to complete.
     fn flush_pending(&mut self) -> usize {
         let mut work = 0;
-        let me = self.me;
+        let me = self.mgr.imm_source();
         let all = self.nodes.values_mut().chain(self.draining.iter_mut());
         for ns in all.filter(|n| n.needs_flush && !n.failed) {
             if ns.inflight.len() as u32 >= self.sq_size || !ns.conn.begin_posting(1, true) {

@@ -110,7 +110,7 @@ pub struct CompletedWorkList {
 /// One received buffer (engine → user). 24 bytes.
 ///
 /// ```text
-/// 0 source_node_id u16  2 fc_data u8  3 reserved u8  4 data_length u32  8 buffer_id u32  12 reserved2 u32  16 data_address u64
+/// 0 source_node_id u16  2 fc_data u8  3 reserved u8  4 data_length u32  8 buffer_id u32  12 connection u32  16 data_address u64
 /// ```
 /// `buffer_id` is `0xFFFF_FFFF` for an entry that carries only flow-control
 /// data; every other buffer must be returned to the engine once processed.
@@ -127,8 +127,9 @@ pub struct IncomingEntry {
     pub data_length: u32,
     /// Handle to return the buffer with.
     pub buffer_id: u32,
-    /// Zero.
-    pub reserved2: u32,
+    /// The connection that delivered it: the local queue pair number (a new
+    /// number means a new byte stream from `source_node_id`).
+    pub connection: u32,
     /// Address of the first byte.
     pub data_address: u64,
 }

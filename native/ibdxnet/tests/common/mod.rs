@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod engine;
+pub mod rawudp;
 pub mod records;
 
 use std::time::{Duration, Instant};

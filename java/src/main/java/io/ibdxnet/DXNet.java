@@ -2,6 +2,9 @@ package io.ibdxnet;
 
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.core.IncomingBufferQueue;
+import io.ibdxnet.core.ProtocolViolation;
+import io.ibdxnet.core.RateLimitedLog;
+import io.ibdxnet.core.ReceiveLimits;
 import io.ibdxnet.core.StreamAssembler;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
@@ -17,7 +20,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -44,17 +46,30 @@ public final class DXNet implements AutoCloseable {
     /** By {@link #key}: arrays, not maps (a boxed key per message showed in profiles). */
     private final AtomicReferenceArray<Constructor<? extends Message>> types = new AtomicReferenceArray<>(1 << 16);
     private final AtomicReferenceArray<MessageReceiver> receivers = new AtomicReferenceArray<>(1 << 16);
-    private final Map<Integer, CompletableFuture<Response>> pending = new ConcurrentHashMap<>();
-    private final Map<Integer, Integer> pendingTarget = new ConcurrentHashMap<>();
+    /** Requests waiting for their response, by request id. */
+    private final Map<Integer, Pending> pending = new ConcurrentHashMap<>();
+    /** Fails requests whose {@code requestTimeoutMs} passed (a sweep every 10 ms). */
+    private final java.util.concurrent.ScheduledExecutorService timeouts;
     private final AtomicInteger nextRequestId = new AtomicInteger(1);
     private final AtomicInteger nextMessageId = new AtomicInteger();
     private final AtomicReferenceArray<StreamAssembler> assemblers = new AtomicReferenceArray<>(1 << 16);
     private final AtomicLong dropped = new AtomicLong();
+    private final ReceiveLimits limits;
+    private final AtomicLong violations = new AtomicLong();
+    private final AtomicLong streamErrors = new AtomicLong();
+    private final AtomicLong partialsDropped = new AtomicLong();
+    private final AtomicLong bytesDropped = new AtomicLong();
+    private final AtomicLong responsesRefused = new AtomicLong();
+    private final AtomicLong handlerErrors = new AtomicLong();
+    private final RateLimitedLog warnings = new RateLimitedLog(LOG, 1_000);
+    /** Why a thread of the core died (null while healthy): the node would otherwise go deaf silently. */
+    private volatile Throwable failure;
     private volatile boolean running = true;
 
     private DXNet(DXNetConfig config) throws NetworkException {
         config.validate();
         this.config = config;
+        this.limits = new ReceiveLimits(config.maxMessageSize, config.maxUnfinishedBytesPerConnection, config.maxUnfinishedBytes);
         this.ibq = new IncomingBufferQueue(config.ibqMaxBuffers, config.ibqMaxBytes);
         TransportListener listener = new TransportListener() {
             @Override
@@ -64,7 +79,7 @@ public final class DXNet implements AutoCloseable {
 
             @Override
             public void onDisconnected(int node) {
-                failRequestsTo(node);
+                failRequestsTo(node, "node " + node + " disconnected");
             }
         };
         this.transport = Transports.open(config, listener);
@@ -90,6 +105,13 @@ public final class DXNet implements AutoCloseable {
                 });
         this.coordinator = new Thread(this::coordinate, "dxnet-mcc-" + config.nodeId);
         this.coordinator.setDaemon(true);
+        this.coordinator.setUncaughtExceptionHandler((t, e) -> failed(t, e));
+        this.timeouts = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "dxnet-timeouts-" + config.nodeId);
+            t.setDaemon(true);
+            return t;
+        });
+        this.timeouts.scheduleWithFixedDelay(this::expireRequests, 10, 10, TimeUnit.MILLISECONDS);
         this.coordinator.start();
     }
 
@@ -116,6 +138,45 @@ public final class DXNet implements AutoCloseable {
     public void addNode(int id, String hostPort) {
         int colon = hostPort.lastIndexOf(':');
         transport.addNode(id, hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
+    }
+
+    /** A request in flight: who must answer it, and until when. */
+    private static final class Pending {
+        final CompletableFuture<Response> future = new CompletableFuture<>();
+        final int target;
+        final int requestId;
+        final int timeoutMs;
+        final long deadline;
+
+        Pending(int target, int requestId, int timeoutMs) {
+            this.target = target;
+            this.requestId = requestId;
+            this.timeoutMs = timeoutMs;
+            this.deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        }
+    }
+
+    /** The message a failed request handler sends back instead of a response (never registered). */
+    private static final class ErrorResponse extends Response {
+        final String remoteClass;
+        final String remoteMessage;
+
+        ErrorResponse(Request failed, Throwable e) {
+            super(failed, failed.getType(), failed.getSubtype());
+            this.remoteClass = e.getClass().getName();
+            this.remoteMessage = e.getMessage() == null ? "" : e.getMessage();
+        }
+
+        @Override
+        protected void exportPayload(MessageExporter out) {
+            out.writeString(remoteClass);
+            out.writeString(remoteMessage);
+        }
+
+        @Override
+        protected void importPayload(MessageImporter in) {
+            throw new UnsupportedOperationException("read in DXNet.deliver");
+        }
     }
 
     private static int key(byte type, byte subtype) {
@@ -146,17 +207,16 @@ public final class DXNet implements AutoCloseable {
         send(message, 0, 0);
     }
 
-    /** Sends {@code request} and waits for its response. */
+    /**
+     * Sends {@code request} and waits for its response, at most
+     * {@code timeoutMs}: then {@link RequestTimeoutException}. A handler that
+     * threw on the remote node ends the wait with {@link RemoteHandlerException}.
+     */
     @SuppressWarnings("unchecked")
     public <T extends Response> T sendSync(Request request, int timeoutMs) throws NetworkException {
-        CompletableFuture<Response> f = sendAsync(request);
+        CompletableFuture<Response> f = sendAsync(request, timeoutMs);
         try {
-            return (T) f.get(timeoutMs, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            pending.remove(request.requestId);
-            pendingTarget.remove(request.requestId);
-            throw new RequestTimeoutException("no response to request " + request.requestId + " from node "
-                    + request.getDestination() + " within " + timeoutMs + " ms");
+            return (T) f.get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new NetworkException("interrupted while waiting for a response", e);
@@ -166,21 +226,49 @@ public final class DXNet implements AutoCloseable {
         }
     }
 
-    /** Sends {@code request}; the future completes with the response, or exceptionally. */
+    /**
+     * Sends {@code request}; the future completes with the response, or
+     * exceptionally: {@link RequestTimeoutException} after
+     * {@code requestTimeoutMs}, {@link RemoteHandlerException}, or
+     * {@link NetworkException} when the connection fails. A caller that stops
+     * waiting earlier leaves nothing behind: the entry goes at the timeout.
+     */
     public CompletableFuture<Response> sendAsync(Request request) throws NetworkException {
+        return sendAsync(request, config.requestTimeoutMs);
+    }
+
+    /** {@link #sendAsync(Request)} with its own timeout. */
+    public CompletableFuture<Response> sendAsync(Request request, int timeoutMs) throws NetworkException {
+        if (timeoutMs <= 0) {
+            throw new IllegalArgumentException("request timeout must be positive: " + timeoutMs);
+        }
         int id = nextRequestId.getAndIncrement();
         request.requestId = id;
-        CompletableFuture<Response> f = new CompletableFuture<>();
-        pending.put(id, f);
-        pendingTarget.put(id, request.getDestination());
+        Pending p = new Pending(request.getDestination(), id, timeoutMs);
+        pending.put(id, p);
         try {
             send(request, Frame.REQUEST, id);
-        } catch (NetworkException e) {
+        } catch (NetworkException | RuntimeException e) {
             pending.remove(id);
-            pendingTarget.remove(id);
             throw e;
         }
-        return f;
+        return p.future;
+    }
+
+    /** Timeout thread: fails the requests whose deadline passed. */
+    private void expireRequests() {
+        long now = System.nanoTime();
+        for (Pending p : pending.values()) {
+            if (now - p.deadline >= 0 && pending.remove(p.requestId, p)) {
+                p.future.completeExceptionally(new RequestTimeoutException("no response to request " + p.requestId
+                        + " from node " + p.target + " within " + p.timeoutMs + " ms"));
+            }
+        }
+    }
+
+    /** Requests waiting for a response (each leaves at its response, failure or timeout). */
+    public int pendingRequests() {
+        return pending.size();
     }
 
     private void send(Message m, int kindFlags, int requestId) throws NetworkException {
@@ -192,7 +280,7 @@ public final class DXNet implements AutoCloseable {
             throw new IllegalArgumentException("message has no valid destination (" + dest + ")");
         }
         if (m instanceof Response) {
-            kindFlags = Frame.RESPONSE;
+            kindFlags = m instanceof ErrorResponse ? Frame.RESPONSE | Frame.ERROR : Frame.RESPONSE;
             requestId = ((Response) m).requestId;
         }
         m.source = config.nodeId;
@@ -229,6 +317,10 @@ public final class DXNet implements AutoCloseable {
         out.reset();
         m.exportPayload(out);
         int total = out.size();
+        if (total > config.maxMessageSize) {
+            throw new IllegalArgumentException("message " + m.getType() + "/" + m.getSubtype() + " of " + total
+                    + " bytes exceeds maxMessageSize (" + config.maxMessageSize + ")");
+        }
         if (dest == config.nodeId) {
             byte[] copy = java.util.Arrays.copyOf(out.array(), total);
             deliver(config.nodeId, m.getType(), m.getSubtype(), kindFlags | Frame.FIRST | Frame.LAST, requestId, copy);
@@ -249,7 +341,7 @@ public final class DXNet implements AutoCloseable {
     }
 
     /** Messages parsed from one buffer, handed to a handler thread in one go. */
-    private static final class Batch implements Runnable {
+    private final class Batch implements Runnable {
         final List<MessageReceiver> receivers = new ArrayList<>();
         final List<Message> messages = new ArrayList<>();
 
@@ -259,8 +351,12 @@ public final class DXNet implements AutoCloseable {
                 Message m = messages.get(i);
                 try {
                     receivers.get(i).onIncomingMessage(m);
-                } catch (RuntimeException e) {
+                } catch (Throwable e) { // a handler's failure must not end the handler thread
+                    handlerErrors.incrementAndGet();
                     LOG.log(Level.SEVERE, "receiver of " + m.getType() + "/" + m.getSubtype() + " failed", e);
+                    if (m instanceof Request) {
+                        answerWithError((Request) m, e);
+                    }
                 }
             }
         }
@@ -287,15 +383,7 @@ public final class DXNet implements AutoCloseable {
                 continue;
             }
             try {
-                StreamAssembler a = assemblers.get(b.source);
-                if (a == null || a.connection() != b.connection) {
-                    a = new StreamAssembler(b.source, b.connection);
-                    assemblers.set(b.source, a);
-                }
-                a.feed(b.address, b.length, sink);
-            } catch (RuntimeException e) {
-                LOG.log(Level.SEVERE, "dropping the stream state of node " + b.source, e);
-                assemblers.set(b.source, null);
+                parse(b, sink);
             } finally {
                 b.release();
                 transport.consumed(b);
@@ -307,12 +395,85 @@ public final class DXNet implements AutoCloseable {
         }
     }
 
+    /**
+     * One buffer into the stream of its connection. Whatever its bytes do,
+     * only that connection suffers: a violation (or any other failure while
+     * parsing) closes it, its unfinished messages are dropped and the rest of
+     * its bytes skipped; every other stream and this thread go on.
+     */
+    private void parse(IncomingBuffer b, StreamAssembler.Sink sink) {
+        StreamAssembler a = assemblers.get(b.source);
+        if (a == null || a.connection() != b.connection) {
+            if (a != null) {
+                partialsDropped.addAndGet(a.discard()); // its connection ended: a new stream starts
+            }
+            a = new StreamAssembler(b.source, b.connection, limits);
+            assemblers.set(b.source, a);
+        }
+        if (a.broken()) {
+            bytesDropped.addAndGet(b.length);
+            return;
+        }
+        String reason;
+        try {
+            a.feed(b.address, b.length, sink);
+            return;
+        } catch (ProtocolViolation e) {
+            violations.incrementAndGet();
+            reason = "protocol violation: " + e.getMessage();
+        } catch (Throwable e) {
+            streamErrors.incrementAndGet();
+            reason = "receiving failed: " + e;
+            LOG.log(Level.SEVERE, "node " + config.nodeId + ": the stream of node " + b.source + " failed", e);
+        }
+        partialsDropped.addAndGet(a.discard());
+        bytesDropped.addAndGet(b.length);
+        warnings.warn(b.source, "node " + config.nodeId + ": closing the connection from node " + b.source + ": " + reason);
+        try {
+            transport.closeConnection(b.source, b.connection, reason);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "closing the connection from node " + b.source + " failed", e);
+        }
+        failRequestsTo(b.source, "node " + b.source + " disconnected: " + reason);
+    }
+
+    /** The requester learns that our handler failed (instead of waiting out its timeout). */
+    private void answerWithError(Request r, Throwable e) {
+        try {
+            send(new ErrorResponse(r, e), 0, 0);
+        } catch (NetworkException | RuntimeException x) {
+            LOG.log(Level.WARNING, "could not tell node " + r.getSource() + " that its request " + r.requestId + " failed", x);
+        }
+    }
+
+    /** A thread of the core died: reported, never silent. */
+    private void failed(Thread t, Throwable e) {
+        failure = e;
+        LOG.log(Level.SEVERE, "node " + config.nodeId + ": thread " + t.getName() + " died; this node no longer receives", e);
+    }
+
     private void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload) {
         deliver(source, type, subtype, flags, requestId, new MessageImporter(payload, payload.length), null);
     }
 
     /** Creates the message and queues it for its receiver: into {@code into}, or as its own task. */
     private void deliver(int source, byte type, byte subtype, int flags, int requestId, MessageImporter payload, Batch into) {
+        if ((flags & Frame.ERROR) != 0) {
+            String cls;
+            String msg;
+            try {
+                cls = payload.readString();
+                msg = payload.readString();
+            } catch (RuntimeException e) {
+                dropped.incrementAndGet();
+                return;
+            }
+            Pending p = answerable(source, requestId);
+            if (p != null) {
+                p.future.completeExceptionally(new RemoteHandlerException(source, cls, msg.isEmpty() ? null : msg));
+            }
+            return;
+        }
         Constructor<? extends Message> ctor = types.get(key(type, subtype));
         if (ctor == null) {
             dropped.incrementAndGet();
@@ -325,19 +486,16 @@ public final class DXNet implements AutoCloseable {
             m.source = source;
             m.destination = config.nodeId;
             m.importPayload(payload);
-        } catch (ReflectiveOperationException | RuntimeException e) {
+        } catch (Throwable e) { // a lying payload (or a failing import) drops this message only
             dropped.incrementAndGet();
             LOG.log(Level.WARNING, "cannot create message " + type + "/" + subtype + " from " + source, e);
             return;
         }
         if ((flags & Frame.RESPONSE) != 0 && m instanceof Response) {
             ((Response) m).requestId = requestId;
-            CompletableFuture<Response> f = pending.remove(requestId);
-            pendingTarget.remove(requestId);
-            if (f != null) {
-                f.complete((Response) m);
-            } else {
-                dropped.incrementAndGet(); // late response after a timeout
+            Pending p = answerable(source, requestId);
+            if (p != null) {
+                p.future.complete((Response) m);
             }
             return;
         }
@@ -358,14 +516,30 @@ public final class DXNet implements AutoCloseable {
         }
     }
 
-    private void failRequestsTo(int node) {
-        for (Map.Entry<Integer, Integer> e : pendingTarget.entrySet()) {
-            if (e.getValue() == node) {
-                CompletableFuture<Response> f = pending.remove(e.getKey());
-                pendingTarget.remove(e.getKey());
-                if (f != null) {
-                    f.completeExceptionally(new NetworkException("node " + node + " disconnected"));
-                }
+    /**
+     * The pending request {@code requestId}, taken out, if {@code source} may
+     * answer it: only the node the request went to may (counted otherwise).
+     * Null also for a late answer after the timeout (counted as dropped).
+     */
+    private Pending answerable(int source, int requestId) {
+        Pending p = pending.get(requestId);
+        if (p != null && p.target != source) {
+            responsesRefused.incrementAndGet();
+            warnings.warn(source, "node " + config.nodeId + ": response to request " + requestId + " from node " + source
+                    + ", which the request did not go to (node " + p.target + "), refused");
+            return null;
+        }
+        if (p == null || !pending.remove(requestId, p)) {
+            dropped.incrementAndGet(); // late response after a timeout
+            return null;
+        }
+        return p;
+    }
+
+    private void failRequestsTo(int node, String reason) {
+        for (Pending p : pending.values()) {
+            if (p.target == node && pending.remove(p.requestId, p)) {
+                p.future.completeExceptionally(new NetworkException(reason));
             }
         }
     }
@@ -403,9 +577,35 @@ public final class DXNet implements AutoCloseable {
         return transport.name();
     }
 
-    /** Native transport counters. */
+    /**
+     * The transport's counters and the core's: {@code protocol_violations}
+     * (connections closed for breaking the frame format or a limit, added to
+     * the transport's own count), {@code stream_errors},
+     * {@code partial_messages_dropped} (unfinished when their connection ended
+     * or broke), {@code bytes_dropped_after_violation},
+     * {@code responses_from_wrong_node}, {@code handler_errors},
+     * {@code unfinished_bytes_claimed}.
+     */
     public Map<String, Long> transportStats() {
-        return transport.stats();
+        Map<String, Long> m = new java.util.LinkedHashMap<>(transport.stats());
+        m.merge("protocol_violations", violations.get(), Long::sum);
+        m.put("stream_errors", streamErrors.get());
+        m.put("partial_messages_dropped", partialsDropped.get());
+        m.put("bytes_dropped_after_violation", bytesDropped.get());
+        m.put("responses_from_wrong_node", responsesRefused.get());
+        m.put("handler_errors", handlerErrors.get());
+        m.put("unfinished_bytes_claimed", limits.claimed());
+        return m;
+    }
+
+    /** True while every thread of the core runs; see {@link #failure}. */
+    public boolean healthy() {
+        return failure == null && coordinator.isAlive() == running;
+    }
+
+    /** What killed a thread of the core (the node no longer receives), or null. */
+    public Throwable failure() {
+        return failure;
     }
 
     @Override
@@ -422,8 +622,9 @@ public final class DXNet implements AutoCloseable {
         }
         transport.close();
         handlers.shutdown();
-        for (CompletableFuture<Response> f : pending.values()) {
-            f.completeExceptionally(new NetworkException("DXNet closed"));
+        timeouts.shutdownNow();
+        for (Pending p : pending.values()) {
+            p.future.completeExceptionally(new NetworkException("DXNet closed"));
         }
         pending.clear();
     }

@@ -61,6 +61,28 @@ public final class DXNetConfig {
     public int keepAliveMs = 1_000;
     /** nio: a connection that received nothing (not even a keep-alive) for this long has failed (half-open). */
     public int idleTimeoutMs = 10_000;
+    /**
+     * The largest message (payload bytes) this node sends or accepts; a peer
+     * announcing a larger one violates the protocol (its connection is closed).
+     */
+    public int maxMessageSize = 64 << 20;
+    /** Bytes that unfinished multi-frame messages of one connection may claim (a violation beyond). */
+    public long maxUnfinishedBytesPerConnection = 256L << 20;
+    /** Bytes that unfinished multi-frame messages of all connections together may claim. */
+    public long maxUnfinishedBytes = 1L << 30;
+    /**
+     * nio: a hello is accepted only from an IP address the node table gives for
+     * the node it claims to be (its host resolved when the node is added; a
+     * wildcard entry such as 0.0.0.0 matches no peer).
+     */
+    public boolean checkPeerAddress = true;
+    /**
+     * A file holding the pre-shared key (only its owner may read or write it);
+     * null: the environment variable {@code IBDXNET_AUTH_KEY}, else no key. With
+     * a key, nio connections start with a mutual HMAC-SHA256 challenge–response
+     * and only nodes with the same key are accepted ({@link io.ibdxnet.transport.AuthKey}).
+     */
+    public String authKeyFile;
     /** Native engine settings (key → value), e.g. "fabric" → "sim". */
     public final Map<String, String> nativeConfig = new LinkedHashMap<>();
 
@@ -153,9 +175,30 @@ public final class DXNetConfig {
                 case "handlerQueueSize": handlerQueueSize = Integer.parseInt(v); break;
                 case "ibqMaxBuffers": ibqMaxBuffers = Integer.parseInt(v); break;
                 case "ibqMaxBytes": ibqMaxBytes = Long.parseLong(v); break;
+                case "checkPeerAddress": checkPeerAddress = parseBoolean(key, v); break;
+                case "authKeyFile": authKeyFile = v.isEmpty() ? null : v; break;
+                case "maxMessageSize": maxMessageSize = Integer.parseInt(v); break;
+                case "maxUnfinishedBytesPerConnection": maxUnfinishedBytesPerConnection = Long.parseLong(v); break;
+                case "maxUnfinishedBytes": maxUnfinishedBytes = Long.parseLong(v); break;
                 default: throw new IllegalArgumentException("unknown configuration key '" + key + "'");
             }
         }
+    }
+
+    private static boolean parseBoolean(String key, String v) {
+        if (v.equals("true") || v.equals("false")) {
+            return Boolean.parseBoolean(v);
+        }
+        throw new IllegalArgumentException(key + " = '" + v + "' is not true or false");
+    }
+
+    /**
+     * The pre-shared key this node uses ({@link #authKeyFile}, else the
+     * environment variable), or null; loading checks the file's permissions
+     * and the key's length (errors name the file or variable).
+     */
+    public io.ibdxnet.transport.AuthKey authKey() {
+        return io.ibdxnet.transport.AuthKey.load(authKeyFile);
     }
 
     /** Checks every field; the message names the field. */
@@ -199,10 +242,24 @@ public final class DXNetConfig {
         if (ibqMaxBuffers < 1 || ibqMaxBytes < 1) {
             throw new IllegalArgumentException("ibqMaxBuffers and ibqMaxBytes must be positive");
         }
+        if (maxMessageSize < 1024) {
+            throw new IllegalArgumentException("maxMessageSize must be at least 1024 bytes");
+        }
+        if (maxUnfinishedBytesPerConnection < maxMessageSize) {
+            throw new IllegalArgumentException("maxUnfinishedBytesPerConnection (" + maxUnfinishedBytesPerConnection
+                    + ") must be at least maxMessageSize (" + maxMessageSize + ")");
+        }
+        if (maxUnfinishedBytes < maxUnfinishedBytesPerConnection) {
+            throw new IllegalArgumentException("maxUnfinishedBytes (" + maxUnfinishedBytes
+                    + ") must be at least maxUnfinishedBytesPerConnection (" + maxUnfinishedBytesPerConnection + ")");
+        }
         for (Map.Entry<Integer, String> n : nodes.entrySet()) {
             if (n.getValue().lastIndexOf(':') < 1) {
                 throw new IllegalArgumentException("node." + n.getKey() + " = '" + n.getValue() + "' is not host:port");
             }
+        }
+        if (transport.equals("nio") || authKeyFile != null) {
+            authKey(); // the file's permissions and the key's length
         }
     }
 }

@@ -37,7 +37,8 @@ public final class MessageImporter {
     }
 
     private long at(int n) {
-        if (n < 0 || pos + n > end) {
+        // long: pos + n must not wrap around for a length a peer made up.
+        if (n < 0 || (long) pos + n > end) {
             throw new IllegalStateException("message payload too short: need " + n + " bytes at " + pos + " of " + end);
         }
         long a = offset + pos;

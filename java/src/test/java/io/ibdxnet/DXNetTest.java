@@ -2,6 +2,7 @@ package io.ibdxnet;
 
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
@@ -29,9 +30,9 @@ public class DXNetTest {
     @Parameterized.Parameter
     public String transport;
 
-    static final byte TYPE = 7;
+    public static final byte TYPE = 7;
     static final byte DATA = 1;
-    static final byte ECHO_REQ = 2;
+    public static final byte ECHO_REQ = 2;
     static final byte ECHO_RESP = 3;
     static final byte UNKNOWN = 9;
 
@@ -90,7 +91,7 @@ public class DXNetTest {
             super(TYPE, ECHO_REQ);
         }
 
-        EchoRequest(int dest, long[] values) {
+        public EchoRequest(int dest, long[] values) {
             super(dest, TYPE, ECHO_REQ);
             this.values = values;
         }
@@ -154,15 +155,7 @@ public class DXNetTest {
             c.listen = "127.0.0.1:0";
             c.maxConnections = Integer.parseInt(maxConnections);
             c.handlerThreads = 1; // in-order delivery, checked below
-            // Two nodes share 2 cores: idle engine threads must yield at once, or their
-            // busy polling starves the Java threads (10 ms round trips instead of 0.4 ms).
-            c.nativeConfig.put("parking_yield_after_ms", System.getProperty("test.yieldAfterMs", "0"));
-            c.nativeConfig.put("fabric", "sim");
-            c.nativeConfig.put("listen", "127.0.0.1:0");
-            c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
-            c.nativeConfig.put("srq_size", "128");
-            c.nativeConfig.put("recv_buffer_count", "1024");
-            c.flowControlWindow = 1 << 20;
+            smallSimNode(c);
             tune.accept(c);
             DXNet n = DXNet.start(c);
             n.registerMessageType(TYPE, DATA, DataMessage.class);
@@ -179,6 +172,19 @@ public class DXNetTest {
             }
         }
         return out;
+    }
+
+    /** Small engines on sim for tests: rings, queues and window sized for many nodes on 2 cores. */
+    static void smallSimNode(DXNetConfig c) {
+        // Nodes share 2 cores: idle engine threads must yield at once, or their
+        // busy polling starves the Java threads (10 ms round trips instead of 0.4 ms).
+        c.nativeConfig.put("parking_yield_after_ms", System.getProperty("test.yieldAfterMs", "0"));
+        c.nativeConfig.put("fabric", "sim");
+        c.nativeConfig.put("listen", "127.0.0.1:0");
+        c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
+        c.nativeConfig.put("srq_size", "128");
+        c.nativeConfig.put("recv_buffer_count", "1024");
+        c.flowControlWindow = 1 << 20;
     }
 
     /** Something a sender thread does for one sequence number. */
@@ -485,6 +491,34 @@ public class DXNetTest {
     }
 
     @Test
+    public void aResponseFromAnotherNodeThanTheRequestWentToIsRefused() throws Exception {
+        List<DXNet> n = start(3);
+        java.util.concurrent.CountDownLatch forged = new java.util.concurrent.CountDownLatch(1);
+        n.get(1).register(TYPE, ECHO_REQ, m -> {
+            try {
+                forged.await(10, java.util.concurrent.TimeUnit.SECONDS); // answers after node 2 tried
+                n.get(1).sendMessage(new EchoResponse((EchoRequest) m));
+            } catch (NetworkException | InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        EchoRequest req = new EchoRequest(1, new long[] {1, 2, 3});
+        java.util.concurrent.CompletableFuture<Response> f = n.get(0).sendAsync(req);
+        // Node 2 guesses the request id (they are sequential) and answers first.
+        EchoRequest guess = new EchoRequest(0, null);
+        guess.source = 0;
+        guess.requestId = req.requestId;
+        EchoResponse fake = new EchoResponse(guess);
+        fake.values = new long[] {666};
+        n.get(2).sendMessage(fake);
+        waitFor("the forged response refused", () -> n.get(0).transportStats().get("responses_from_wrong_node") == 1);
+        assertFalse(f.isDone());
+        forged.countDown();
+        EchoResponse real = (EchoResponse) f.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertArrayEquals(new long[] {1, 2, 3}, real.values);
+    }
+
+    @Test
     public void requestsGetTheirResponses() throws Exception {
         List<DXNet> n = start(2);
         n.get(1).register(TYPE, ECHO_REQ, m -> {
@@ -515,6 +549,59 @@ public class DXNetTest {
         } catch (RequestTimeoutException expected) {
             assertTrue(System.nanoTime() - t0 >= 300_000_000L);
         }
+    }
+
+    @Test
+    public void requestTimeoutMsEndsAsyncRequestsAndEmptiesThePendingMap() throws Exception {
+        List<DXNet> n = start(2, "100", c -> c.requestTimeoutMs = 300);
+        n.get(1).register(TYPE, ECHO_REQ, m -> {});
+        long t0 = System.nanoTime();
+        java.util.concurrent.CompletableFuture<Response> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
+        // A caller that gives up first leaves nothing behind either.
+        java.util.concurrent.CompletableFuture<Response> abandoned = n.get(0).sendAsync(new EchoRequest(1, new long[] {2}));
+        try {
+            abandoned.get(20, java.util.concurrent.TimeUnit.MILLISECONDS);
+            fail("no response expected");
+        } catch (java.util.concurrent.TimeoutException expected) {
+            // the caller stops waiting
+        }
+        assertEquals(2, n.get(0).pendingRequests());
+        try {
+            f.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            fail("no response expected");
+        } catch (java.util.concurrent.ExecutionException expected) {
+            assertTrue(String.valueOf(expected.getCause()), expected.getCause() instanceof RequestTimeoutException);
+            assertTrue(expected.getCause().getMessage(), expected.getCause().getMessage().contains("within 300 ms"));
+        }
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue("timed out after " + ms + " ms", ms >= 300 && ms < 5_000);
+        waitFor("the pending map empty", () -> n.get(0).pendingRequests() == 0);
+        assertTrue(abandoned.isCompletedExceptionally());
+    }
+
+    @Test
+    public void aRemoteHandlerExceptionReachesTheRequester() throws Exception {
+        List<DXNet> n = start(2);
+        n.get(1).register(TYPE, ECHO_REQ, m -> {
+            throw new IllegalStateException("no such key: " + ((EchoRequest) m).values[0]);
+        });
+        long[] ms = new long[5];
+        for (int i = 0; i < ms.length; i++) {
+            long t0 = System.nanoTime();
+            try {
+                n.get(0).sendSync(new EchoRequest(1, new long[] {42 + i}), 10_000);
+                fail("the handler throws");
+            } catch (RemoteHandlerException e) {
+                ms[i] = (System.nanoTime() - t0) / 1_000_000;
+                assertEquals(1, e.node());
+                assertEquals(IllegalStateException.class.getName(), e.remoteClass());
+                assertTrue(e.getMessage(), e.getMessage().contains("no such key: " + (42 + i)));
+            }
+        }
+        java.util.Arrays.sort(ms);
+        assertTrue("median " + ms[2] + " ms", ms[2] < 100);
+        assertEquals(0, n.get(0).pendingRequests());
+        assertEquals(5L, (long) n.get(1).transportStats().get("handler_errors"));
     }
 
     @Test

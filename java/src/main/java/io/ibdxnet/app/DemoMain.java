@@ -30,7 +30,7 @@ public final class DemoMain {
 
     /** Payload message. */
     public static final class Data extends Message {
-        byte[] payload = new byte[0];
+        public byte[] payload = new byte[0];
 
         public Data() {
             super(TYPE, DATA);
@@ -84,7 +84,7 @@ public final class DemoMain {
             super(TYPE, PONG);
         }
 
-        Pong(Ping p) {
+        public Pong(Ping p) {
             super(p, TYPE, PONG);
             sent = p.sent;
         }

@@ -22,6 +22,8 @@ public final class Frame {
     public static final int LAST = 2;
     public static final int REQUEST = 4;
     public static final int RESPONSE = 8;
+    /** With RESPONSE: the request's handler failed; the payload is the exception's class and message. */
+    public static final int ERROR = 16;
 
     private Frame() {}
 

@@ -6,10 +6,17 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * Turns the byte stream from one node back into messages, whatever the
+ * Turns the byte stream of one connection back into messages, whatever the
  * buffer boundaries: a header or payload split across receive buffers (or
  * across the sender's ring wrap-around) is resumed with the next buffer.
  * Used by the message creation coordinator only (one thread).
+ *
+ * <p>The stream comes from a peer that may be buggy or hostile: every header
+ * field is checked before it is used (see {@link #check}), messages are at
+ * most {@link ReceiveLimits#maxMessageSize} and unfinished ones claim their
+ * bytes from {@link ReceiveLimits} before anything is allocated. A violation
+ * is a {@link ProtocolViolation}; the assembler is then {@link #broken} and
+ * must not be fed again.
  */
 public final class StreamAssembler {
     /**
@@ -22,43 +29,93 @@ public final class StreamAssembler {
     }
 
     private static final long BYTES = UNSAFE.arrayBaseOffset(byte[].class);
+    private static final int KNOWN_FLAGS = Frame.FIRST | Frame.LAST | Frame.REQUEST | Frame.RESPONSE | Frame.ERROR;
+    private static final int KIND = Frame.REQUEST | Frame.RESPONSE | Frame.ERROR;
 
+    /** A message announced by its first frame and not complete yet. */
     private static final class Partial {
         final byte[] data;
+        final byte type;
+        final byte subtype;
+        final int kind;
+        final int requestId;
         int filled;
 
-        Partial(int total) {
-            data = new byte[total];
+        Partial(int total, byte type, byte subtype, int kind, int requestId) {
+            this.data = new byte[total];
+            this.type = type;
+            this.subtype = subtype;
+            this.kind = kind;
+            this.requestId = requestId;
+        }
+
+        long claim() {
+            return data.length + ReceiveLimits.OVERHEAD;
         }
     }
 
     private final int source;
     private final int connection;
+    private final ReceiveLimits limits;
     private final byte[] header = new byte[Frame.HEADER];
     private int headerFilled;
     private int frameLeft;
     private int padLeft;
     private int frameTotal;
     private Partial current;
-    private byte type;
-    private byte subtype;
     private int flags;
-    private int requestId;
     private int messageId;
     private final Map<Integer, Partial> partials = new HashMap<>();
+    private long claimed;
+    private boolean broken;
 
     /** The stream of {@code connection} from {@code source}. */
-    public StreamAssembler(int source, int connection) {
+    public StreamAssembler(int source, int connection, ReceiveLimits limits) {
         this.source = source;
         this.connection = connection;
+        this.limits = limits;
+    }
+
+    public int source() {
+        return source;
     }
 
     public int connection() {
         return connection;
     }
 
+    /** True after a violation: the rest of this connection's bytes are dropped unread. */
+    public boolean broken() {
+        return broken;
+    }
+
+    /**
+     * Forgets unfinished messages (their connection ended or broke) and gives
+     * their claim back. Returns how many were dropped.
+     */
+    public int discard() {
+        int n = partials.size();
+        partials.clear();
+        current = null;
+        limits.release(claimed);
+        claimed = 0;
+        return n;
+    }
+
     /** Parses {@code length} bytes at native {@code address}. */
-    public void feed(long address, int length, Sink sink) {
+    public void feed(long address, int length, Sink sink) throws ProtocolViolation {
+        if (broken) {
+            throw new IllegalStateException("the stream of node " + source + " broke; it must not be fed again");
+        }
+        try {
+            parse(address, length, sink);
+        } catch (ProtocolViolation e) {
+            broken = true;
+            throw e;
+        }
+    }
+
+    private void parse(long address, int length, Sink sink) throws ProtocolViolation {
         int at = 0;
         while (at < length) {
             if (padLeft > 0) {
@@ -73,7 +130,7 @@ public final class StreamAssembler {
             }
             if (headerFilled < Frame.HEADER) {
                 int n = Math.min(Frame.HEADER - headerFilled, length - at);
-                UNSAFE.copyMemory(null, address + at, header, UNSAFE.arrayBaseOffset(byte[].class) + headerFilled, n);
+                UNSAFE.copyMemory(null, address + at, header, BYTES + headerFilled, n);
                 headerFilled += n;
                 at += n;
                 if (headerFilled == Frame.HEADER) {
@@ -82,7 +139,7 @@ public final class StreamAssembler {
                 continue;
             }
             int n = Math.min(frameLeft, length - at);
-            UNSAFE.copyMemory(null, address + at, current.data, UNSAFE.arrayBaseOffset(byte[].class) + current.filled, n);
+            UNSAFE.copyMemory(null, address + at, current.data, BYTES + current.filled, n);
             current.filled += n;
             frameLeft -= n;
             at += n;
@@ -96,48 +153,117 @@ public final class StreamAssembler {
      * The common case: a single-frame message entirely inside this buffer is
      * handed over where it is (no copy). False if it is not that case.
      */
-    private boolean whole(long frame, int available, Sink sink) {
+    private boolean whole(long frame, int available, Sink sink) throws ProtocolViolation {
         // The header is copied either way (the general path reads it again, as bytes).
         UNSAFE.copyMemory(null, frame, header, BYTES, Frame.HEADER);
-        int total = Frame.getInt(header, 0);
+        int length = Frame.getInt(header, 0);
         int f = header[10] & 0xFF;
-        if ((f & (Frame.FIRST | Frame.LAST)) != (Frame.FIRST | Frame.LAST) || total < Frame.HEADER || total > available) {
+        if ((f & (Frame.FIRST | Frame.LAST)) != (Frame.FIRST | Frame.LAST) || length < Frame.HEADER || length > available) {
             return false;
         }
-        if (Frame.getInt(header, 16) != total - Frame.HEADER) {
-            throw new IllegalStateException("corrupt frame from node " + source + ": length " + total + " of " + Frame.getInt(header, 16));
-        }
-        frameTotal = total;
-        padLeft = OutgoingRingBuffer.aligned(total) - total;
-        sink.message(source, header[8], header[9], f, Frame.getInt(header, 12), null, frame + Frame.HEADER, total - Frame.HEADER);
+        check();
+        frameTotal = length;
+        padLeft = OutgoingRingBuffer.aligned(length) - length;
+        sink.message(source, header[8], header[9], f, Frame.getInt(header, 12), null, frame + Frame.HEADER, length - Frame.HEADER);
         return true;
     }
 
-    private void startFrame(Sink sink) {
+    /**
+     * Every field of the header in {@link #header}, against the frame's own
+     * length, the limits and the message it continues.
+     */
+    private void check() throws ProtocolViolation {
+        int length = Frame.getInt(header, 0);
+        int f = header[10] & 0xFF;
+        int total = Frame.getInt(header, 16);
+        if (length < Frame.HEADER) {
+            throw violation("frame length " + length + " is shorter than a header");
+        }
+        int kind = f & KIND;
+        boolean kindOk = kind == 0 || kind == Frame.REQUEST || kind == Frame.RESPONSE || kind == (Frame.RESPONSE | Frame.ERROR);
+        if ((f & ~KNOWN_FLAGS) != 0 || !kindOk || header[11] != 0) {
+            throw violation("frame flags 0x" + Integer.toHexString(f) + " / reserved " + header[11]);
+        }
+        if (total < 0 || total > limits.maxMessageSize) {
+            throw violation("message of " + Integer.toUnsignedString(total) + " bytes (maxMessageSize " + limits.maxMessageSize + ")");
+        }
+        int payload = length - Frame.HEADER;
+        boolean first = (f & Frame.FIRST) != 0;
+        boolean last = (f & Frame.LAST) != 0;
+        if (first && last && payload != total) {
+            throw violation("single-frame message of " + total + " bytes in a frame of " + payload);
+        }
+        if (!last && payload == 0) {
+            throw violation("empty fragment of an unfinished message");
+        }
+        int id = Frame.getInt(header, 4);
+        Partial p = partials.get(id);
+        if (first) {
+            if (p != null) {
+                throw violation("message " + id + " started twice");
+            }
+            if (!last && payload >= total) {
+                throw violation("first frame of " + payload + " bytes of a " + total + "-byte message is not its last");
+            }
+            return;
+        }
+        if (p == null) {
+            throw violation("fragment of unknown message " + id);
+        }
+        if (p.type != header[8] || p.subtype != header[9] || p.kind != (f & KIND) || p.requestId != Frame.getInt(header, 12)
+                || p.data.length != total) {
+            throw violation("fragment of message " + id + " does not match its first frame");
+        }
+        long after = (long) p.filled + payload;
+        if (after > total || (last && after != total) || (!last && after == total)) {
+            throw violation("fragment of message " + id + " ends at " + after + " of " + total + " bytes"
+                    + (last ? " (last)" : " (not last)"));
+        }
+    }
+
+    private void startFrame(Sink sink) throws ProtocolViolation {
+        check();
         frameTotal = Frame.getInt(header, 0);
         frameLeft = frameTotal - Frame.HEADER;
         messageId = Frame.getInt(header, 4);
-        type = header[8];
-        subtype = header[9];
         flags = header[10] & 0xFF;
-        requestId = Frame.getInt(header, 12);
         int total = Frame.getInt(header, 16);
-        if (frameLeft < 0 || total < 0 || frameLeft > total) {
-            throw new IllegalStateException("corrupt frame from node " + source + ": length " + frameTotal + " of " + total);
-        }
         if ((flags & Frame.FIRST) != 0) {
-            current = new Partial(total);
+            current = allocate(total);
             if ((flags & Frame.LAST) == 0) {
                 partials.put(messageId, current);
             }
         } else {
             current = partials.get(messageId);
-            if (current == null) {
-                throw new IllegalStateException("fragment of unknown message " + messageId + " from node " + source);
-            }
         }
         if (frameLeft == 0) {
             endFrame(sink);
+        }
+    }
+
+    /** A new message's buffer; an unfinished one claims its bytes from the limits first. */
+    private Partial allocate(int total) throws ProtocolViolation {
+        boolean single = (flags & Frame.LAST) != 0;
+        long claim = total + ReceiveLimits.OVERHEAD;
+        if (!single) {
+            if (claimed + claim > limits.perConnection) {
+                throw violation("unfinished messages would hold " + (claimed + claim) + " bytes (maxUnfinishedBytesPerConnection "
+                        + limits.perConnection + ")");
+            }
+            if (!limits.claim(claim)) {
+                throw violation("unfinished messages of all connections would exceed maxUnfinishedBytes (" + limits.perNode
+                        + "); this connection's share: " + claimed);
+            }
+            claimed += claim;
+        }
+        try {
+            return new Partial(total, header[8], header[9], flags & KIND, Frame.getInt(header, 12));
+        } catch (OutOfMemoryError e) {
+            if (!single) {
+                limits.release(claim);
+                claimed -= claim;
+            }
+            throw violation("no heap for a message of " + total + " bytes");
         }
     }
 
@@ -145,10 +271,17 @@ public final class StreamAssembler {
         headerFilled = 0;
         padLeft = OutgoingRingBuffer.aligned(frameTotal) - frameTotal;
         if ((flags & Frame.LAST) != 0) {
-            partials.remove(messageId);
             Partial done = current;
             current = null;
-            sink.message(source, type, subtype, flags, requestId, done.data, BYTES, done.data.length);
+            if (partials.remove(messageId) != null) {
+                limits.release(done.claim());
+                claimed -= done.claim();
+            }
+            sink.message(source, done.type, done.subtype, flags | done.kind, done.requestId, done.data, BYTES, done.data.length);
         }
+    }
+
+    private ProtocolViolation violation(String what) {
+        return new ProtocolViolation("node " + source + ": " + what);
     }
 }

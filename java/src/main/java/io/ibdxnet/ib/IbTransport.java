@@ -28,6 +28,13 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final WriteInterestManager wim = new WriteInterestManager();
     private final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(1 << 16);
     private final Confirmations confirmations;
+    /**
+     * Per node: the connection its bytes last came on (receive thread writes).
+     * A new one starts a new stream: confirmations restart, and bytes of the
+     * old one the core consumes later are not confirmed on the new one.
+     */
+    private final java.util.concurrent.atomic.AtomicIntegerArray incomingConnection =
+            new java.util.concurrent.atomic.AtomicIntegerArray(1 << 16);
     private final Object[] connectLocks = new Object[64];
     private final long window;
     private final int connectTimeoutMs;
@@ -139,14 +146,15 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     /** Connects (under the node's connect lock) and wraps the native ring. */
     private Connection open(int node) throws NetworkException {
-        long ring;
         try {
-            ring = engine.connect(node, connectTimeoutMs);
+            long ring = engine.connect(node, connectTimeoutMs);
+            return new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
+                    new FlowWindow(window, confirmations.unit()));
         } catch (IbException e) {
             throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
+        } catch (IllegalStateException e) {
+            throw new NetworkException("no connection to node " + node + ": the transport is closed", e); // closed meanwhile
         }
-        return new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
-                new FlowWindow(window, confirmations.unit()));
     }
 
     @Override
@@ -173,8 +181,20 @@ public final class IbTransport implements Transport, EngineCallbacks {
     @Override
     public void consumed(IncomingBuffer b) {
         // Never blocks (runs on the message creation coordinator).
-        if (confirmations.consumed(b.source, b.length)) {
+        if (incomingConnection.get(b.source) == b.connection && confirmations.consumed(b.source, b.length)) {
             wim.pushFlowControl(b.source);
+        }
+    }
+
+    @Override
+    public void closeConnection(int node, int connection, String reason) {
+        // Only that connection: a newer one to the node stays (the close is by node).
+        try {
+            if (!closing && engine.closeQueuePair(node, connection)) {
+                LOG.fine(() -> "closed the connection to node " + node + ": " + reason);
+            }
+        } catch (IllegalStateException e) {
+            // the engine closed meanwhile: so did the connection
         }
     }
 
@@ -233,8 +253,13 @@ public final class IbTransport implements Transport, EngineCallbacks {
         for (; i < n; i++) {
             int source = ring.sourceNodeId(i);
             int id = ring.bufferId(i);
+            int conn = ring.connection(i);
+            if (incomingConnection.get(source) != conn) {
+                incomingConnection.set(source, conn);
+                confirmations.reset(source);
+            }
             if (id != IncomingRing.NO_BUFFER) {
-                IncomingBuffer b = new IncomingBuffer(source, ring.dataAddress(i), ring.dataLength(i), 0, id, releaser);
+                IncomingBuffer b = new IncomingBuffer(source, ring.dataAddress(i), ring.dataLength(i), conn, id, releaser);
                 if (!listener.onBuffer(b)) {
                     break; // the core is full: leave the rest in the ring (backpressure)
                 }
@@ -242,8 +267,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
             int fc = ring.fcData(i);
             if (fc > 0) {
                 Connection c = connections.get(source);
-                if (c != null) {
-                    c.flow.confirm(fc);
+                if (c != null && c.connectionId == conn) {
+                    c.flow.confirm(fc); // confirmations of an old connection are not this one's
                 }
             }
         }
@@ -327,7 +352,11 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 connections.compareAndSet(r.node, r, null);
             }
         }
-        engine.releaseConnection(r.connectionId);
+        try {
+            engine.releaseConnection(r.connectionId);
+        } catch (IllegalStateException e) {
+            // the engine is being destroyed: it frees every connection itself
+        }
     }
 
     /** Resender thread: {@code stranded} (whole records of {@code old}) first on a new connection. */

@@ -39,6 +39,9 @@ final class IbdxnetNative {
 
     static native void closeConnection(long handle, int nodeId, boolean force);
 
+    /** Closes the connection to {@code nodeId} at once if its queue pair is {@code qpn}; true if it was. */
+    static native boolean closeQueuePair(long handle, int nodeId, int qpn);
+
     /** True while connection {@code connectionId} (one we hold) is established. */
     static native boolean connectionOpen(long handle, int connectionId);
 

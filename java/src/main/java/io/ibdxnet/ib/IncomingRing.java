@@ -13,6 +13,7 @@ public final class IncomingRing {
     private static final long FC_DATA = ENTRY.offset("fc_data", 1);
     private static final long LENGTH = ENTRY.offset("data_length", 4);
     private static final long BUFFER_ID = ENTRY.offset("buffer_id", 4);
+    private static final long CONNECTION = ENTRY.offset("connection", 4);
     private static final long DATA = ENTRY.offset("data_address", 8);
     /** Buffer id of an entry that carries only flow-control data. */
     public static final int NO_BUFFER = -1;
@@ -49,6 +50,11 @@ public final class IncomingRing {
 
     public int bufferId(int i) {
         return UNSAFE.getInt(entry(i) + BUFFER_ID);
+    }
+
+    /** The connection (local queue pair number) that delivered entry {@code i}. */
+    public int connection(int i) {
+        return UNSAFE.getInt(entry(i) + CONNECTION);
     }
 
     public long dataAddress(int i) {

@@ -85,6 +85,14 @@ public final class NativeEngine implements AutoCloseable {
     }
 
     /**
+     * Closes the connection to {@code nodeId} at once if its queue pair is
+     * {@code qpn} (also one the peer opened); a newer connection stays.
+     */
+    public boolean closeQueuePair(int nodeId, int qpn) {
+        return IbdxnetNative.closeQueuePair(handle(), nodeId, qpn);
+    }
+
+    /**
      * True while connection {@code connectionId} (one {@link #connect} returned
      * and not yet released) is established; false once it closed or failed.
      */

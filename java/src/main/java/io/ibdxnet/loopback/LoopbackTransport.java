@@ -29,6 +29,7 @@ import java.util.concurrent.locks.LockSupport;
 public final class LoopbackTransport implements Transport {
     private static final Map<Integer, LoopbackTransport> REGISTRY = new ConcurrentHashMap<>();
     private static final AtomicInteger NEXT_PORT = new AtomicInteger(1);
+    private static final AtomicInteger NEXT_CONNECTION = new AtomicInteger();
     private static final int NODES = 1 << 16;
     private static final long IDLE_YIELD_NANOS = 50_000;
 
@@ -51,6 +52,8 @@ public final class LoopbackTransport implements Transport {
     /** Our side of the way to one other node. */
     private static final class Connection extends RingConnection {
         final LoopbackTransport peer;
+        /** Unique in this JVM: the receiver's stream restarts when it changes. */
+        final int id = NEXT_CONNECTION.incrementAndGet();
         /** Pump only: a view of the ring to copy from. */
         final ByteBuffer view;
         /** Pump only: a buffer the receiver refused, offered again first. */
@@ -155,9 +158,19 @@ public final class LoopbackTransport implements Transport {
             Integer port = nodes.get(b.source);
             LoopbackTransport sender = port == null ? null : REGISTRY.get(port);
             Connection c = sender == null ? null : sender.connections.get(nodeId);
-            if (c != null && c.peer == this) {
+            if (c != null && c.peer == this && c.id == b.connection) {
                 c.flow.confirm(units);
             }
+        }
+    }
+
+    @Override
+    public void closeConnection(int node, int connection, String reason) {
+        Integer port = nodes.get(node);
+        LoopbackTransport sender = port == null ? null : REGISTRY.get(port);
+        Connection c = sender == null ? null : sender.connections.get(nodeId);
+        if (c != null && c.peer == this && c.id == connection) {
+            sender.peerGone(c); // the sender's way to us fails, as a closed socket would
         }
     }
 
@@ -233,7 +246,7 @@ public final class LoopbackTransport implements Transport {
             c.orb.posted(n);
             c.orb.confirmed(n);
             bytesSent.addAndGet(n);
-            IncomingBuffer b = new IncomingBuffer(nodeId, to.pool.address(id), n, 0, id, to.releaser);
+            IncomingBuffer b = new IncomingBuffer(nodeId, to.pool.address(id), n, c.id, id, to.releaser);
             if (!to.listener.onBuffer(b)) {
                 c.refused = b;
                 return false;

@@ -34,6 +34,10 @@ final class NioChannel extends RingConnection {
     long lastWrite;
     /** Last send (any thread; coarse, for least-recently-used eviction). */
     volatile long lastUse;
+    /** Until the handshake is done: its state. */
+    NioHandshake.Pending handshake;
+    /** Incoming: the peer's IP address (checked against the node table). */
+    java.net.InetAddress remoteAddress;
     /** Outgoing, closing on purpose: the goodbye is written, the peer's close is awaited. */
     boolean goodbyeSent;
 

@@ -47,9 +47,12 @@ import java.util.logging.Logger;
  */
 public final class NioTransport implements Transport {
     private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
+    private final io.ibdxnet.core.RateLimitedLog failureLog = new io.ibdxnet.core.RateLimitedLog(LOG, 1_000);
     private static final int NODES = 1 << 16;
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
     private static final long IDLE_POLL_NANOS = 50_000;
+    /** Incoming connections in their handshake at most; more are closed at once (each holds a socket until its timeout). */
+    static final int MAX_PENDING_HANDSHAKES = 128;
 
     /** Settings of one transport instance. */
     public static final class Settings {
@@ -65,11 +68,16 @@ public final class NioTransport implements Transport {
         public int ringSize = 4 << 20;
         public int keepAliveMs = 1_000;
         public int idleTimeoutMs = 10_000;
+        /** Accept a hello only from an address the node table gives for the claimed node. */
+        public boolean checkPeerAddress = true;
+        /** The pre-shared key, or null: with one, connections start with a mutual challenge–response. */
+        public io.ibdxnet.transport.AuthKey authKey;
     }
 
     private final Settings settings;
     private final TransportListener listener;
     private final long instance = new SecureRandom().nextLong();
+    private final NioHandshake handshake;
     private final Selector selector;
     private final ServerSocketChannel server;
     private final Thread thread;
@@ -83,6 +91,8 @@ public final class NioTransport implements Transport {
     private final AtomicIntegerArray incomingId = new AtomicIntegerArray(NODES);
     private final Object[] connectLocks = new Object[64];
     private final ConcurrentLinkedQueue<NioChannel> toConnect = new ConcurrentLinkedQueue<>();
+    /** Incoming connections the core found in violation of the protocol: {node, channel id, reason}. */
+    private final ConcurrentLinkedQueue<Object[]> toDrop = new ConcurrentLinkedQueue<>();
     private final int maxFrame;
     private volatile boolean running = true;
     private volatile boolean sleeping;
@@ -99,7 +109,6 @@ public final class NioTransport implements Transport {
 
     private final AtomicLong bytesSent = new AtomicLong();
     private final AtomicLong bytesReceived = new AtomicLong();
-    private final AtomicLong rejected = new AtomicLong();
     private final AtomicLong failures = new AtomicLong();
     private final AtomicLong evictions = new AtomicLong();
     private final AtomicLong keepAlives = new AtomicLong();
@@ -109,6 +118,7 @@ public final class NioTransport implements Transport {
         this.listener = listener;
         this.confirmations = new Confirmations(Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold));
         this.maxFrame = (int) Math.min(settings.ringSize / 2, settings.flowControlWindow);
+        this.handshake = new NioHandshake(settings.nodeId, instance, settings.authKey, settings.checkPeerAddress);
         this.pool = new DirectBufferPool(settings.bufferCount, settings.bufferSize);
         this.releaser = pool::release;
         for (int i = 0; i < connectLocks.length; i++) {
@@ -144,6 +154,7 @@ public final class NioTransport implements Transport {
         if (a.isUnresolved()) {
             throw new IllegalArgumentException("node " + id + ": host '" + host + "' does not resolve");
         }
+        handshake.addNode(id, host);
         nodes.put(id, a);
     }
 
@@ -175,11 +186,12 @@ public final class NioTransport implements Transport {
         m.put("connections", open);
         m.put("bytes_sent", bytesSent.get());
         m.put("bytes_received", bytesReceived.get());
-        m.put("rejected", rejected.get());
+        m.put("rejected", handshake.refusedTotal());
         m.put("failures", failures.get());
         m.put("evictions", evictions.get());
         m.put("keep_alives", keepAlives.get());
         m.put("unconfirmed_bytes", RingConnection.unconfirmed(outgoing));
+        handshake.stats(m);
         return m;
     }
 
@@ -270,6 +282,7 @@ public final class NioTransport implements Transport {
         try {
             while (running) {
                 startConnects();
+                dropViolators();
                 serveWriteInterests();
                 long now = System.nanoTime();
                 boolean stalled = retryStalled(now);
@@ -348,12 +361,23 @@ public final class NioTransport implements Transport {
             LOG.log(Level.WARNING, "node " + settings.nodeId + ": accept failed", e);
             return;
         }
+        if (pendingHandshakes() >= MAX_PENDING_HANDSHAKES) {
+            handshake.count("busy");
+            closeQuietly(s);
+            return;
+        }
         NioChannel c = NioChannel.incoming(nextId++, s);
+        try {
+            c.remoteAddress = ((InetSocketAddress) s.getRemoteAddress()).getAddress();
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(s);
+            return;
+        }
         long now = System.nanoTime();
         c.lastRead = now;
         c.lastWrite = now;
         c.deadline = now + TimeUnit.MILLISECONDS.toNanos(settings.connectTimeoutMs);
-        c.small.limit(NioWire.HELLO);
+        handshake.accepted(c);
         try {
             c.key = s.register(selector, SelectionKey.OP_READ, c);
         } catch (IOException e) {
@@ -361,6 +385,33 @@ public final class NioTransport implements Transport {
             return;
         }
         channels.add(c);
+    }
+
+    private int pendingHandshakes() {
+        int n = 0;
+        for (NioChannel c : channels) {
+            if (!c.outgoing && c.state == NioChannel.State.HANDSHAKE) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    @Override
+    public void closeConnection(int node, int connection, String reason) {
+        toDrop.add(new Object[] {node, connection, reason});
+        selector.wakeup();
+    }
+
+    /** Selector thread: closes the incoming connections {@link #closeConnection} named, if still open. */
+    private void dropViolators() {
+        Object[] d;
+        while ((d = toDrop.poll()) != null) {
+            NioChannel c = incoming.get((Integer) d[0]);
+            if (c != null && c.id == (Integer) d[1]) {
+                fail(c, (String) d[2]);
+            }
+        }
     }
 
     private void startConnects() {
@@ -413,8 +464,7 @@ public final class NioTransport implements Transport {
             return;
         }
         c.state = NioChannel.State.HANDSHAKE;
-        c.small.limit(NioWire.REPLY);
-        NioWire.putHello(c.control, settings.nodeId, c.peer, instance);
+        handshake.start(c);
         c.key.interestOps(SelectionKey.OP_READ);
         flush(c, now);
     }
@@ -494,11 +544,28 @@ public final class NioTransport implements Transport {
     }
 
     private void read(NioChannel c, long now) throws IOException, ProtocolException {
-        if (c.state == NioChannel.State.HANDSHAKE) {
-            if (readFully(c, now) && (c.outgoing ? onReply(c) : onHello(c, now))) {
-                c.small.clear();
-            } else {
+        while (c.state == NioChannel.State.HANDSHAKE) {
+            if (!readFully(c, now)) {
                 return;
+            }
+            switch (c.outgoing ? handshake.onConnectorRead(c, now) : handshake.onAcceptorRead(c)) {
+                case CONTINUE:
+                    flush(c, now);
+                    break;
+                case OPEN:
+                    opened(c, now);
+                    break;
+                case ACCEPT:
+                    if (!acceptPeer(c, now)) {
+                        return;
+                    }
+                    break;
+                case REFUSED:
+                    flushRefusal(c, now);
+                    return;
+                default:
+                    close(c);
+                    return;
             }
         }
         if (c.outgoing) {
@@ -512,53 +579,31 @@ public final class NioTransport implements Transport {
     private boolean readFully(NioChannel c, long now) throws IOException {
         int n = c.socket.read(c.small);
         if (n < 0) {
-            throw new IOException(c.outgoing ? "the peer closed the connection during the handshake" : "closed during the handshake");
+            throw new IOException(c.outgoing ? "the peer closed the connection during the handshake" : "end of stream");
         }
         c.lastRead = now;
         return !c.small.hasRemaining();
     }
 
-    private boolean onHello(NioChannel c, long now) throws IOException {
-        ByteBuffer h = c.small;
-        h.flip();
-        int magic = h.getInt();
-        int version = h.getShort() & 0xFFFF;
-        int source = h.getShort() & 0xFFFF;
-        int destination = h.getShort() & 0xFFFF;
-        h.getShort();
-        long peerInstance = h.getLong();
-        if (magic != NioWire.MAGIC) {
-            rejected.incrementAndGet();
-            LOG.warning("node " + settings.nodeId + ": not a DXNet peer at " + remote(c) + " (bad magic), closed");
-            close(c);
-            return false;
-        }
-        int status = NioWire.REPLY_OK;
+    /**
+     * Incoming: the hello (and proof) passed, the peer's stream starts. A
+     * connection it still has here is stale: the peer opens a new one only
+     * after its old one ended (an orderly close, or a failure it saw first —
+     * a half-open connection), so the new one replaces it.
+     */
+    private boolean acceptPeer(NioChannel c, long now) throws IOException {
+        int source = c.handshake.source;
+        long peerInstance = c.handshake.peerInstance;
         NioChannel old = incoming.get(source);
-        if (version != NioWire.VERSION) {
-            status = NioWire.REPLY_BAD_VERSION;
-        } else if (destination != settings.nodeId) {
-            status = NioWire.REPLY_WRONG_DESTINATION;
-        } else if (!nodes.containsKey(source)) {
-            status = NioWire.REPLY_UNKNOWN_NODE;
-        } else if (old != null && old.instance == peerInstance && !old.orderly) {
-            status = NioWire.REPLY_DUPLICATE;
-        }
-        NioWire.putReply(c.control, status, settings.nodeId);
-        if (status != NioWire.REPLY_OK) {
-            rejected.incrementAndGet();
-            LOG.warning("node " + settings.nodeId + ": refused a connection from " + remote(c) + " claiming node " + source
-                    + ": " + NioWire.replyText(status).replace("our node", "its node").replace("it ", "we "));
-            c.flush(now);
-            close(c);
-            return false;
-        }
+        handshake.accept(c);
         if (old != null) {
-            fail(old, "node " + source + " connected again (restarted)");
+            fail(old, old.instance == peerInstance ? "node " + source + " connected again (its old connection is stale)"
+                    : "node " + source + " connected again (restarted)");
         }
         c.peer = source;
         c.instance = peerInstance;
         c.state = NioChannel.State.OPEN;
+        c.small.clear();
         long[] last = goodbyes.remove(source);
         if (last != null && last[0] == peerInstance) {
             c.id = (int) last[1]; // the same stream, continued after an eviction
@@ -572,25 +617,26 @@ public final class NioTransport implements Transport {
         return true;
     }
 
-    private boolean onReply(NioChannel c) throws IOException {
-        ByteBuffer r = c.small;
-        r.flip();
-        int magic = r.getInt();
-        int status = r.getShort() & 0xFFFF;
-        int node = r.getShort() & 0xFFFF;
-        if (magic != NioWire.MAGIC || node != c.peer) {
-            throw new IOException("the peer at " + remote(c) + " is not DXNet node " + c.peer);
+    /** Sends a refusal as far as the socket takes it and closes (the refusal is counted already). */
+    private void flushRefusal(NioChannel c, long now) {
+        try {
+            c.flush(now);
+        } catch (IOException e) {
+            // the peer is gone already
         }
-        if (status != NioWire.REPLY_OK) {
-            throw new IOException("node " + c.peer + " refused the connection: " + NioWire.replyText(status));
-        }
-        c.state = NioChannel.State.OPEN;
-        c.established.complete(null);
-        flush(c, System.nanoTime()); // frames written while connecting
-        return true;
+        close(c);
     }
 
-    private static String remote(NioChannel c) {
+    /** Outgoing: the peer accepted us; frames written while connecting go out. */
+    private void opened(NioChannel c, long now) {
+        c.handshake = null;
+        c.small.clear();
+        c.state = NioChannel.State.OPEN;
+        c.established.complete(null);
+        flush(c, now);
+    }
+
+    static String remote(NioChannel c) {
         try {
             return String.valueOf(c.socket.getRemoteAddress());
         } catch (IOException e) {
@@ -790,7 +836,10 @@ public final class NioTransport implements Transport {
                     break;
                 case CONNECTING:
                 case HANDSHAKE:
-                    if (now - c.deadline > 0) {
+                    if (now - c.deadline > 0 && !c.outgoing && c.state == NioChannel.State.HANDSHAKE) {
+                        handshake.timedOut(c, settings.connectTimeoutMs);
+                        close(c, "no handshake in time");
+                    } else if (now - c.deadline > 0) {
                         fail(c, "no handshake within " + settings.connectTimeoutMs + " ms");
                     }
                     break;
@@ -818,6 +867,11 @@ public final class NioTransport implements Transport {
         if (c.state == NioChannel.State.CLOSED) {
             return;
         }
+        if (!c.outgoing && c.state == NioChannel.State.HANDSHAKE) {
+            handshake.abandoned(c, reason); // never a connection: counted, logged rate-limited
+            close(c, reason);
+            return;
+        }
         boolean wasOpen = c.state == NioChannel.State.OPEN;
         boolean graceful = c.orderly;
         close(c, reason);
@@ -826,7 +880,9 @@ public final class NioTransport implements Transport {
         }
         failures.incrementAndGet();
         if (running) {
-            LOG.warning("node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node " + c.peer + " failed: " + reason);
+            // At most one per peer per second: a peer that keeps failing must not flood the log.
+            failureLog.warn(c.peer, "node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node " + c.peer
+                    + " failed: " + reason);
         }
         if (wasOpen && running && c.peer >= 0) {
             listener.onDisconnected(c.peer);

@@ -28,6 +28,14 @@ public interface Transport extends AutoCloseable {
     /** Called by the core after it processed {@code buffer} (flow control); never blocks. */
     void consumed(IncomingBuffer buffer);
 
+    /**
+     * The core found a protocol violation in what {@code connection} from
+     * {@code node} delivered ({@link IncomingBuffer#connection}): closes that
+     * connection if it is still open, nothing else (the core counts it).
+     * Never blocks.
+     */
+    void closeConnection(int node, int connection, String reason);
+
     /** What the transport runs on (e.g. {@code rxe0}, {@code sim2}, {@code tcp}). */
     String name();
 

@@ -40,6 +40,8 @@ public final class Transports {
                 s.ringSize = config.nioRingSize;
                 s.keepAliveMs = config.keepAliveMs;
                 s.idleTimeoutMs = config.idleTimeoutMs;
+                s.checkPeerAddress = config.checkPeerAddress;
+                s.authKey = config.authKey();
                 return new NioTransport(s, listener);
             case "loopback":
                 return new LoopbackTransport(config.nodeId, port, config.flowControlWindow, config.flowControlThreshold,
@@ -66,6 +68,9 @@ public final class Transports {
         nativeConfig.put("node_id", Integer.toString(config.nodeId));
         nativeConfig.putIfAbsent("listen", listen);
         nativeConfig.putIfAbsent("max_connections", Integer.toString(config.maxConnections));
+        if (config.authKeyFile != null) {
+            nativeConfig.putIfAbsent("auth_key_file", config.authKeyFile);
+        }
         try {
             return new IbTransport(nativeConfig, config.flowControlWindow, config.flowControlThreshold,
                     config.connectTimeoutMs, listener);

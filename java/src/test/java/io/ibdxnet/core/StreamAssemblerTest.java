@@ -11,12 +11,13 @@ import java.util.List;
 import org.junit.Test;
 
 public class StreamAssemblerTest {
+    private static final ReceiveLimits LIMITS = new ReceiveLimits(1 << 20, 4 << 20, 16 << 20);
     /** Every primitive type and array, written and read back through frames. */
     private static byte[] payload() {
         return Codec.samplePayload();
     }
 
-    private static byte[] frames(byte[] payload, int maxChunk, int messageId) {
+    static byte[] frames(byte[] payload, int maxChunk, int messageId) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         byte[] h = new byte[Frame.HEADER];
         int at = 0;
@@ -34,7 +35,7 @@ public class StreamAssemblerTest {
     }
 
     @Test
-    public void messagesSurviveASplitAtEveryOffset() {
+    public void messagesSurviveASplitAtEveryOffset() throws ProtocolViolation {
         byte[] p = payload();
         // Two messages back to back, the second fragmented into 3 frames.
         ByteArrayOutputStream s = new ByteArrayOutputStream();
@@ -54,7 +55,7 @@ public class StreamAssemblerTest {
             }
             for (int split = 0; split <= stream.length; split++) {
                 List<byte[]> got = new ArrayList<>();
-                StreamAssembler asm = new StreamAssembler(9, 0);
+                StreamAssembler asm = new StreamAssembler(9, 0, LIMITS);
                 StreamAssembler.Sink sink = (src, type, sub, flags, req, base, offset, length) -> {
                     assertEquals(9, src);
                     assertEquals(3, type);
@@ -75,7 +76,7 @@ public class StreamAssemblerTest {
     }
 
     @Test
-    public void interleavedFragmentsOfTwoMessagesAreReassembled() {
+    public void interleavedFragmentsOfTwoMessagesAreReassembled() throws ProtocolViolation {
         byte[] p1 = new byte[100];
         byte[] p2 = new byte[70];
         for (int i = 0; i < 100; i++) {
@@ -98,7 +99,7 @@ public class StreamAssemblerTest {
         try {
             UNSAFE.copyMemory(stream, UNSAFE.arrayBaseOffset(byte[].class), null, mem, stream.length);
             List<byte[]> got = new ArrayList<>();
-            new StreamAssembler(1, 0).feed(mem, stream.length, (src, t, st, fl, r, b, o, n) -> got.add(copy(b, o, n)));
+            new StreamAssembler(1, 0, LIMITS).feed(mem, stream.length, (src, t, st, fl, r, b, o, n) -> got.add(copy(b, o, n)));
             assertEquals(2, got.size());
             assertArrayEquals(p2, got.get(0));
             assertArrayEquals(p1, got.get(1));

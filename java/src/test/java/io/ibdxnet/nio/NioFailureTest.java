@@ -150,22 +150,50 @@ public class NioFailureTest {
     public void unknownNodeIsRefusedWithAReason() throws Exception {
         DXNet b = node(1);
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
-            DataOutputStream out = new DataOutputStream(s.getOutputStream());
-            out.writeInt(NioWire.MAGIC);
-            out.writeShort(NioWire.VERSION);
-            out.writeShort(77); // not in node 1's table
-            out.writeShort(1);
-            out.writeShort(0);
-            out.writeLong(42);
-            out.flush();
+            java.nio.ByteBuffer hello = java.nio.ByteBuffer.allocate(NioWire.HELLO);
+            NioWire.putHello(hello, 0, 77, 1, 42, new byte[NioWire.NONCE]); // 77: not in node 1's table
+            s.getOutputStream().write(hello.array());
             s.setSoTimeout(5_000);
             DataInputStream in = new DataInputStream(s.getInputStream());
             assertEquals(NioWire.MAGIC, in.readInt());
-            assertEquals(NioWire.REPLY_UNKNOWN_NODE, in.readShort());
+            assertEquals(NioWire.Refusal.UNKNOWN_NODE.status, in.readShort());
             assertEquals(1, in.readShort());
             assertEquals(-1, in.read());
         }
         assertEquals(1L, (long) b.transportStats().get("rejected"));
+    }
+
+    /**
+     * A peer whose connection went stale on its side (it gave up, our side
+     * still holds it) connects again with the same instance: the first try
+     * succeeds and replaces the stale connection.
+     */
+    @Test
+    public void aReconnectReplacesAStaleConnectionAtTheFirstTry() throws Exception {
+        DXNet b = node(1);
+        b.addNode(0, "127.0.0.1:1"); // node 0 = our raw clients (from 127.0.0.1)
+        try (Socket stale = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
+            assertEquals(NioWire.REPLY_OK, hello(stale, 0, 1, 4242));
+            try (Socket fresh = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
+                assertEquals("the reconnect is accepted at once", NioWire.REPLY_OK, hello(fresh, 0, 1, 4242));
+                stale.setSoTimeout(5_000);
+                assertEquals("the stale connection is closed", -1, stale.getInputStream().read());
+            }
+        }
+        assertEquals(0L, (long) b.transportStats().get("rejected"));
+    }
+
+    /** Writes an unkeyed hello; returns the reply's status. */
+    private static int hello(Socket s, int source, int destination, long instance) throws IOException {
+        java.nio.ByteBuffer h = java.nio.ByteBuffer.allocate(NioWire.HELLO);
+        NioWire.putHello(h, 0, source, destination, instance, new byte[NioWire.NONCE]);
+        s.getOutputStream().write(h.array());
+        s.setSoTimeout(5_000);
+        DataInputStream in = new DataInputStream(s.getInputStream());
+        assertEquals(NioWire.MAGIC, in.readInt());
+        int status = in.readShort();
+        assertEquals(destination, in.readShort());
+        return status;
     }
 
     @Test

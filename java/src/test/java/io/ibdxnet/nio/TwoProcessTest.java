@@ -143,6 +143,95 @@ public class TwoProcessTest {
         }
     }
 
+    /**
+     * A sender killed (SIGKILL) in the middle of a multi-frame message: the
+     * receiver drops the unfinished message and counts it, and the restarted
+     * sender's messages arrive intact (nothing of the dead stream is glued to
+     * the new one). The receiver's handler is held on the first message and
+     * its queues are small, so flow control stops the sender inside a 16 MB
+     * message for certain before the kill.
+     */
+    @Test
+    public void senderKilledMidMessageLeavesNoTraceInTheRestartedStream() throws Exception {
+        int big = 16 << 20;
+        int small = 1000;
+        String n0 = "127.0.0.1:" + freePort();
+        int port1 = freePort();
+        DXNetConfig c = new DXNetConfig(1);
+        c.transport = TRANSPORT;
+        c.listen = "127.0.0.1:" + port1;
+        c.nativeConfig.put("parking_yield_after_ms", "0");
+        c.handlerThreads = 1;
+        c.handlerQueueSize = 1;
+        c.ibqMaxBytes = 2 << 20;
+        c.flowControlWindow = 4 << 20;
+        node = DXNet.start(c);
+        node.registerMessageType((byte) 1, (byte) 1, DemoMain.Data.class);
+        node.registerMessageType((byte) 1, (byte) 2, DemoMain.Ping.class);
+        node.registerMessageType((byte) 1, (byte) 3, DemoMain.Pong.class);
+        node.addNode(0, n0);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicLong bigs = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicLong smalls = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicLong bad = new java.util.concurrent.atomic.AtomicLong();
+        node.register((byte) 1, (byte) 1, m -> {
+            byte[] p = ((DemoMain.Data) m).payload;
+            for (byte b : p) {
+                if (b != 0) {
+                    bad.incrementAndGet();
+                    break;
+                }
+            }
+            if (p.length == big && bigs.incrementAndGet() == 1) {
+                try {
+                    release.await(120, TimeUnit.SECONDS); // hold everything behind it
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            } else if (p.length == small) {
+                smalls.incrementAndGet();
+            } else if (p.length != big) {
+                bad.incrementAndGet();
+            }
+        });
+        node.register((byte) 1, (byte) 2, m -> {
+            try {
+                node.sendMessage(new DemoMain.Pong((DemoMain.Ping) m));
+            } catch (NetworkException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        String[] args = {"--transport", TRANSPORT, "--role", "sender", "--node0", n0, "--node1", "127.0.0.1:" + port1,
+            "--threads", "1", "--requests", "10"};
+        File log = File.createTempFile("sender", ".log");
+        List<String> first = new ArrayList<>(Arrays.asList(args));
+        first.addAll(Arrays.asList("--size", Integer.toString(big), "--messages", "1000"));
+        Process sender = demo(log, first.toArray(new String[0]));
+        long end = System.nanoTime() + 180_000_000_000L;
+        while (node.handlerBatchesQueued() < 1 || bigs.get() < 1) {
+            assertTrue("the big messages never arrived: " + read(log), System.nanoTime() < end && sender.isAlive());
+            Thread.sleep(20);
+        }
+        Thread.sleep(1_000); // the sender is now stuck in the next message (window 4 MB, message 16 MB)
+        sender.destroyForcibly(); // SIGKILL
+        sender.waitFor(10, TimeUnit.SECONDS);
+        release.countDown();
+        File log2 = File.createTempFile("sender", ".log");
+        List<String> second = new ArrayList<>(Arrays.asList(args));
+        second.addAll(Arrays.asList("--size", Integer.toString(small), "--messages", "2000"));
+        Process again = demo(log2, second.toArray(new String[0]));
+        assertTrue("the restarted sender did not finish: " + read(log2), again.waitFor(300, TimeUnit.SECONDS));
+        assertEquals(read(log2), 0, again.exitValue());
+        java.util.Map<String, Long> s = node.transportStats();
+        System.err.println("sender killed mid-message over " + TRANSPORT + ": " + bigs.get() + " whole 16 MB messages, "
+                + smalls.get() + " messages of the restarted sender, partial messages dropped "
+                + s.get("partial_messages_dropped") + ", protocol violations " + s.get("protocol_violations"));
+        assertEquals("every message of the restarted sender (2 000 warm-up + 2 000)", 4_000, smalls.get());
+        assertEquals("corrupt or glued messages", 0, bad.get());
+        assertTrue("the unfinished message was dropped and counted: " + s, s.get("partial_messages_dropped") >= 1);
+        assertEquals(0L, (long) s.get("protocol_violations"));
+    }
+
     @Test
     public void killedPeerFailsSendersAndRequestsAndComesBack() throws Exception {
         int port0 = freePort();

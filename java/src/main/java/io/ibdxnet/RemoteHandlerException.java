@@ -1,0 +1,28 @@
+package io.ibdxnet;
+
+/**
+ * The receiver of a request threw instead of answering: the remote
+ * exception's class and message, delivered to the requester as the
+ * request's failure (the remote stack trace stays in the remote log).
+ */
+public class RemoteHandlerException extends NetworkException {
+    private static final long serialVersionUID = 1L;
+    private final int node;
+    private final String remoteClass;
+
+    public RemoteHandlerException(int node, String remoteClass, String remoteMessage) {
+        super("the handler on node " + node + " failed: " + remoteClass + (remoteMessage == null ? "" : ": " + remoteMessage));
+        this.node = node;
+        this.remoteClass = remoteClass;
+    }
+
+    /** The node whose handler failed. */
+    public int node() {
+        return node;
+    }
+
+    /** The class name of the exception the remote handler threw. */
+    public String remoteClass() {
+        return remoteClass;
+    }
+}

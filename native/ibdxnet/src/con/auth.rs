@@ -1,0 +1,444 @@
+//! Authentication of the control plane with an optional pre-shared key.
+//!
+//! With a key every packet is sealed: a sequence number of the sender's
+//! instance and an HMAC-SHA256 over the whole packet (header, payload,
+//! sequence number). A receiver drops packets whose MAC does not verify
+//! (`dropped_unauthenticated`) and replays (`dropped_replayed`).
+//!
+//! Replay protection has two parts:
+//! - Within one sender instance: a sliding window of the last
+//!   [`WINDOW`] sequence numbers per peer; a number seen before, or older
+//!   than the window, is a replay.
+//! - Across instances: a packet of an instance the receiver has not
+//!   admitted yet could be a recording of a previous instance (the MAC is
+//!   still valid: the key outlives instances), and acting on it would tear
+//!   down the live connection as a "restart". So an unknown instance is
+//!   admitted only after it answers a challenge: the receiver answers its
+//!   packet with a nonce, and the instance must send it back sealed. A
+//!   recorded packet cannot answer, so it stays unadmitted. We chose a
+//!   challenge over a timestamp window because it needs no synchronised
+//!   clocks and also holds right after the receiver itself restarted (when
+//!   it remembers nothing). The nonce is stateless — an HMAC under a random
+//!   per-engine secret of (node, instance, 30-second epoch) — so a flood of
+//!   packets costs no memory, and a response is good for 30 to 60 seconds.
+//!   Instances replaced by a newer one are remembered as retired
+//!   ([`RETIRED`] per node) and never admitted again.
+//!
+//! Without a key nothing is sealed and every well-formed packet from the
+//! node's table address is accepted, as before. A node with a key and one
+//! without cannot talk: each drops the other's packets, logs why (rate
+//! limited) and remembers it, so that `connect` fails with
+//! [`AuthProblem`] instead of a bare timeout.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::auth_key::AuthKey;
+use super::node::NodeId;
+use super::proto::{Body, Packet, Seal, MAC_LEN, NONCE_LEN, VERSION_KEYED};
+use crate::util::lock;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Sequence numbers of one instance remembered behind the highest seen.
+pub const WINDOW: u64 = 128;
+/// Replaced instances remembered per node.
+const RETIRED: usize = 16;
+/// Lifetime of a challenge nonce's epoch (a nonce is good for this to twice this).
+const NONCE_EPOCH: Duration = Duration::from_secs(30);
+/// A challenge to the same (node, instance) at most this often.
+const CHALLENGE_GAP: Duration = Duration::from_millis(20);
+/// Warnings about one node at most this often.
+const LOG_GAP: Duration = Duration::from_secs(10);
+
+/// Why a node cannot be talked to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthProblem {
+    /// Its packets are sealed and this node has no key.
+    PeerRequiresAuth,
+    /// Its packets are not sealed and this node requires a key.
+    PeerHasNoAuth,
+    /// Its packets are sealed but do not verify with our key.
+    WrongKey,
+}
+
+impl AuthProblem {
+    /// The reason as a sentence fragment after "node N".
+    pub fn describe(self) -> &'static str {
+        match self {
+            AuthProblem::PeerRequiresAuth => {
+                "requires authentication (its packets are sealed with a key) and this node has no key \
+                 (set auth_key_file or IBDXNET_AUTH_KEY)"
+            }
+            AuthProblem::PeerHasNoAuth => {
+                "does not use authentication (its packets carry no MAC) and this node requires it (it has a key)"
+            }
+            AuthProblem::WrongKey => "sends packets that fail authentication (a different key, or forged)",
+        }
+    }
+}
+
+/// Counters of the authentication layer.
+#[derive(Debug, Default)]
+pub struct AuthStats {
+    /// Packets whose MAC did not verify, unsealed packets at a node with a
+    /// key, and sealed packets at a node without one.
+    pub dropped_unauthenticated: AtomicU64,
+    /// Sealed packets seen before (sequence window), of a retired instance,
+    /// or answering a challenge that is stale or was never issued.
+    pub dropped_replayed: AtomicU64,
+    /// Sealed packets of an instance not admitted yet: dropped and answered
+    /// with a challenge (the peer repeats them once admitted).
+    pub dropped_unverified: AtomicU64,
+    /// Challenges sent.
+    pub challenges_sent: AtomicU64,
+    /// Instances admitted after answering a challenge.
+    pub instances_admitted: AtomicU64,
+}
+
+/// What to do with a received packet.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Hand it to the connection manager.
+    Accept,
+    /// Dropped (and counted).
+    Drop,
+    /// Dropped; send this body back to the sender (a challenge or a response).
+    Reply(Body),
+    /// A response admitted the sender's instance.
+    Admitted,
+}
+
+/// Sliding window over one instance's sequence numbers.
+#[derive(Debug, Default, Clone)]
+struct ReplayWindow {
+    highest: u64,
+    /// Bit i: `highest - i` was seen.
+    seen: u128,
+}
+
+impl ReplayWindow {
+    /// True (and recorded) if `seq` was not seen and is not older than the window.
+    fn accept(&mut self, seq: u64) -> bool {
+        if seq == 0 {
+            return false;
+        }
+        if seq > self.highest {
+            let shift = seq - self.highest;
+            self.seen = if shift >= WINDOW { 0 } else { self.seen << shift };
+            self.seen |= 1;
+            self.highest = seq;
+            return true;
+        }
+        let back = self.highest - seq;
+        if back >= WINDOW || self.seen & (1 << back) != 0 {
+            return false;
+        }
+        self.seen |= 1 << back;
+        true
+    }
+}
+
+#[derive(Debug, Default)]
+struct Peer {
+    /// The admitted instance (0: none) and its window.
+    instance: u32,
+    window: ReplayWindow,
+    retired: VecDeque<u32>,
+    /// (instance, when) of recent challenges, for [`CHALLENGE_GAP`].
+    challenged: Vec<(u32, Instant)>,
+}
+
+/// A problem with a node's packets, when it was last seen and last logged.
+type ProblemSeen = (AuthProblem, Instant, Option<Instant>);
+
+/// The authentication state of one connection manager.
+pub struct Auth {
+    key: Option<AuthKey>,
+    /// Secret of the stateless challenge nonces (random per engine).
+    nonce_secret: [u8; 32],
+    epoch: Instant,
+    next_seq: AtomicU64,
+    peers: Mutex<HashMap<NodeId, Peer>>,
+    /// Per node: the last problem seen, when, and when it was last logged.
+    problems: Mutex<HashMap<NodeId, ProblemSeen>>,
+    /// Counters.
+    pub stats: AuthStats,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Auth(keyed: {})", self.key.is_some())
+    }
+}
+
+fn mac_of(key: &[u8], data: &[u8]) -> HmacSha256 {
+    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length");
+    m.update(data);
+    m
+}
+
+impl Auth {
+    /// Authentication with `key`, or none.
+    pub fn new(key: Option<AuthKey>) -> Auth {
+        let mut nonce_secret = [0u8; 32];
+        crate::util::random_bytes(&mut nonce_secret);
+        Auth {
+            key,
+            nonce_secret,
+            epoch: Instant::now(),
+            next_seq: AtomicU64::new(1),
+            peers: Mutex::new(HashMap::new()),
+            problems: Mutex::new(HashMap::new()),
+            stats: AuthStats::default(),
+        }
+    }
+
+    /// True if packets are sealed.
+    pub fn keyed(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// Serialises `p` into `out`, sealed if there is a key.
+    pub fn encode(&self, p: &Packet, out: &mut Vec<u8>) {
+        p.encode(out);
+        if let Some(key) = &self.key {
+            out[4] = VERSION_KEYED;
+            out.extend_from_slice(&self.next_seq.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+            let tag = mac_of(key.bytes(), out).finalize().into_bytes();
+            out.extend_from_slice(&tag);
+        }
+    }
+
+    /// The nonce for `node`'s instance `instance` in nonce epoch `epoch`.
+    fn nonce(&self, node: NodeId, instance: u32, epoch: u64) -> [u8; NONCE_LEN] {
+        let mut m = mac_of(&self.nonce_secret, b"ibdxnet challenge");
+        m.update(&node.0.to_be_bytes());
+        m.update(&instance.to_be_bytes());
+        m.update(&epoch.to_be_bytes());
+        let tag = m.finalize().into_bytes();
+        tag[..NONCE_LEN].try_into().expect("SHA-256 gives 32 bytes")
+    }
+
+    fn nonce_epoch(&self, now: Instant) -> u64 {
+        (now - self.epoch).as_secs() / NONCE_EPOCH.as_secs()
+    }
+
+    /// Decides about a well-formed packet from `p.src`'s table address
+    /// (`data` is the whole datagram, `seal` its seal if keyed).
+    /// `my_instance` is this engine's instance id.
+    pub fn check(&self, p: &Packet, seal: Option<Seal>, data: &[u8], my_instance: u32, now: Instant) -> Verdict {
+        let count = |c: &AtomicU64| {
+            c.fetch_add(1, Ordering::Relaxed);
+            Verdict::Drop
+        };
+        let (key, seal) = match (&self.key, seal) {
+            (None, None) => return Verdict::Accept,
+            (None, Some(_)) => {
+                self.problem(p.src, AuthProblem::PeerRequiresAuth, now);
+                return count(&self.stats.dropped_unauthenticated);
+            }
+            (Some(_), None) => {
+                self.problem(p.src, AuthProblem::PeerHasNoAuth, now);
+                return count(&self.stats.dropped_unauthenticated);
+            }
+            (Some(k), Some(s)) => (k, s),
+        };
+        // Constant-time comparison (`verify_slice`).
+        let signed = &data[..data.len() - MAC_LEN];
+        if mac_of(key.bytes(), signed).verify_slice(&seal.mac).is_err() {
+            self.problem(p.src, AuthProblem::WrongKey, now);
+            return count(&self.stats.dropped_unauthenticated);
+        }
+        lock(&self.problems).remove(&p.src);
+        let mut peers = lock(&self.peers);
+        let peer = peers.entry(p.src).or_default();
+        if peer.retired.contains(&p.instance) {
+            return count(&self.stats.dropped_replayed);
+        }
+        let admitted = peer.instance == p.instance && p.instance != 0;
+        if admitted && !peer.window.accept(seal.seq) {
+            return count(&self.stats.dropped_replayed);
+        }
+        match p.body {
+            // Answering a challenge is harmless whoever replays it: the
+            // response is only good for the instance the nonce was made for.
+            Body::Challenge { instance, nonce } => {
+                if instance != my_instance {
+                    return count(&self.stats.dropped_replayed);
+                }
+                Verdict::Reply(Body::Response { nonce })
+            }
+            Body::Response { nonce } => {
+                let epoch = self.nonce_epoch(now);
+                let fresh = [epoch, epoch.wrapping_sub(1)].iter().any(|e| self.nonce(p.src, p.instance, *e) == nonce);
+                if !fresh {
+                    return count(&self.stats.dropped_replayed);
+                }
+                if !admitted {
+                    if peer.instance != 0 {
+                        if peer.retired.len() == RETIRED {
+                            peer.retired.pop_front();
+                        }
+                        peer.retired.push_back(peer.instance);
+                    }
+                    peer.instance = p.instance;
+                    // Everything before the response counts as seen: the
+                    // packets dropped unverified could otherwise be replayed
+                    // now (the peer repeats what matters after responding).
+                    peer.window = ReplayWindow { highest: seal.seq, seen: u128::MAX };
+                    peer.challenged.retain(|c| c.0 != p.instance);
+                    self.stats.instances_admitted.fetch_add(1, Ordering::Relaxed);
+                }
+                Verdict::Admitted
+            }
+            _ if admitted => Verdict::Accept,
+            _ => {
+                self.stats.dropped_unverified.fetch_add(1, Ordering::Relaxed);
+                peer.challenged.retain(|c| now - c.1 < CHALLENGE_GAP);
+                if peer.challenged.iter().any(|c| c.0 == p.instance) || peer.challenged.len() >= 8 {
+                    return Verdict::Drop;
+                }
+                peer.challenged.push((p.instance, now));
+                self.stats.challenges_sent.fetch_add(1, Ordering::Relaxed);
+                let nonce = self.nonce(p.src, p.instance, self.nonce_epoch(now));
+                Verdict::Reply(Body::Challenge { instance: p.instance, nonce })
+            }
+        }
+    }
+
+    /// Records (and logs, rate limited) why `node`'s packet was refused.
+    fn problem(&self, node: NodeId, what: AuthProblem, now: Instant) {
+        let mut problems = lock(&self.problems);
+        let e = problems.entry(node).or_insert((what, now, None));
+        e.0 = what;
+        e.1 = now;
+        if e.2.is_none_or(|t| now - t >= LOG_GAP) {
+            e.2 = Some(now);
+            log::warn!("control packet from node {node} dropped: node {node} {}", what.describe());
+        }
+    }
+
+    /// The problem seen with `node` since `since`, if any.
+    pub fn problem_with(&self, node: NodeId, since: Instant) -> Option<AuthProblem> {
+        lock(&self.problems).get(&node).filter(|e| e.1 >= since).map(|e| e.0)
+    }
+
+    /// The counters by name, for the statistics map.
+    pub fn stats_map(&self) -> [(&'static str, u64); 5] {
+        let s = &self.stats;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        [
+            ("dropped_unauthenticated", l(&s.dropped_unauthenticated)),
+            ("dropped_replayed", l(&s.dropped_replayed)),
+            ("dropped_unverified", l(&s.dropped_unverified)),
+            ("auth_challenges", l(&s.challenges_sent)),
+            ("auth_instances_admitted", l(&s.instances_admitted)),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: NodeId = NodeId(1);
+    const B: NodeId = NodeId(2);
+
+    fn keyed() -> Auth {
+        Auth::new(Some(AuthKey::new(b"0123456789abcdef-test", "test").unwrap()))
+    }
+
+    /// Seals `body` as instance `instance` of A (to B) and lets `rx` check it.
+    fn deliver(tx: &Auth, rx: &Auth, instance: u32, body: Body, rx_instance: u32) -> (Verdict, Vec<u8>) {
+        let mut buf = Vec::new();
+        tx.encode(&Packet { src: A, dst: B, instance, body }, &mut buf);
+        (check(rx, &buf, rx_instance), buf)
+    }
+
+    fn check(rx: &Auth, buf: &[u8], rx_instance: u32) -> Verdict {
+        let (p, seal) = Packet::decode_any(buf).expect("decodes");
+        rx.check(&p, seal, buf, rx_instance, Instant::now())
+    }
+
+    /// Runs the challenge for instance `instance` of A (sender `tx`) at `rx`.
+    fn admit(tx: &Auth, rx: &Auth, instance: u32) {
+        let (v, _) = deliver(tx, rx, instance, Body::Discover, 77);
+        let Verdict::Reply(Body::Challenge { instance: i, nonce }) = v else { panic!("{v:?}") };
+        assert_eq!(i, instance);
+        let (v, _) = deliver(tx, rx, instance, Body::Response { nonce }, 77);
+        assert_eq!(v, Verdict::Admitted);
+    }
+
+    #[test]
+    fn window_accepts_each_number_once_and_nothing_too_old() {
+        let mut w = ReplayWindow::default();
+        assert!(!w.accept(0));
+        for s in [5, 3, 4, 200, 100, 73] {
+            assert!(w.accept(s), "{s}");
+        }
+        for s in [5, 3, 200, 100, 72, 1] {
+            assert!(!w.accept(s), "{s} again or too old");
+        }
+        assert!(w.accept(199) && w.accept(1000) && !w.accept(1000 - WINDOW));
+    }
+
+    #[test]
+    fn admitted_instances_pass_once_and_modified_packets_fail() {
+        let (tx, rx) = (keyed(), keyed());
+        admit(&tx, &rx, 9);
+        let (v, buf) = deliver(&tx, &rx, 9, Body::Close { qpn: 5 }, 77);
+        assert_eq!(v, Verdict::Accept);
+        assert_eq!(check(&rx, &buf, 77), Verdict::Drop, "replay");
+        assert_eq!(rx.stats.dropped_replayed.load(Ordering::Relaxed), 1);
+        for i in 0..buf.len() {
+            let mut m = buf.clone();
+            m[i] ^= 0x40;
+            if let Ok((p, seal)) = Packet::decode_any(&m) {
+                assert_eq!(rx.check(&p, seal, &m, 77, Instant::now()), Verdict::Drop, "byte {i} flipped");
+            }
+        }
+        assert!(rx.stats.dropped_unauthenticated.load(Ordering::Relaxed) > 10);
+        // Another key is refused, and named as the problem.
+        let other = Auth::new(Some(AuthKey::new(b"another key of 16+ bytes", "t").unwrap()));
+        let (v, _) = deliver(&other, &rx, 9, Body::Close { qpn: 5 }, 77);
+        assert_eq!(v, Verdict::Drop);
+        assert_eq!(rx.problem_with(A, rx.epoch), Some(AuthProblem::WrongKey));
+    }
+
+    #[test]
+    fn old_instances_must_answer_a_challenge_and_retired_ones_never_return() {
+        let (old, new, rx) = (keyed(), keyed(), keyed());
+        admit(&old, &rx, 1);
+        let (_, recorded) = deliver(&old, &rx, 1, Body::Leave { qpn: 3 }, 77);
+        admit(&new, &rx, 2);
+        assert_eq!(check(&rx, &recorded, 77), Verdict::Drop, "retired instance");
+        // A stale response (another engine's nonce) admits nothing.
+        let (v, _) = deliver(&new, &rx, 3, Body::Response { nonce: [7; NONCE_LEN] }, 77);
+        assert_eq!(v, Verdict::Drop);
+        // A fresh receiver (restarted) does not act on a recording: it challenges.
+        let fresh = keyed();
+        assert!(matches!(check(&fresh, &recorded, 77), Verdict::Reply(Body::Challenge { instance: 1, .. })));
+        assert_eq!(check(&fresh, &recorded, 77), Verdict::Drop, "one challenge per gap");
+        // A challenge for a previous instance of ours is not answered.
+        let (v, _) = deliver(&new, &fresh, 2, Body::Challenge { instance: 5, nonce: [1; NONCE_LEN] }, 77);
+        assert_eq!(v, Verdict::Drop);
+    }
+
+    #[test]
+    fn keyed_and_unkeyed_nodes_name_the_problem() {
+        let (k, plain) = (keyed(), Auth::new(None));
+        let t0 = Instant::now();
+        assert_eq!(deliver(&plain, &k, 1, Body::Discover, 2).0, Verdict::Drop);
+        assert_eq!(k.problem_with(A, t0), Some(AuthProblem::PeerHasNoAuth));
+        assert_eq!(deliver(&k, &plain, 1, Body::Discover, 2).0, Verdict::Drop);
+        assert_eq!(plain.problem_with(A, t0), Some(AuthProblem::PeerRequiresAuth));
+        assert_eq!(plain.stats.dropped_unauthenticated.load(Ordering::Relaxed), 1);
+        assert_eq!(deliver(&plain, &plain, 1, Body::Discover, 2).0, Verdict::Accept);
+    }
+}
