@@ -4,7 +4,7 @@
 # (run-in-rxe-vm.sh), one after another, each in its package's directory as
 # cargo runs them. Same tests as run-in-rxe-vm.sh as cargo's target runner,
 # but one VM boot instead of one per test binary (a boot is 6 s on an idle
-# host and 20 s on a loaded one; the workspace has 13 test binaries).
+# host and 20 s on a loaded one; the workspace has 14 test binaries).
 # Doc tests are not run (they run on the host; cargo has no runner for them).
 #
 # Usage: cargo-test-in-vm.sh [-t SECONDS] [-e NAME=VALUE]... [--] CARGO_ARGS... [-- TEST_ARGS...]
@@ -24,18 +24,20 @@ set -u -o pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 if [ "${1:-}" = --in-vm ]; then
+	# Progress and summary on stdout, in order with the tests' own output
+	# (the VM's stdout and stderr are separate serial ports).
 	list=$2; shift 2
 	failed=()
 	while IFS=$'\t' read -r dir exe; do
-		echo "     Running $exe (in the VM)" >&2
+		echo "     Running $exe (in the VM)"
 		(cd "$dir" && "$exe" "$@" </dev/null) || failed+=("$exe (exit $?)")
 	done < "$list"
 	if [ ${#failed[@]} -gt 0 ]; then
-		echo "cargo-test-in-vm: ${#failed[@]} test binaries failed:" >&2
-		printf '    %s\n' "${failed[@]}" >&2
+		echo "cargo-test-in-vm: ${#failed[@]} test binaries failed:"
+		printf '    %s\n' "${failed[@]}"
 		exit 1
 	fi
-	echo "cargo-test-in-vm: every test binary passed" >&2
+	echo "cargo-test-in-vm: every test binary passed"
 	exit 0
 fi
 
