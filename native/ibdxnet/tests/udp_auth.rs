@@ -256,16 +256,19 @@ fn without_a_key_two_spoofed_exchanges_hijack_the_connection() {
     wait_until("the live connection is torn down", || {
         nodes[0].handler.events().iter().any(|e| matches!(e, NodeEvent::Disconnected(NodeId(1))))
     });
-    std::thread::sleep(Duration::from_millis(20));
-    let new_qpn = rec
-        .finish()
-        .iter()
-        .filter_map(|d| match Packet::decode(d) {
-            Ok(Packet { body: Body::Exchange { endpoint, peer_qpn: 0x777, .. }, .. }) => Some(endpoint.qpn),
-            _ => None,
-        })
-        .next_back()
-        .expect("node 0 answered the forged exchange");
+    let answer = |recorded: Vec<Vec<u8>>| {
+        recorded
+            .iter()
+            .filter_map(|d| match Packet::decode(d) {
+                Ok(Packet { body: Body::Exchange { endpoint, peer_qpn: 0x777, .. }, .. }) => Some(endpoint.qpn),
+                _ => None,
+            })
+            .next_back()
+    };
+    // Waited for, not a fixed pause: in the emulated VM the answer reached
+    // the recorder more than 20 ms after the disconnect event.
+    wait_until("node 0 answers the forged exchange", || answer(rec.snapshot()).is_some());
+    let new_qpn = answer(rec.finish()).expect("node 0 answered the forged exchange");
     assert_ne!(new_qpn, before.local_qpn());
     forged_exchange(0x5EED, 0x777, new_qpn).encode(&mut b);
     spoof.send(a1, a0, &b);

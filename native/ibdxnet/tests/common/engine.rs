@@ -74,11 +74,21 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Bytes per stream of the long integrity tests: `IBDXNET_STREAM_MIB` MiB
+/// if set (the Soft-RoCE VM emulates its CPUs and moves a few MB/s through
+/// `sim`, so `./ibdxnet vm-test` sets it lower), else 256 MiB (16 in debug).
 pub fn stream_bytes() -> u64 {
-    if cfg!(debug_assertions) {
-        16 << 20
-    } else {
-        256 << 20
+    let mib = std::env::var("IBDXNET_STREAM_MIB").ok().map(|v| {
+        v.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|&m| m > 0)
+            .unwrap_or_else(|| panic!("IBDXNET_STREAM_MIB={v}: not a positive number"))
+    });
+    match mib {
+        Some(m) => m << 20,
+        None if cfg!(debug_assertions) => 16 << 20,
+        None => 256 << 20,
     }
 }
 

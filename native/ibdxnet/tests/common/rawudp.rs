@@ -113,6 +113,11 @@ impl Recorder {
         Recorder { stop, got, thread: Some(thread) }
     }
 
+    /// The payloads recorded so far, in arrival order.
+    pub fn snapshot(&self) -> Vec<Vec<u8>> {
+        self.got.lock().unwrap().clone()
+    }
+
     /// Stops recording; returns the payloads in arrival order.
     pub fn finish(mut self) -> Vec<Vec<u8>> {
         self.stop.store(true, Ordering::Release);
