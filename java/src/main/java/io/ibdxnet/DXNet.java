@@ -61,6 +61,8 @@ public final class DXNet implements AutoCloseable {
     private final AtomicLong bytesDropped = new AtomicLong();
     private final AtomicLong responsesRefused = new AtomicLong();
     private final AtomicLong handlerErrors = new AtomicLong();
+    private final AtomicLong possibleLosses = new AtomicLong();
+    private volatile LossListener lossListener;
     private final RateLimitedLog warnings = new RateLimitedLog(LOG, 1_000);
     /** Why a thread of the core died (null while healthy): the node would otherwise go deaf silently. */
     private volatile Throwable failure;
@@ -80,6 +82,22 @@ public final class DXNet implements AutoCloseable {
             @Override
             public void onDisconnected(int node) {
                 failRequestsTo(node, "node " + node + " disconnected");
+            }
+
+            @Override
+            public void onPossibleLoss(int node, long bytes, String reason) {
+                possibleLosses.incrementAndGet();
+                LossListener l = lossListener;
+                if (l != null) {
+                    try {
+                        l.possiblyLost(node, bytes, reason);
+                        return;
+                    } catch (RuntimeException e) {
+                        LOG.log(Level.WARNING, "the loss listener failed", e);
+                    }
+                }
+                warnings.warn(node, "node " + config.nodeId + ": messages sent to node " + node + " may be lost ("
+                        + (bytes < 0 ? "" : bytes + " bytes unconfirmed, ") + reason + ")");
             }
         };
         this.transport = Transports.open(config, listener);
@@ -584,6 +602,7 @@ public final class DXNet implements AutoCloseable {
      * {@code partial_messages_dropped} (unfinished when their connection ended
      * or broke), {@code bytes_dropped_after_violation},
      * {@code responses_from_wrong_node}, {@code handler_errors},
+     * {@code possible_losses} (connections that failed with data unconfirmed),
      * {@code unfinished_bytes_claimed}.
      */
     public Map<String, Long> transportStats() {
@@ -594,8 +613,24 @@ public final class DXNet implements AutoCloseable {
         m.put("bytes_dropped_after_violation", bytesDropped.get());
         m.put("responses_from_wrong_node", responsesRefused.get());
         m.put("handler_errors", handlerErrors.get());
+        m.put("possible_losses", possibleLosses.get());
         m.put("unfinished_bytes_claimed", limits.claimed());
         return m;
+    }
+
+    /**
+     * Told when a connection failed while messages whose {@code sendMessage}
+     * had returned were not yet confirmed by the receiver: they may be lost.
+     * Without a listener this is logged (at most once a second per node).
+     */
+    public interface LossListener {
+        /** {@code bytes} to {@code node} may not have arrived ({@code -1}: unknown how many). */
+        void possiblyLost(int node, long bytes, String reason);
+    }
+
+    /** Sets the {@link LossListener} (null: log instead); runs on a transport thread, must not block. */
+    public void setLossListener(LossListener listener) {
+        this.lossListener = listener;
     }
 
     /** True while every thread of the core runs; see {@link #failure}. */

@@ -321,6 +321,8 @@ public class DXNetTest {
         n.get(2).register(TYPE, DATA, m -> toTwo.incrementAndGet());
         n.get(1).register(TYPE, DATA, m -> {});
         java.util.concurrent.CompletableFuture<Response> waiting = n.get(0).sendAsync(new EchoRequest(1, new long[] {7}));
+        java.util.concurrent.CopyOnWriteArrayList<Integer> lossReports = new java.util.concurrent.CopyOnWriteArrayList<>();
+        n.get(0).setLossListener((node, bytes, reason) -> lossReports.add(node));
         AtomicReference<Throwable> senderError = new AtomicReference<>();
         Thread sender = new Thread(() -> {
             try {
@@ -336,6 +338,10 @@ public class DXNetTest {
         n.get(1).close();
         sender.join(30_000);
         assertTrue("sender got no exception", senderError.get() instanceof NetworkException);
+        if (!transport.equals("loopback")) {
+            // Messages whose sendMessage had returned were not all confirmed: the loss is reported.
+            waitFor("a possible loss reported", () -> lossReports.contains(1));
+        }
         try {
             waiting.get(30, java.util.concurrent.TimeUnit.SECONDS);
             fail("request to a dead node completed");

@@ -282,6 +282,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         if (kind == EVENT_LOST) {
             lostOnClose.incrementAndGet();
             LOG.warning("data in flight to node " + nodeId + " on a connection closed in order did not arrive");
+            listener.onPossibleLoss(nodeId, -1, "data in flight on a connection closed in order did not arrive");
             listener.onDisconnected(nodeId);
             return;
         }
@@ -297,6 +298,10 @@ public final class IbTransport implements Transport, EngineCallbacks {
         if (c != null && (closing || !engine.connectionOpen(c.connectionId))) {
             if (failed) {
                 connections.compareAndSet(nodeId, c, null);
+                long unconfirmed = c.flow.unconfirmed();
+                if (!closing && unconfirmed > 0) {
+                    listener.onPossibleLoss(nodeId, unconfirmed, "the connection failed");
+                }
             }
             retire(c, failed);
         }
@@ -392,6 +397,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 lostOnClose.incrementAndGet();
                 LOG.warning(stranded.length + " bytes to node " + node + " stranded by an orderly close could not be resent: "
                         + e.getMessage());
+                listener.onPossibleLoss(node, stranded.length, "stranded by an orderly close, not resent: " + e.getMessage());
                 listener.onDisconnected(node);
             }
         }

@@ -914,6 +914,10 @@ public final class NioTransport implements Transport {
             return; // the peer said goodbye before closing
         }
         failures.incrementAndGet();
+        long unconfirmed = c.outgoing && c.flow != null ? c.flow.unconfirmed() : 0;
+        if (running && wasOpen && unconfirmed > 0) {
+            listener.onPossibleLoss(c.peer, unconfirmed, reason);
+        }
         if (running) {
             // At most one per peer per second: a peer that keeps failing must not flood the log.
             failureLog.warn(c.peer, "node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node " + c.peer

@@ -10,4 +10,11 @@ public interface TransportListener {
 
     /** The connection to {@code node} failed or closed. */
     void onDisconnected(int node);
+
+    /**
+     * A connection to {@code node} failed while {@code bytes} that senders had
+     * handed over were not confirmed by the receiver: they may be lost
+     * ({@code bytes} is -1 where the transport cannot tell how much).
+     */
+    default void onPossibleLoss(int node, long bytes, String reason) {}
 }

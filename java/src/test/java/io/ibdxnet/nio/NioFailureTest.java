@@ -170,12 +170,67 @@ public class NioFailureTest {
      */
     @Test
     public void aPauseLongerThanTheIdleTimeoutLosesNothingThatArrived() throws Exception {
+        AtomicLong messages = new AtomicLong();
+        NioTransport r = countingReceiver(500, messages);
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = "nio";
+        c.listen = "127.0.0.1:0";
+        c.idleTimeoutMs = 10_000; // the sender does not give up during the receiver's pause
+        DXNet a = DXNet.start(c);
+        open.add(a);
+        a.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
+        a.addNode(1, "127.0.0.1:" + r.localPort());
+        a.sendMessage(data(1, 100));
+        waitFor(() -> messages.get() == 1);
+        r.pauseForTest(1_500);
+        Thread.sleep(100); // paused now
+        for (int i = 0; i < 100; i++) {
+            a.sendMessage(data(1, 100));
+        }
+        waitFor(() -> messages.get() == 101);
+        assertEquals("the connection was judged silent", 0L, (long) r.stats().get("failures"));
+    }
+
+    /**
+     * The receiver is paused beyond the sender's idle timeout: the sender
+     * gives the connection up with data unconfirmed and says so — a loss
+     * event naming the node — instead of losing it silently.
+     */
+    @Test
+    public void aSenderThatGivesUpOnAPausedPeerReportsThePossibleLoss() throws Exception {
+        AtomicLong messages = new AtomicLong();
+        NioTransport r = countingReceiver(10_000, messages);
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = "nio";
+        c.listen = "127.0.0.1:0";
+        c.keepAliveMs = 100;
+        c.idleTimeoutMs = 500;
+        DXNet a = DXNet.start(c);
+        open.add(a);
+        a.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
+        a.addNode(1, "127.0.0.1:" + r.localPort());
+        java.util.concurrent.CopyOnWriteArrayList<String> losses = new java.util.concurrent.CopyOnWriteArrayList<>();
+        a.setLossListener((node, bytes, reason) -> losses.add(node + ":" + bytes + ":" + reason));
+        a.sendMessage(data(1, 100));
+        waitFor(() -> messages.get() == 1);
+        r.pauseForTest(3_000);
+        Thread.sleep(100);
+        for (int i = 0; i < 100; i++) {
+            a.sendMessage(data(1, 1000));
+        }
+        waitFor(() -> !losses.isEmpty());
+        String loss = losses.get(0);
+        assertTrue(loss, loss.startsWith("1:") && Long.parseLong(loss.split(":")[1]) >= 100 * 1000);
+        assertEquals(1L, (long) a.transportStats().get("possible_losses"));
+    }
+
+    /** A bare NIO transport as node 1 that counts the messages it receives (knows node 0 at 127.0.0.1). */
+    private NioTransport countingReceiver(int idleTimeoutMs, AtomicLong messages) throws Exception {
         NioTransport.Settings rs = new NioTransport.Settings();
         rs.nodeId = 1;
         rs.listenHost = "127.0.0.1";
         rs.keepAliveMs = 100;
-        rs.idleTimeoutMs = 500;
-        AtomicLong messages = new AtomicLong();
+        rs.idleTimeoutMs = idleTimeoutMs;
         io.ibdxnet.core.ReceiveLimits limits = new io.ibdxnet.core.ReceiveLimits(1 << 20, 1 << 20, 1 << 20);
         AtomicReference<io.ibdxnet.core.StreamAssembler> asm = new AtomicReference<>();
         AtomicReference<NioTransport> self = new AtomicReference<>();
@@ -200,24 +255,8 @@ public class NioFailureTest {
         });
         self.set(r);
         open.add(r);
-        DXNetConfig c = new DXNetConfig(0);
-        c.transport = "nio";
-        c.listen = "127.0.0.1:0";
-        c.idleTimeoutMs = 10_000; // the sender does not give up during the receiver's pause
-        DXNet a = DXNet.start(c);
-        open.add(a);
-        a.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
-        a.addNode(1, "127.0.0.1:" + r.localPort());
         r.addNode(0, "127.0.0.1", 1);
-        a.sendMessage(data(1, 100));
-        waitFor(() -> messages.get() == 1);
-        r.pauseForTest(1_500);
-        Thread.sleep(100); // paused now
-        for (int i = 0; i < 100; i++) {
-            a.sendMessage(data(1, 100));
-        }
-        waitFor(() -> messages.get() == 101);
-        assertEquals("the connection was judged silent", 0L, (long) r.stats().get("failures"));
+        return r;
     }
 
     /**
