@@ -197,7 +197,8 @@ public final class StreamAssembler {
             throw violation("empty fragment of an unfinished message");
         }
         int id = Frame.getInt(header, 4);
-        Partial p = partials.get(id);
+        // No lookup (and no boxed key) in the common case: nothing unfinished.
+        Partial p = partials.isEmpty() ? null : partials.get(id);
         if (first) {
             if (p != null) {
                 throw violation("message " + id + " started twice");

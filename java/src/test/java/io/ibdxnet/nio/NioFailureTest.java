@@ -172,14 +172,7 @@ public class NioFailureTest {
     public void aPauseLongerThanTheIdleTimeoutLosesNothingThatArrived() throws Exception {
         AtomicLong messages = new AtomicLong();
         NioTransport r = countingReceiver(500, messages);
-        DXNetConfig c = new DXNetConfig(0);
-        c.transport = "nio";
-        c.listen = "127.0.0.1:0";
-        c.idleTimeoutMs = 10_000; // the sender does not give up during the receiver's pause
-        DXNet a = DXNet.start(c);
-        open.add(a);
-        a.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
-        a.addNode(1, "127.0.0.1:" + r.localPort());
+        DXNet a = sender(r, 10_000); // the sender does not give up during the receiver's pause
         a.sendMessage(data(1, 100));
         waitFor(() -> messages.get() == 1);
         r.pauseForTest(1_500);
@@ -200,15 +193,7 @@ public class NioFailureTest {
     public void aSenderThatGivesUpOnAPausedPeerReportsThePossibleLoss() throws Exception {
         AtomicLong messages = new AtomicLong();
         NioTransport r = countingReceiver(10_000, messages);
-        DXNetConfig c = new DXNetConfig(0);
-        c.transport = "nio";
-        c.listen = "127.0.0.1:0";
-        c.keepAliveMs = 100;
-        c.idleTimeoutMs = 500;
-        DXNet a = DXNet.start(c);
-        open.add(a);
-        a.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
-        a.addNode(1, "127.0.0.1:" + r.localPort());
+        DXNet a = sender(r, 500);
         java.util.concurrent.CopyOnWriteArrayList<String> losses = new java.util.concurrent.CopyOnWriteArrayList<>();
         a.setLossListener((node, bytes, reason) -> losses.add(node + ":" + bytes + ":" + reason));
         a.sendMessage(data(1, 100));
@@ -222,6 +207,20 @@ public class NioFailureTest {
         String loss = losses.get(0);
         assertTrue(loss, loss.startsWith("1:") && Long.parseLong(loss.split(":")[1]) >= 100 * 1000);
         assertEquals(1L, (long) a.transportStats().get("possible_losses"));
+    }
+
+    /** Node 0 over nio, sending to the counting receiver {@code r}, with its own idle timeout. */
+    private DXNet sender(NioTransport r, int idleTimeoutMs) throws Exception {
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = "nio";
+        c.listen = "127.0.0.1:0";
+        c.keepAliveMs = 100;
+        c.idleTimeoutMs = idleTimeoutMs;
+        DXNet a = DXNet.start(c);
+        open.add(a);
+        a.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
+        a.addNode(1, "127.0.0.1:" + r.localPort());
+        return a;
     }
 
     /** A bare NIO transport as node 1 that counts the messages it receives (knows node 0 at 127.0.0.1). */
