@@ -102,7 +102,18 @@ public final class DemoMain {
 
     private DemoMain() {}
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Exception e) {
+            // Nodes' threads would keep the JVM alive: a failed demo exits non-zero at once.
+            System.err.println("demo failed: " + e);
+            e.printStackTrace();
+            System.exit(1);
+        }
+    }
+
+    private static void run(String[] args) throws Exception {
         int messages = 200_000;
         int size = 64;
         int threads = 2;
@@ -111,6 +122,7 @@ public final class DemoMain {
         String transport = "ib";
         String role = "both";
         String[] addresses = {"127.0.0.1:0", "127.0.0.1:0"};
+        int timeoutMs = 10_000;
         for (int i = 0; i < args.length; i += 2) {
             if (i + 1 >= args.length) {
                 usage("option " + args[i] + " needs a value");
@@ -126,6 +138,7 @@ public final class DemoMain {
                 case "--role": role = v; break;
                 case "--node0": addresses[0] = v; break;
                 case "--node1": addresses[1] = v; break;
+                case "--timeout-ms": timeoutMs = Integer.parseInt(v); break;
                 default: usage("unknown option " + args[i]);
             }
         }
@@ -140,7 +153,7 @@ public final class DemoMain {
             if (role.equals("sender") && id == 1 || role.equals("receiver") && id == 0) {
                 continue;
             }
-            nodes.add(startNode(id, transport, fabric, addresses[id]));
+            nodes.add(startNode(id, transport, fabric, addresses[id], timeoutMs));
         }
         if (role.equals("both")) {
             nodes.get(0).addNode(1, "127.0.0.1:" + nodes.get(1).localPort());
@@ -175,12 +188,12 @@ public final class DemoMain {
         System.out.printf("messages: %d x %d B from %d threads in %.3f s: %.0f msg/s, %.1f MB/s payload%n",
                 messages, size, threads, secs, messages / secs, (double) messages * size / secs / 1e6);
         for (int i = 0; i < 1000; i++) {
-            a.sendSync(new Ping(1, System.nanoTime()), 10_000);
+            a.sendSync(new Ping(1, System.nanoTime()), timeoutMs);
         }
         long[] rtt = new long[requests];
         for (int i = 0; i < requests; i++) {
             long s = System.nanoTime();
-            Pong p = a.sendSync(new Ping(1, s), 10_000);
+            Pong p = a.sendSync(new Ping(1, s), timeoutMs);
             rtt[i] = System.nanoTime() - p.sent;
         }
         Arrays.sort(rtt);
@@ -189,7 +202,7 @@ public final class DemoMain {
                 rtt[(int) (requests * 0.999)] / 1e3, rtt[requests - 1] / 1e3);
         System.out.println("transport counters node 0: " + a.transportStats());
         if (!role.equals("both")) {
-            a.sendSync(new Ping(1, QUIT), 10_000);
+            a.sendSync(new Ping(1, QUIT), timeoutMs);
         }
         long dropped = 0;
         for (DXNet n : nodes) {
@@ -205,12 +218,16 @@ public final class DemoMain {
     private static void usage(String problem) {
         System.err.println("demo: " + problem);
         System.err.println("options: --messages N --size BYTES --threads T --requests R --transport ib|nio|loopback"
-                + " --fabric auto|sim|verbs --role both|sender|receiver --node0 HOST:PORT --node1 HOST:PORT");
+                + " --fabric auto|sim|verbs --role both|sender|receiver --node0 HOST:PORT --node1 HOST:PORT"
+                + " --timeout-ms MS (send and request timeout)");
         System.exit(2);
     }
 
-    private static DXNet startNode(int id, String transport, String fabric, String listen) throws Exception {
+    private static DXNet startNode(int id, String transport, String fabric, String listen, int timeoutMs)
+            throws Exception {
         DXNetConfig c = new DXNetConfig(id);
+        c.sendTimeoutMs = timeoutMs;
+        c.requestTimeoutMs = timeoutMs;
         c.transport = transport;
         c.listen = listen;
         c.nativeConfig.put("fabric", fabric);
@@ -244,8 +261,12 @@ public final class DemoMain {
         return quit;
     }
 
-    private static void sendAll(DXNet a, int messages, int size, int threads) throws InterruptedException {
+    /** Sends from {@code threads} threads; the first failure of any of them is thrown. */
+    private static void sendAll(DXNet a, int messages, int size, int threads)
+            throws InterruptedException, NetworkException {
         List<Thread> ts = new ArrayList<>();
+        java.util.concurrent.atomic.AtomicReference<NetworkException> failed =
+                new java.util.concurrent.atomic.AtomicReference<>();
         for (int t = 0; t < threads; t++) {
             int share = messages / threads + (t < messages % threads ? 1 : 0);
             Thread th = new Thread(() -> {
@@ -255,7 +276,7 @@ public final class DemoMain {
                         a.sendMessage(new Data(1, payload));
                     }
                 } catch (NetworkException e) {
-                    throw new IllegalStateException(e);
+                    failed.compareAndSet(null, e);
                 }
             });
             ts.add(th);
@@ -263,6 +284,9 @@ public final class DemoMain {
         }
         for (Thread th : ts) {
             th.join();
+        }
+        if (failed.get() != null) {
+            throw failed.get();
         }
     }
 }

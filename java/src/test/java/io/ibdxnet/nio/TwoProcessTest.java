@@ -33,6 +33,14 @@ import org.junit.Test;
  */
 public class TwoProcessTest {
     private static final String TRANSPORT = System.getProperty("test.twoProcessTransport", "nio");
+    /** The demo's message count (smaller in the emulated VM, where each costs ~100x more). */
+    private static final int DEMO_MESSAGES = Integer.getInteger("test.demoMessages", 20_000);
+    /**
+     * Send and request timeouts of the demo processes and of the send-side
+     * nodes here: the emulated VM (two CPUs on one host thread) can stall a
+     * JVM for longer than the 10 s default without anything being wrong.
+     */
+    private static final int TIMEOUT_MS = Integer.getInteger("test.timeoutMs", 10_000);
 
     private final List<Process> processes = new ArrayList<>();
     private DXNet node;
@@ -60,6 +68,7 @@ public class TwoProcessTest {
                 System.getProperty("java.home") + "/bin/java", "-cp", classes,
                 "-Djava.library.path=" + System.getProperty("java.library.path"), DemoMain.class.getName()));
         cmd.addAll(Arrays.asList(args));
+        cmd.addAll(Arrays.asList("--timeout-ms", Integer.toString(TIMEOUT_MS)));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
         processes.add(p);
         return p;
@@ -88,13 +97,13 @@ public class TwoProcessTest {
         Process receiver = demo(recvLog, "--transport", TRANSPORT, "--role", "receiver", "--node0", n0, "--node1", n1);
         awaitOutput(recvLog, "waiting for node 0");
         Process sender = demo(sendLog, "--transport", TRANSPORT, "--role", "sender", "--node0", n0, "--node1", n1,
-                "--messages", "20000", "--requests", "500");
+                "--messages", Integer.toString(DEMO_MESSAGES), "--requests", "500");
         assertTrue("sender did not finish", sender.waitFor(300, TimeUnit.SECONDS));
         assertTrue("receiver did not finish", receiver.waitFor(60, TimeUnit.SECONDS));
         String out = read(sendLog);
         assertEquals(out, 0, sender.exitValue());
         assertEquals(read(recvLog), 0, receiver.exitValue());
-        assertTrue(out, out.contains("messages: 20000 x 64 B"));
+        assertTrue(out, out.contains("messages: " + DEMO_MESSAGES + " x 64 B"));
         assertTrue(out, out.contains("request/response: 500 round trips"));
         assertTrue(out, out.contains("dropped messages: 0"));
         assertTrue(read(recvLog), read(recvLog).contains("receiver: done"));
@@ -165,6 +174,7 @@ public class TwoProcessTest {
         c.handlerQueueSize = 1;
         c.ibqMaxBytes = 2 << 20;
         c.flowControlWindow = 4 << 20;
+        c.sendTimeoutMs = TIMEOUT_MS;
         node = DXNet.start(c);
         node.registerMessageType((byte) 1, (byte) 1, DemoMain.Data.class);
         node.registerMessageType((byte) 1, (byte) 2, DemoMain.Ping.class);
