@@ -53,7 +53,16 @@ public final class NativeLibrary {
         String explicit = System.getProperty(PATH_PROPERTY);
         if (explicit != null && !explicit.isEmpty()) {
             File f = new File(explicit).getAbsoluteFile();
-            load(f, "-D" + PATH_PROPERTY + "=" + f);
+            try {
+                load(f, "-D" + PATH_PROPERTY + "=" + f);
+            } catch (LibraryMismatchError e) {
+                throw e;
+            } catch (UnsatisfiedLinkError e) {
+                UnsatisfiedLinkError named = new UnsatisfiedLinkError("lib" + NAME + ".so from -D" + PATH_PROPERTY + "=" + f
+                        + " could not be loaded (nothing else is tried when it is set): " + e.getMessage());
+                named.initCause(e);
+                throw named;
+            }
             return;
         }
         List<String> tried = new ArrayList<>();

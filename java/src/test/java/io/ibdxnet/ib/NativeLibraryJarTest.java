@@ -43,6 +43,7 @@ public class NativeLibraryJarTest {
         cmd.add(System.getProperty("java.home") + "/bin/java");
         cmd.add("-Djava.library.path=" + tmp.newFolder("empty-library-path"));
         cmd.add("-Djava.io.tmpdir=" + tmp.newFolder("jvm-tmp"));
+        cmd.add("--enable-native-access=ALL-UNNAMED"); // no JDK 22+ warning in the output checked below
         cmd.addAll(Arrays.asList(jvmArgs));
         cmd.add("-cp");
         cmd.add(classpath);
@@ -100,6 +101,14 @@ public class NativeLibraryJarTest {
         assertTrue(r[1], r[1].contains("libibdxnet.so could not be loaded; tried: -Dibdxnet.library (not set); java.library.path="));
         assertTrue(r[1], r[1].contains("next to the jar ("));
         assertTrue(r[1], r[1].contains("classpath resource native/linux-x86_64/libibdxnet.so (not on the classpath"));
+    }
+
+    @Test
+    public void anExplicitPathThatDoesNotLoadIsNamedAndNothingElseIsTried() throws Exception {
+        String[] r = child(jar() + File.pathSeparator + testClasses(), "-Dibdxnet.library=/nonexistent/libibdxnet.so");
+        assertNotEquals(r[1], "0", r[0]);
+        assertTrue(r[1], r[1].contains("libibdxnet.so from -Dibdxnet.library=/nonexistent/libibdxnet.so could not be loaded"
+                + " (nothing else is tried when it is set)"));
     }
 
     @Test
