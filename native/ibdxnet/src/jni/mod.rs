@@ -23,6 +23,11 @@ pub const NATIVE_CLASS: &str = "io/ibdxnet/ib/IbdxnetNative";
 pub const CALLBACKS_CLASS: &str = "io/ibdxnet/ib/EngineCallbacks";
 /// Checked exception for failed engine operations.
 pub const EXCEPTION_CLASS: &str = "io/ibdxnet/ib/IbException";
+/// Class that loads the library and checks [`LIBRARY_VERSION`].
+pub const LIBRARY_CLASS: &str = "io/ibdxnet/ib/NativeLibrary";
+/// What this library is, as the jar checks it: the crate version and the
+/// native ABI number (`nativeAbi` in `gradle.properties`).
+pub const LIBRARY_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " abi ", env!("IBDXNET_NATIVE_ABI"));
 
 /// Method IDs of `EngineCallbacks`, looked up once.
 #[derive(Debug, Clone, Copy)]
@@ -98,8 +103,22 @@ pub(crate) fn guarded<'l, R>(
     }
 }
 
+/// Hands [`LIBRARY_VERSION`] to the jar before anything is registered: a jar
+/// built for another library throws (left pending: the JVM rethrows it from
+/// `System.load`), so a mismatch is one clear error, not a failed registration.
+fn check_version(env: &mut JNIEnv) -> Result<(), String> {
+    let class = env.find_class(LIBRARY_CLASS).map_err(|e| format!("{LIBRARY_CLASS}: {e}"))?;
+    let version = env.new_string(LIBRARY_VERSION).map_err(|e| e.to_string())?;
+    let r = env.call_static_method(&class, "checkLibraryVersion", "(Ljava/lang/String;)V", &[(&version).into()]);
+    if env.exception_check().unwrap_or(false) {
+        return Err(format!("the jar refused library version {LIBRARY_VERSION}"));
+    }
+    r.map(|_| ()).map_err(|e| format!("{LIBRARY_CLASS}.checkLibraryVersion: {e}"))
+}
+
 fn on_load(vm: JavaVM) -> Result<(), String> {
     let mut env = vm.get_env().map_err(|e| format!("GetEnv: {e}"))?;
+    check_version(&mut env)?;
     let cb: JClass = env.find_class(CALLBACKS_CLASS).map_err(|e| format!("{CALLBACKS_CLASS}: {e}"))?;
     let ids = CallbackIds {
         next_data_to_send: env.get_method_id(&cb, "nextDataToSend", "(JJJ)V").map_err(|e| e.to_string())?,

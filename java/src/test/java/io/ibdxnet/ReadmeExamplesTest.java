@@ -1,0 +1,62 @@
+package io.ibdxnet;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.Test;
+
+/**
+ * README.md quotes the examples project: each block after an
+ * {@code <!-- excerpt: PATH -->} line must occur in PATH word for word, and the
+ * example's configuration files must load.
+ */
+public class ReadmeExamplesTest {
+    private static final Pattern EXCERPT = Pattern.compile("<!-- excerpt: (\\S+) -->\\n```[a-z]*\\n(.*?)\\n```", Pattern.DOTALL);
+
+    private static String read(String path) throws IOException {
+        return new String(Files.readAllBytes(Paths.get(path)), StandardCharsets.UTF_8);
+    }
+
+    @Test
+    public void everyExcerptInTheReadmeIsInItsFile() throws IOException {
+        Matcher m = EXCERPT.matcher(read("README.md"));
+        int found = 0;
+        while (m.find()) {
+            String file = read(m.group(1));
+            assertTrue("README.md quotes " + m.group(1) + " but the file no longer contains:\n" + m.group(2),
+                    file.contains(m.group(2)));
+            found++;
+        }
+        assertTrue("README.md has " + found + " excerpts of examples/, expected at least 4", found >= 4);
+    }
+
+    @Test
+    public void theExampleDependsOnThisVersion() throws IOException {
+        Matcher v = Pattern.compile("(?m)^version=(\\S+)$").matcher(read("gradle.properties"));
+        assertTrue(v.find());
+        assertTrue("examples/build.gradle must depend on io.ibdxnet:ibdxnet:" + v.group(1),
+                read("examples/build.gradle").contains("compile 'io.ibdxnet:ibdxnet:" + v.group(1) + "'"));
+        assertTrue(read("README.md").contains("io.ibdxnet:ibdxnet:" + v.group(1)));
+    }
+
+    @Test
+    public void theTwoProcessConfigurationsLoad() throws IOException {
+        for (String t : new String[] {"nio", "ib"}) {
+            for (int id = 0; id < 2; id++) {
+                Path p = Paths.get("examples", t + "-node" + id + ".properties");
+                DXNetConfig c = DXNetConfig.load(p);
+                c.validate();
+                assertEquals(p.toString(), id, c.nodeId);
+                assertEquals(p.toString(), t, c.transport);
+                assertEquals(p.toString(), 2, c.nodes.size());
+            }
+        }
+    }
+}
