@@ -354,6 +354,33 @@ public class DXNetTest {
         waitFor("node 2 still reachable", () -> toTwo.get() == 1000);
     }
 
+    /**
+     * A peer that handled everything it got and then shuts down loses
+     * nothing: it says so exactly on leaving (less than one confirmation unit
+     * was outstanding, which confirmations alone cannot tell), so there is no
+     * possible-loss event and no failure — only its shutdown is counted.
+     */
+    @Test
+    public void aPeerThatShutsDownAfterHandlingEverythingReportsNoLoss() throws Exception {
+        Assume.assumeTrue("nio so far; ib's leave does not carry the count yet", transport.equals("nio"));
+        List<DXNet> n = start(2);
+        AtomicLong got = new AtomicLong();
+        n.get(1).register(TYPE, DATA, m -> got.incrementAndGet());
+        java.util.concurrent.CopyOnWriteArrayList<String> losses = new java.util.concurrent.CopyOnWriteArrayList<>();
+        n.get(0).setLossListener((node, bytes, reason) -> losses.add(node + ": " + bytes + " bytes, " + reason));
+        for (int s = 0; s < 100; s++) {
+            n.get(0).sendMessage(new DataMessage(1, 0, s, 100));
+        }
+        waitFor("100 messages handled", () -> got.get() == 100);
+        assertTrue("a confirmation unit is larger than what was sent: the leave must tell the rest",
+                (long) n.get(0).transportStats().get("unconfirmed_bytes") > 0);
+        n.get(1).close();
+        waitFor("node 1's shutdown seen", () -> n.get(0).transportStats().get("peer_shutdowns") == 1);
+        Thread.sleep(50); // a loss event would come with the shutdown
+        assertEquals("[]", losses.toString());
+        assertEquals(0L, (long) n.get(0).transportStats().getOrDefault("failures", 0L));
+    }
+
     /** Connection limit 1: talking to another node evicts the idle connection; it comes back on demand. */
     @Test
     public void connectionLimitEvictsAndReconnects() throws Exception {

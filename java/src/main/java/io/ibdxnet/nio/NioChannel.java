@@ -40,6 +40,11 @@ final class NioChannel extends RingConnection {
     java.net.InetAddress remoteAddress;
     /** Outgoing, closing on purpose: the goodbye is written, the peer's close is awaited. */
     boolean goodbyeSent;
+    /** The peer said it shuts down (LEAVING or FINAL): its close is not a failure. */
+    boolean peerLeaving;
+    /** Words of a FINAL confirmation still to read, and the value read so far. */
+    int finalWords;
+    long finalBytes;
 
     // Outgoing only (RingConnection: ring, window, writers). Completes when the handshake succeeded, or with the reason it failed. */
     final CompletableFuture<Void> established = new CompletableFuture<>();

@@ -112,6 +112,8 @@ public final class NioTransport implements Transport {
     private final AtomicLong bytesSent = new AtomicLong();
     private final AtomicLong bytesReceived = new AtomicLong();
     private final AtomicLong failures = new AtomicLong();
+    /** Connections whose peer shut down on purpose (LEAVING / FINAL), not counted as failures. */
+    private final AtomicLong peerShutdowns = new AtomicLong();
     private final AtomicLong evictions = new AtomicLong();
     private final AtomicLong keepAlives = new AtomicLong();
 
@@ -190,6 +192,7 @@ public final class NioTransport implements Transport {
         m.put("bytes_received", bytesReceived.get());
         m.put("rejected", handshake.refusedTotal());
         m.put("failures", failures.get());
+        m.put("peer_shutdowns", peerShutdowns.get());
         m.put("evictions", evictions.get());
         m.put("keep_alives", keepAlives.get());
         m.put("unconfirmed_bytes", RingConnection.unconfirmed(outgoing));
@@ -676,6 +679,25 @@ public final class NioTransport implements Transport {
     }
 
     private void control(NioChannel c, int word) throws ProtocolException {
+        if (c.finalWords > 0) {
+            c.finalBytes = c.finalBytes << 32 | (word & 0xFFFFFFFFL);
+            if (--c.finalWords == 0 && !c.flow.confirmFinal(c.finalBytes)) {
+                throw new ProtocolException("node " + c.peer + " confirms " + c.finalBytes + " bytes, more than "
+                        + c.flow.unconfirmed() + " sent and unconfirmed");
+            }
+            return;
+        }
+        if (c.peerLeaving) {
+            throw new ProtocolException("control word after node " + c.peer + " said it shuts down");
+        }
+        if (word == NioWire.FINAL || word == NioWire.LEAVING) {
+            if ((word == NioWire.FINAL) != (c.flow != null)) {
+                throw new ProtocolException("shutdown word for the other direction from node " + c.peer);
+            }
+            c.peerLeaving = true;
+            c.finalWords = word == NioWire.FINAL ? 2 : 0;
+            return;
+        }
         if (word >= 0) {
             throw new ProtocolException("a data record where only control words may come (node " + c.peer + ")");
         }
@@ -913,6 +935,19 @@ public final class NioTransport implements Transport {
         if (graceful && reason.contains("closed the connection")) {
             return; // the peer said goodbye before closing
         }
+        if (c.peerLeaving && c.finalWords == 0) {
+            // The peer shut down on purpose: no failure. Only what it did not
+            // handle (exact, from its final confirmation) may be lost.
+            peerShutdowns.incrementAndGet();
+            long unconfirmed = c.outgoing ? c.flow.unconfirmed() : 0;
+            if (running && unconfirmed > 0) {
+                listener.onPossibleLoss(c.peer, unconfirmed, "node " + c.peer + " shut down before handling them");
+            }
+            if (wasOpen && running && c.peer >= 0) {
+                listener.onDisconnected(c.peer);
+            }
+            return;
+        }
         failures.incrementAndGet();
         long unconfirmed = c.outgoing && c.flow != null ? c.flow.unconfirmed() : 0;
         if (running && wasOpen && unconfirmed > 0) {
@@ -953,6 +988,10 @@ public final class NioTransport implements Transport {
     }
 
     private void shutdownChannels() {
+        long now = System.nanoTime();
+        for (NioChannel c : channels) {
+            sayLeaving(c, now);
+        }
         for (NioChannel c : channels) {
             close(c);
         }
@@ -962,6 +1001,40 @@ public final class NioTransport implements Transport {
         }
         closeQuietly(server);
         closeQuietly(selector);
+    }
+
+    /**
+     * Shutting down: tells the peer of an open connection that this is no
+     * failure. Senders to us learn exactly how many bytes we handled beyond
+     * our last confirmation (the rest was not handled: a possible loss on
+     * their side, exact instead of up to a confirmation unit); receivers
+     * from us learn that our stream ends. Best effort: a full socket keeps
+     * the words, and the peer sees a failure instead.
+     */
+    private void sayLeaving(NioChannel c, long now) {
+        if (c.state != NioChannel.State.OPEN || c.peer < 0) {
+            return;
+        }
+        if (c.outgoing) {
+            if (c.control.remaining() >= 4) {
+                c.control.putInt(NioWire.LEAVING);
+            }
+        } else if (incomingId.get(c.peer) == c.id && c.control.remaining() >= 16) {
+            int units = confirmations.owed(c.peer, NioWire.MAX_UNITS);
+            if (units > 0) {
+                c.control.putInt(NioWire.confirmation(units));
+                confirmations.sent(c.peer, units);
+            }
+            long residue = confirmations.residue(c.peer);
+            c.control.putInt(NioWire.FINAL).putInt((int) (residue >>> 32)).putInt((int) residue);
+        } else {
+            return;
+        }
+        try {
+            c.flush(now);
+        } catch (IOException e) {
+            // the peer sees a failure instead
+        }
     }
 
     private static void closeQuietly(java.io.Closeable c) {

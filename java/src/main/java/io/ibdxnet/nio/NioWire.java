@@ -28,7 +28,11 @@ import java.nio.ByteBuffer;
  * then records, each starting at a multiple of 4:
  *   word ≥ 0: a data record of that many bytes (the word included; the frames of the
  *             outgoing ring buffer as they are), padded to 4
- *   word < 0: a control word: 0x80000000 | units confirmed (0 = keep-alive); GOODBYE
+ *   word < 0: a control word: 0x80000000 | units confirmed (0 = keep-alive); GOODBYE;
+ *             LEAVING (data direction: the sender shuts down, its unfinished messages end here);
+ *             FINAL, high word, low word (confirmation direction: the receiver shuts down and has
+ *             handled that many bytes beyond its last confirmation — what stays unconfirmed after
+ *             it was not handled)
  * </pre>
  *
  * Without a key a connection is hello → reply; with one hello → challenge →
@@ -38,7 +42,7 @@ import java.nio.ByteBuffer;
  */
 final class NioWire {
     static final int MAGIC = 0x44584E31;
-    static final short VERSION = 2;
+    static final short VERSION = 3;
     /** The part of a hello read first (magic, version, flags). */
     static final int HELLO_HEAD = 8;
     static final int HELLO = 40;
@@ -55,7 +59,11 @@ final class NioWire {
     static final int KEEP_ALIVE = 0x80000000;
     /** The sender closes the connection on purpose (eviction): not a failure. */
     static final int GOODBYE = 0xFFFFFFFF;
-    static final int MAX_UNITS = 0x7FFFFFFE;
+    /** The sending side shuts down (data direction): not a failure, its stream ends here. */
+    static final int LEAVING = 0xFFFFFFFE;
+    /** The receiving side shuts down (confirmation direction); two words follow: the bytes handled beyond its last confirmation. */
+    static final int FINAL = 0xFFFFFFFD;
+    static final int MAX_UNITS = 0x7FFFFFFC;
     /** Larger records are garbage (frames are at most the sender's ring / 2). */
     static final int MAX_RECORD = 1 << 28;
 

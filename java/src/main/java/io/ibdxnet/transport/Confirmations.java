@@ -52,6 +52,14 @@ public final class Confirmations {
         owed.addAndGet(node, -units);
     }
 
+    /**
+     * Bytes from {@code node} processed beyond the units owed or sent: what a
+     * final confirmation adds when this node shuts down.
+     */
+    public long residue(int node) {
+        return unconfirmed.get(node);
+    }
+
     /** Forgets what {@code node} sent so far (its connection was replaced). */
     public void reset(int node) {
         unconfirmed.set(node, 0);

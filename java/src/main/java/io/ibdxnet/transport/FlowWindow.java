@@ -58,6 +58,20 @@ public final class FlowWindow {
         unconfirmed.addAndGet(-units * unit);
     }
 
+    /**
+     * The receiver's final confirmation: it handled {@code bytes} more than
+     * its confirmed units. False (nothing changed) if that is more than was
+     * sent and not confirmed — a peer cannot have handled what it never got.
+     */
+    public boolean confirmFinal(long bytes) {
+        long u = unconfirmed.get();
+        if (bytes < 0 || bytes > u) {
+            return false;
+        }
+        unconfirmed.addAndGet(-bytes);
+        return true;
+    }
+
     /** Bytes sent and not confirmed. */
     public long unconfirmed() {
         return unconfirmed.get();

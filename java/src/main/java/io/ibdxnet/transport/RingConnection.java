@@ -54,7 +54,10 @@ public class RingConnection {
     public final boolean write(byte[] header, byte[] payload, int offset, int length, long deadlineNanos, boolean retry)
             throws NetworkException {
         try {
-            flow.acquire(header.length + length, deadlineNanos, node, orb::isClosed);
+            // What the record occupies on the wire (aligned), as the receiver counts it:
+            // its final confirmation on shutdown is then exact to the byte.
+            flow.acquire(io.ibdxnet.core.OutgoingRingBuffer.aligned(header.length + length), deadlineNanos, node,
+                    orb::isClosed);
             writers.incrementAndGet();
             try {
                 orb.writeRecord(header, payload, offset, length, deadlineNanos);
