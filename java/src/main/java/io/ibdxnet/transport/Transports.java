@@ -11,6 +11,8 @@ import java.util.Map;
 
 /** Opens the transport a configuration names ({@link DXNetConfig#transport}). */
 public final class Transports {
+    private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(Transports.class.getName());
+
     private Transports() {}
 
     public static Transport open(DXNetConfig config, TransportListener listener) throws NetworkException {
@@ -23,7 +25,13 @@ public final class Transports {
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("listen = '" + listen + "': the port is not a number");
         }
-        switch (config.transport) {
+        String transport = config.transport;
+        if (transport.equals("auto")) {
+            AutoTransport choice = AutoTransport.choose(config.nativeConfig);
+            LOG.info("node " + config.nodeId + ": transport = auto: " + choice.transport + ", " + choice.reason);
+            transport = choice.transport;
+        }
+        switch (transport) {
             case "ib":
                 return openIb(config, listener, listen);
             case "nio":
