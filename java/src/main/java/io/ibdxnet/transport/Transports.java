@@ -76,6 +76,13 @@ public final class Transports {
         nativeConfig.put("node_id", Integer.toString(config.nodeId));
         nativeConfig.putIfAbsent("listen", listen);
         nativeConfig.putIfAbsent("max_connections", Integer.toString(config.maxConnections));
+        // The node table goes in before the engine reads its first packet: a
+        // peer's packets sent while this node starts are not dropped as foreign.
+        for (Map.Entry<Integer, String> n : config.nodes.entrySet()) {
+            if (n.getKey() != config.nodeId) {
+                nativeConfig.putIfAbsent("node." + n.getKey(), n.getValue());
+            }
+        }
         if (config.authKeyFile != null) {
             nativeConfig.putIfAbsent("auth_key_file", config.authKeyFile);
         }
