@@ -96,9 +96,16 @@ fn still_intact(nodes: &[Node<SimFabric>]) {
     }
 }
 
-fn forged_exchange(instance: u32, qpn: u32, peer_qpn: u32) -> Packet {
-    let endpoint = QpEndpoint { qpn, psn: 0x1234, lid: 0, gid: Gid([0; 16]), mtu: 4096, sim_addr: 0xBAD };
+/// An exchange claiming to be node 1's, for a queue pair on `sim_network`
+/// (the nodes' own: the forger passes the fabric check).
+fn forged_exchange(sim_network: u64, instance: u32, qpn: u32, peer_qpn: u32) -> Packet {
+    let endpoint = QpEndpoint { qpn, psn: 0x1234, lid: 0, gid: Gid([0; 16]), mtu: 4096, sim_addr: 0xBAD, sim_network };
     Packet { src: NodeId(1), dst: NodeId(0), instance, body: Body::Exchange { endpoint, peer_qpn, established: true } }
+}
+
+fn net_of(n: &Node<SimFabric>) -> u64 {
+    use ibdxnet::fabric::Fabric;
+    n.engine.manager().queues().fabric.info().sim_network
 }
 
 fn skip_unless_root(test: &str) -> bool {
@@ -130,8 +137,8 @@ fn with_a_key_forged_modified_and_replayed_packets_are_dropped_and_the_connectio
     // done, and discovery, unsealed and with a made-up seal.
     let mut forged = Vec::new();
     for body in [
-        forged_exchange(0x5EED, 0x777, 0).body,
-        forged_exchange(0x5EED, 0x777, qpn).body,
+        forged_exchange(net_of(&nodes[0]), 0x5EED, 0x777, 0).body,
+        forged_exchange(net_of(&nodes[0]), 0x5EED, 0x777, qpn).body,
         Body::Close { qpn: peer_qpn },
         Body::Leave { qpn: peer_qpn },
         Body::Done { qpn: peer_qpn, peer_qpn: qpn },
@@ -251,7 +258,7 @@ fn without_a_key_two_spoofed_exchanges_hijack_the_connection() {
     // attacker on the path reads it there; a blind one has to guess it.
     let rec = Recorder::start(a0.port(), a1.port());
     let mut b = Vec::new();
-    forged_exchange(0x5EED, 0x777, 0).encode(&mut b);
+    forged_exchange(net_of(&nodes[0]), 0x5EED, 0x777, 0).encode(&mut b);
     spoof.send(a1, a0, &b);
     wait_until("the live connection is torn down", || {
         nodes[0].handler.events().iter().any(|e| matches!(e, NodeEvent::Disconnected(NodeId(1))))
@@ -270,7 +277,7 @@ fn without_a_key_two_spoofed_exchanges_hijack_the_connection() {
     wait_until("node 0 answers the forged exchange", || answer(rec.snapshot()).is_some());
     let new_qpn = answer(rec.finish()).expect("node 0 answered the forged exchange");
     assert_ne!(new_qpn, before.local_qpn());
-    forged_exchange(0x5EED, 0x777, new_qpn).encode(&mut b);
+    forged_exchange(net_of(&nodes[0]), 0x5EED, 0x777, new_qpn).encode(&mut b);
     spoof.send(a1, a0, &b);
     wait_until("the forger's connection is established", || {
         nodes[0].engine.manager().established(NodeId(1)).is_some_and(|c| c.peer_instance() == 0x5EED)

@@ -70,6 +70,7 @@ fn hostile(rng: &mut Rng, i: u64, real_qpn: u32, real_instance: u32, out: &mut V
         gid: Gid([rng.next() as u8; 16]),
         mtu: 4096,
         sim_addr: rng.below(64),
+        sim_network: rng.below(4),
     };
     let body = match rng.below(5) {
         0 => Body::Discover,

@@ -27,6 +27,8 @@ use crate::msgrc::config::EngineConfig;
 use crate::sys::queue::IndexQueue;
 use crate::util::lock;
 
+mod foreign;
+
 /// Only connections idle this long in both directions are evicted at the
 /// limit: data published for a connection in use but not yet posted, or data
 /// the peer is sending, would go down with it.
@@ -84,6 +86,17 @@ pub enum ConError {
         /// What was wrong with its packets.
         problem: AuthProblem,
     },
+    /// The node is on another fabric instance (another process's sim
+    /// network, or sim against an RDMA device): its queue pairs cannot be
+    /// reached from here.
+    ForeignFabric {
+        /// Target node.
+        node: NodeId,
+        /// Our sim network (0: an RDMA device).
+        ours: u64,
+        /// The node's sim network (0: an RDMA device).
+        theirs: u64,
+    },
 }
 
 impl std::fmt::Display for ConError {
@@ -97,6 +110,9 @@ impl std::fmt::Display for ConError {
             ConError::ShutDown => f.write_str("the engine is shutting down"),
             ConError::Busy => f.write_str("the connection manager's job queue is full"),
             ConError::Auth { node, problem } => write!(f, "node {node} {}", problem.describe()),
+            ConError::ForeignFabric { node, ours, theirs } => {
+                write!(f, "node {} {}", node.0, crate::fabric::foreign_reason(*ours, *theirs))
+            }
         }
     }
 }
@@ -146,6 +162,9 @@ pub struct ConStats {
     pub closes_timed_out: AtomicU64,
     /// Jobs that did not fit the job queue.
     pub jobs_dropped: AtomicU64,
+    /// Exchanges refused, and refusals received, because the peer is on
+    /// another fabric instance (see [`foreign`]).
+    pub foreign_fabric: AtomicU64,
 }
 
 /// Closed queue pairs remembered for late receive completions.
@@ -201,6 +220,8 @@ pub struct ConManager<F: Fabric> {
     /// `Done` got lost) is answered with `Done` instead of waiting for its
     /// deadline.
     finished: Mutex<VecDeque<(NodeId, u32, u32, u32)>>,
+    /// Nodes on another fabric instance: connects to them fail at once.
+    foreign: foreign::ForeignPeers,
 }
 
 impl<F: Fabric> std::fmt::Debug for ConManager<F> {
@@ -282,6 +303,7 @@ impl<F: Fabric> ConManager<F> {
             epoch: Instant::now(),
             last_received_ms: (0..=u16::MAX).map(|_| AtomicU64::new(0)).collect(),
             finished: Mutex::new(VecDeque::new()),
+            foreign: foreign::ForeignPeers::default(),
             cfg,
         })
     }
@@ -374,6 +396,9 @@ impl<F: Fabric> ConManager<F> {
             }
             if let Some(c) = self.established(node) {
                 return Ok(c);
+            }
+            if let Some(e) = self.foreign_error(node) {
+                return Err(e);
             }
             self.request_create(node)?;
             let waited = start.elapsed();
@@ -538,7 +563,7 @@ impl<F: Fabric> ConManager<F> {
             JOB_CREATE => {
                 lock(&self.create_requested).remove(&node);
                 let exists = self.table.read().unwrap_or_else(|p| p.into_inner()).contains_key(&node);
-                if !exists && self.nodes.get(node).is_some() {
+                if !exists && self.nodes.get(node).is_some() && self.foreign.get(node).is_none() {
                     if let Some(c) = self.create(node, st) {
                         self.send_exchange(&c, st);
                     }
@@ -550,6 +575,7 @@ impl<F: Fabric> ConManager<F> {
             JOB_NODE_REMOVED => {
                 self.close_now(node, true, false, st);
                 lock(&self.discovered).remove(&node);
+                self.foreign.forget(node);
                 (self.events)(NodeEvent::Invalidated(node));
             }
             _ => {}
@@ -725,6 +751,7 @@ impl<F: Fabric> ConManager<F> {
             }
         }
         self.stats.packets_in.fetch_add(1, Ordering::Relaxed);
+        self.foreign.forget_restarted(p.src, p.instance);
         if lock(&self.discovered).insert(p.src) {
             (self.events)(NodeEvent::Discovered(p.src));
         }
@@ -764,9 +791,13 @@ impl<F: Fabric> ConManager<F> {
                     log::debug!("node {}: dropped close of qpn {qpn} from {} (no such connection)", self.me, p.src);
                 }
             }
+            Body::Exchange { endpoint, .. } if endpoint.sim_network != self.sim_network() => {
+                self.refuse_exchange(p.src, p.instance, endpoint.sim_network, st)
+            }
             Body::Exchange { endpoint, peer_qpn, established } => {
                 self.handle_exchange(p.src, p.instance, endpoint, peer_qpn, established, st)
             }
+            Body::WrongFabric { sim_network } => self.handle_wrong_fabric(p.src, p.instance, sim_network, st),
             Body::Challenge { .. } | Body::Response { .. } => {} // consumed by `auth`
         }
     }
@@ -992,6 +1023,7 @@ impl<F: Fabric> ConManager<F> {
             ("closes_drained", l(&s.closes_drained)),
             ("closes_timed_out", l(&s.closes_timed_out)),
             ("jobs_dropped", l(&s.jobs_dropped)),
+            ("foreign_fabric", l(&s.foreign_fabric)),
         ];
         m.extend(self.auth.stats_map());
         m

@@ -6,10 +6,12 @@
 //!  0 magic u32 = "IBDX"   4 version u8   5 type u8   6 src node u16   8 dst node u16
 //! 10 flags u16 (0)       12 instance u32 (sender's, random per engine)
 //! 16 payload length u16  18 reserved u16 (0)          20 payload
-//! Exchange payload (44 bytes)
+//! Exchange payload (52 bytes)
 //!  0 qpn u32   4 psn u32   8 lid u16   10 flags u16 (bit 0: sender is established)   12 mtu u32   16 gid [16]
 //! 32 sim address u64      40 peer qpn u32 (the receiver's QPN the sender is connected to, 0 = none)
+//! 44 sim network u64 (the sender's; 0 on an RDMA device)
 //! Close and Leave payload (4 bytes): qpn u32 of the closed queue pair
+//! WrongFabric payload (8 bytes): sim network u64 of the sender (0 on an RDMA device)
 //! Done payload (8 bytes): qpn u32 (the sender's), peer qpn u32 (the receiver's)
 //! Challenge payload (20 bytes, keyed only): instance u32 (challenged), nonce [16]
 //! Response payload (16 bytes, keyed only): nonce [16] (echoed)
@@ -17,13 +19,18 @@
 //!  +0 seq u64 (sender's, per instance, from 1)   +8 HMAC-SHA256 [32] over every byte before it
 //! ```
 //!
-//! The version byte tells keyed (`0x83`) from unkeyed (`3`) packets, so a
+//! The version byte tells keyed (`0x84`) from unkeyed (`4`) packets, so a
 //! node with a key and one without recognise each other (see [`super::auth`]).
 //!
 //! An orderly close is two-phase: `Close` says "I post nothing more on this
 //! queue pair", `Done` says "and everything I posted on it has been
 //! acknowledged". A side takes its queue pair down once it sent its `Done`
 //! and received the peer's: nothing is left on the wire either way.
+//!
+//! An exchange from a queue pair on another fabric instance (another
+//! process's sim network, or sim against an RDMA device) is answered with
+//! `WrongFabric` instead of a connection: its QPN names nothing reachable.
+//! Version 4 added the sim network to the exchange, and `WrongFabric`.
 
 use super::node::NodeId;
 use crate::fabric::{Gid, QpEndpoint};
@@ -31,7 +38,7 @@ use crate::fabric::{Gid, QpEndpoint};
 /// "IBDX".
 pub const MAGIC: u32 = 0x4942_4458;
 /// Protocol version of unkeyed packets.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 /// Protocol version of keyed (sealed) packets: bit 7 marks the seal.
 pub const VERSION_KEYED: u8 = 0x80 | VERSION;
 /// Seal bytes after the payload of a keyed packet: sequence number and MAC.
@@ -43,7 +50,7 @@ pub const NONCE_LEN: usize = 16;
 /// Header bytes.
 pub const HEADER_LEN: usize = 20;
 /// Exchange payload bytes.
-pub const EXCHANGE_LEN: usize = 44;
+pub const EXCHANGE_LEN: usize = 52;
 /// Largest packet we send or accept.
 pub const MAX_PACKET: usize = 256;
 
@@ -95,6 +102,12 @@ pub enum Body {
         /// The challenge's nonce.
         nonce: [u8; NONCE_LEN],
     },
+    /// Your exchange was refused: your queue pair is on another fabric
+    /// instance than mine, `sim_network` (0: an RDMA device).
+    WrongFabric {
+        /// The sender's sim network (0 on an RDMA device).
+        sim_network: u64,
+    },
 }
 
 impl Body {
@@ -108,6 +121,7 @@ impl Body {
             Body::Done { .. } => 6,
             Body::Challenge { .. } => 7,
             Body::Response { .. } => 8,
+            Body::WrongFabric { .. } => 9,
         }
     }
     fn payload_len(&self) -> usize {
@@ -115,7 +129,7 @@ impl Body {
             Body::Discover | Body::DiscoverAck => 0,
             Body::Exchange { .. } => EXCHANGE_LEN,
             Body::Close { .. } | Body::Leave { .. } => 4,
-            Body::Done { .. } => 8,
+            Body::Done { .. } | Body::WrongFabric { .. } => 8,
             Body::Challenge { .. } => 4 + NONCE_LEN,
             Body::Response { .. } => NONCE_LEN,
         }
@@ -207,7 +221,9 @@ impl Packet {
                 out.extend_from_slice(&e.gid.0);
                 out.extend_from_slice(&e.sim_addr.to_be_bytes());
                 out.extend_from_slice(&peer_qpn.to_be_bytes());
+                out.extend_from_slice(&e.sim_network.to_be_bytes());
             }
+            Body::WrongFabric { sim_network } => out.extend_from_slice(&sim_network.to_be_bytes()),
             Body::Close { qpn } | Body::Leave { qpn } => out.extend_from_slice(&qpn.to_be_bytes()),
             Body::Done { qpn, peer_qpn } => {
                 out.extend_from_slice(&qpn.to_be_bytes());
@@ -271,7 +287,7 @@ impl Packet {
             1 | 2 => 0,
             3 => EXCHANGE_LEN,
             4 | 5 => 4,
-            6 => 8,
+            6 | 9 => 8,
             7 if keyed => 4 + NONCE_LEN,
             8 if keyed => NONCE_LEN,
             k => return Err(ParseError::BadType(k)),
@@ -292,14 +308,14 @@ impl Packet {
             3 => {
                 let (qpn, psn, lid, flags, mtu) = (r.u32(), r.u32(), r.u16(), r.u16(), r.u32());
                 let gid = Gid(r.take());
-                let (sim_addr, peer_qpn) = (r.u64(), r.u32());
+                let (sim_addr, peer_qpn, sim_network) = (r.u64(), r.u32(), r.u64());
                 if flags > 1 || qpn == 0 || !valid_qpn(qpn) || !valid_qpn(peer_qpn) || psn > 0x00FF_FFFF {
                     return Err(ParseError::Malformed);
                 }
                 if !matches!(mtu, 256 | 512 | 1024 | 2048 | 4096) {
                     return Err(ParseError::Malformed);
                 }
-                let endpoint = QpEndpoint { qpn, psn, lid, gid, mtu, sim_addr };
+                let endpoint = QpEndpoint { qpn, psn, lid, gid, mtu, sim_addr, sim_network };
                 Body::Exchange { endpoint, peer_qpn, established: flags == 1 }
             }
             6 => {
@@ -311,6 +327,7 @@ impl Packet {
             }
             7 => Body::Challenge { instance: r.u32(), nonce: r.take() },
             8 => Body::Response { nonce: r.take() },
+            9 => Body::WrongFabric { sim_network: r.u64() },
             _ => {
                 let qpn = r.u32();
                 if qpn == 0 || !valid_qpn(qpn) {
@@ -332,7 +349,15 @@ mod tests {
     use super::*;
 
     fn exchange() -> Packet {
-        let endpoint = QpEndpoint { qpn: 0x12345, psn: 0xABCDE, lid: 7, gid: Gid([3; 16]), mtu: 4096, sim_addr: 99 };
+        let endpoint = QpEndpoint {
+            qpn: 0x12345,
+            psn: 0xABCDE,
+            lid: 7,
+            gid: Gid([3; 16]),
+            mtu: 4096,
+            sim_addr: 99,
+            sim_network: 0x5EED,
+        };
         Packet {
             src: NodeId(1),
             dst: NodeId(2),
@@ -351,6 +376,7 @@ mod tests {
             Body::Close { qpn: 5 },
             Body::Leave { qpn: 6 },
             Body::Done { qpn: 7, peer_qpn: 8 },
+            Body::WrongFabric { sim_network: 0xFEED_F00D_0000_0001 },
         ] {
             let p = Packet { body, ..exchange() };
             p.encode(&mut buf);

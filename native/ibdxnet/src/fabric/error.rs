@@ -47,6 +47,15 @@ pub enum FabricError {
     CqOverrun,
     /// The selected fabric cannot be used here.
     Unavailable(String),
+    /// The remote endpoint is on another fabric instance (another sim
+    /// network, i.e. another process, or sim against verbs): its queue pair
+    /// cannot be reached from here.
+    ForeignEndpoint {
+        /// Our sim network (0 on verbs).
+        ours: u64,
+        /// The endpoint's sim network (0 on verbs).
+        theirs: u64,
+    },
 }
 
 impl FabricError {
@@ -84,11 +93,35 @@ impl fmt::Display for FabricError {
             FabricError::BadState(m) => write!(f, "bad queue pair state: {m}"),
             FabricError::CqOverrun => f.write_str("completion queue overrun: completions were lost"),
             FabricError::Unavailable(m) => write!(f, "fabric unavailable: {m}"),
+            FabricError::ForeignEndpoint { ours, theirs } => {
+                write!(f, "the remote endpoint {}", foreign_reason(*ours, *theirs))
+            }
         }
     }
 }
 
 impl std::error::Error for FabricError {}
+
+/// Why a peer on sim network `theirs` cannot be reached from sim network
+/// `ours` (0 = an RDMA device), and what to use instead; completes a sentence
+/// whose subject is the peer.
+pub fn foreign_reason(ours: u64, theirs: u64) -> String {
+    const ONLY: &str = "sim connects nodes of one process only";
+    match (ours, theirs) {
+        (0, _) => format!(
+            "is on the in-process sim fabric (no RDMA device there) and this node on an RDMA device; {ONLY} \
+             — use an RDMA device on both nodes, or transport=nio"
+        ),
+        (_, 0) => format!(
+            "is on an RDMA device and this node on the in-process sim fabric; {ONLY} \
+             — use an RDMA device here too (fabric=verbs), or transport=nio"
+        ),
+        _ => format!(
+            "is not in this process's sim fabric (its sim network is {theirs:#018x}, ours {ours:#018x}); {ONLY} \
+             — use transport=nio, or an RDMA device"
+        ),
+    }
+}
 
 /// A post that failed part-way: the first `posted` requests of the chain were
 /// accepted, the one at index `posted` was refused with `error`.

@@ -26,7 +26,7 @@ pub mod sim;
 pub mod verbs;
 
 pub use config::{FabricConfig, FabricKind, SimOptions, ENV_FABRIC};
-pub use error::{FabricError, PostError};
+pub use error::{foreign_reason, FabricError, PostError};
 pub use types::*;
 
 /// An opened RDMA device port with its protection domain.

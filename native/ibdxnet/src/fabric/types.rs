@@ -354,6 +354,10 @@ pub struct DeviceInfo {
     pub max_mr_size: u64,
     /// Simulator address of this device (0 on verbs).
     pub sim_addr: u64,
+    /// The sim network this device is on (random per network, never 0; 0 on
+    /// verbs, where LID and GID address the port). Sim addresses and QPNs are
+    /// only meaningful inside one network, i.e. one process.
+    pub sim_network: u64,
 }
 
 /// Send queue capabilities of a queue pair.
@@ -400,4 +404,7 @@ pub struct QpEndpoint {
     pub mtu: u32,
     /// Simulator address of the device (0 on verbs).
     pub sim_addr: u64,
+    /// The sim network of the device (0 on verbs): an endpoint of another
+    /// network names a queue pair that cannot be reached.
+    pub sim_network: u64,
 }

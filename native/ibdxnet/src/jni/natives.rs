@@ -174,6 +174,15 @@ extern "system" fn local_port<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: j
     guarded(&mut env, -1, |_| Ok(with_native!(engine(handle)?, |n| i32::from(n.engine.manager().local_addr().port()))))
 }
 
+/// The host's RDMA devices as fabric `auto` sees them, one name a line
+/// (empty: none); Java's `transport = auto` asks this.
+extern "system" fn rdma_devices<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        let names = crate::fabric::verbs::device_names().map_err(|e| Throw::ib(e.to_string()))?;
+        text(env, names.join("\n"))
+    })
+}
+
 extern "system" fn fabric_name<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jstring {
     guarded(&mut env, std::ptr::null_mut(), |env| {
         let name = with_native!(engine(handle)?, |n| n.engine.manager().queues().fabric.info().name.clone());
@@ -333,6 +342,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("create", "(Ljava/lang/String;Lio/ibdxnet/ib/EngineCallbacks;)J", create as *mut c_void),
         m("destroy", "(J)V", destroy as *mut c_void),
         m("localPort", "(J)I", local_port as *mut c_void),
+        m("rdmaDevices", "()Ljava/lang/String;", rdma_devices as *mut c_void),
         m("fabricName", "(J)Ljava/lang/String;", fabric_name as *mut c_void),
         m("addNode", "(JILjava/lang/String;I)V", add_node as *mut c_void),
         m("removeNode", "(JI)Z", remove_node as *mut c_void),

@@ -60,6 +60,11 @@ pub struct EngineConfig {
     /// The key itself; [`crate::msgrc::Engine::start`] reads it from
     /// `auth_key_file` or the environment when `None`. Not in the text form.
     pub auth_key: Option<AuthKey>,
+    /// The node table at start (`node.<id> = host:port` in the text form):
+    /// in the table before the connection manager reads its first packet,
+    /// so packets of peers that already know this node are not dropped as
+    /// foreign while it starts. Not in [`EngineConfig::to_text`] (no default).
+    pub nodes: Vec<(NodeId, SocketAddr)>,
 }
 
 impl EngineConfig {
@@ -87,6 +92,7 @@ impl EngineConfig {
             parking: ParkingConfig::default(),
             auth_key_file: None,
             auth_key: None,
+            nodes: Vec::new(),
         }
     }
 
@@ -202,6 +208,19 @@ mod tests {
             assert!(e.contains(field), "{field}: {e}");
         }
     }
+
+    #[test]
+    fn start_nodes_are_parsed_and_bad_ones_named() {
+        let mut c = cfg();
+        c.apply_text("node.3=127.0.0.1:7000\nnode.4=127.0.0.1:7001\nnode.3=127.0.0.1:7002\n").unwrap();
+        let want: Vec<(NodeId, std::net::SocketAddr)> =
+            vec![(NodeId(4), "127.0.0.1:7001".parse().unwrap()), (NodeId(3), "127.0.0.1:7002".parse().unwrap())];
+        assert_eq!(c.nodes, want, "the last entry of an id wins");
+        let e = cfg().apply_text("node.65535=127.0.0.1:7000").unwrap_err();
+        assert!(e.contains("node.65535") && e.contains("is not a node id"), "{e}");
+        let e = cfg().apply_text("\nnode.2=nowhere").unwrap_err();
+        assert!(e.starts_with("line 2: node.2: ") && e.contains("host:port"), "{e}");
+    }
 }
 
 /// Text form of the configuration: `key=value` lines (for Java, files and
@@ -256,6 +275,16 @@ impl EngineConfig {
             "parking_park_after_ms" => self.parking.park_after = ms(v)?,
             "parking_park_for_ns" => self.parking.park_for = Duration::from_nanos(num(v)?),
             "auth_key_file" => self.auth_key_file = (!v.is_empty()).then(|| PathBuf::from(v)),
+            k if k.starts_with("node.") => {
+                let id = k[5..]
+                    .parse::<u16>()
+                    .ok()
+                    .and_then(NodeId::new)
+                    .ok_or(format!("{key}: '{}' is not a node id in [0, 65534]", &k[5..]))?;
+                let addr = resolve_address(v).map_err(|e| format!("{key}: {e}"))?;
+                self.nodes.retain(|n| n.0 != id);
+                self.nodes.push((id, addr));
+            }
             other => return Err(format!("unknown configuration key '{other}'")),
         }
         Ok(())

@@ -222,6 +222,11 @@ impl<F: Fabric> Engine<F> {
             Arc::new(move |e: NodeEvent| h.node_event(e)) as crate::con::manager::EventSink
         };
         let mgr = Arc::new(ConManager::with_socket(cfg.clone(), queues, events, socket)?);
+        // Before the job thread reads the socket: packets that peers sent
+        // while this engine started (queued in the socket) find them.
+        for &(id, addr) in cfg.nodes.iter().filter(|n| n.0 != cfg.node_id) {
+            mgr.add_node(id, addr).map_err(|e| EngineError::Config(format!("node.{}: {e}", id.0)))?;
+        }
         let stats = Arc::new(EngineStats::default());
         let running = Arc::new(AtomicBool::new(true));
         let send = SendThread::new(&cfg, mgr.clone(), handler.clone(), stats.clone())?;

@@ -63,6 +63,9 @@ const RNR_RETRY_INTERVAL: Duration = Duration::from_micros(200);
 /// A set of simulated devices that can reach each other.
 #[derive(Debug, Default)]
 pub struct SimNetwork {
+    /// Random, never 0: tells this network's endpoints from another
+    /// process's (whose addresses and QPNs repeat ours).
+    id: u64,
     next_addr: AtomicU64,
     devices: Mutex<HashMap<u64, Weak<SimDevice>>>,
     timers: Mutex<Vec<(Instant, Weak<QpCore>)>>,
@@ -74,7 +77,13 @@ pub struct SimNetwork {
 impl SimNetwork {
     /// A new, empty network (tests use one each to stay independent).
     pub fn new() -> Arc<SimNetwork> {
-        Arc::new(SimNetwork { next_addr: AtomicU64::new(1), ..Default::default() })
+        let id = (u64::from(crate::util::random_u32()) << 32 | u64::from(crate::util::random_u32())).max(1);
+        Arc::new(SimNetwork { id, next_addr: AtomicU64::new(1), ..Default::default() })
+    }
+
+    /// This network's id (random, never 0), carried in every endpoint.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The process-wide default network.
@@ -320,6 +329,7 @@ impl Fabric for SimFabric {
             max_cqe: SIM_MAX_CQE,
             max_mr_size: u64::MAX,
             sim_addr: addr,
+            sim_network: net.id,
         };
         let dev = Arc::new(SimDevice {
             net: net.clone(),

@@ -427,6 +427,7 @@ impl QueuePair for SimQp {
             gid: info.gid,
             mtu: info.active_mtu,
             sim_addr: info.sim_addr,
+            sim_network: info.sim_network,
         }
     }
 
@@ -439,6 +440,12 @@ impl QueuePair for SimQp {
     }
 
     fn connect(&self, remote: &QpEndpoint) -> Result<(), FabricError> {
+        let ours = self.0.dev.info.sim_network;
+        if remote.sim_network != ours {
+            // Another process's sim network numbers its devices and QPNs as
+            // ours does: connecting would reach a queue pair of this process.
+            return Err(FabricError::ForeignEndpoint { ours, theirs: remote.sim_network });
+        }
         if remote.sim_addr == 0 {
             return Err(FabricError::InvalidArgument(
                 "remote endpoint has no sim address (is it from a verbs fabric?)".into(),

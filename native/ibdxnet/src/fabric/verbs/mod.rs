@@ -284,6 +284,7 @@ impl VerbsFabric {
             max_cqe: nonneg(dattr.max_cqe),
             max_mr_size: dattr.max_mr_size,
             sim_addr: 0,
+            sim_network: 0,
         };
         guard.0 = std::ptr::null_mut();
         Ok(VerbsFabric { ctx: Arc::new(Ctx { ctx, pd, info, max_inline: OnceLock::new() }) })

@@ -180,6 +180,7 @@ impl QueuePair for VerbsQp {
             gid: info.gid,
             mtu: info.active_mtu,
             sim_addr: 0,
+            sim_network: 0,
         }
     }
 
@@ -210,6 +211,9 @@ impl QueuePair for VerbsQp {
     fn connect(&self, remote: &QpEndpoint) -> Result<(), FabricError> {
         use ffi::ibv_qp_attr_mask as m;
         let info = &self.ctx.info;
+        if remote.sim_network != 0 {
+            return Err(FabricError::ForeignEndpoint { ours: 0, theirs: remote.sim_network });
+        }
         if remote.qpn == 0 || remote.qpn > 0x00FF_FFFF {
             return Err(FabricError::InvalidArgument(format!(
                 "remote qpn {:#x} is not a valid RC QP number",

@@ -20,15 +20,19 @@ import java.util.Properties;
  */
 public final class DXNetConfig {
     /** Transports {@link #transport} can name. */
-    public static final java.util.List<String> TRANSPORTS = java.util.Arrays.asList("ib", "nio", "loopback");
+    public static final java.util.List<String> TRANSPORTS = java.util.Arrays.asList("auto", "ib", "nio", "loopback");
 
     public int nodeId;
     /**
-     * {@code ib}: the native InfiniBand engine (verbs, or {@code sim} without a
-     * device); {@code nio}: TCP sockets; {@code loopback}: nodes in this JVM
-     * only, through memory (no network; for tests and measuring the core).
+     * {@code auto} (the default): {@code ib} when the host has an RDMA device
+     * (or {@link #nativeConfig} names a {@code fabric} other than {@code auto}),
+     * otherwise {@code nio}; the choice and its reason are logged (INFO) when
+     * the node starts. {@code ib}: the native InfiniBand engine (verbs, or the
+     * in-process {@code sim} fabric without a device, which reaches nodes of
+     * this process only); {@code nio}: TCP sockets; {@code loopback}: nodes in
+     * this JVM only, through memory (no network; for tests and measuring the core).
      */
-    public String transport = "ib";
+    public String transport = "auto";
     /** Where this node listens (nio and loopback): "host:port"; default: its own node table entry, else any port. */
     public String listen;
     /** Open outgoing connections at most; the least recently used idle one is closed for a new one. */
@@ -258,7 +262,7 @@ public final class DXNetConfig {
                 throw new IllegalArgumentException("node." + n.getKey() + " = '" + n.getValue() + "' is not host:port");
             }
         }
-        if (transport.equals("nio") || authKeyFile != null) {
+        if (transport.equals("nio") || transport.equals("auto") || authKeyFile != null) {
             authKey(); // the file's permissions and the key's length
         }
     }

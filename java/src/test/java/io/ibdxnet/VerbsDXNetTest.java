@@ -27,6 +27,7 @@ public class VerbsDXNetTest {
 
     private DXNet node(int id) throws NetworkException {
         DXNetConfig c = new DXNetConfig(id);
+        c.transport = "ib";
         c.nativeConfig.put("fabric", "verbs");
         c.nativeConfig.put("listen", "127.0.0.1:0");
         c.nativeConfig.put("srq_size", "128");

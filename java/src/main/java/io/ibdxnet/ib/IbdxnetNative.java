@@ -23,6 +23,9 @@ final class IbdxnetNative {
 
     static native int localPort(long handle);
 
+    /** The host's RDMA devices as fabric {@code auto} sees them, one name a line (empty: none). */
+    static native String rdmaDevices() throws IbException;
+
     static native String fabricName(long handle);
 
     static native void addNode(long handle, int nodeId, String host, int port);

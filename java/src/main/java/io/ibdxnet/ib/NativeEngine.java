@@ -29,6 +29,16 @@ public final class NativeEngine implements AutoCloseable {
         return out;
     }
 
+    /**
+     * The host's RDMA devices as the native fabric {@code auto} sees them
+     * (empty: none). Loads the native library (an {@link UnsatisfiedLinkError}
+     * if it cannot be loaded).
+     */
+    public static java.util.List<String> rdmaDevices() throws IbException {
+        String names = IbdxnetNative.rdmaDevices();
+        return names.isEmpty() ? java.util.Collections.emptyList() : java.util.Arrays.asList(names.split("\n"));
+    }
+
     /** Starts an engine; {@code config} holds key=value overrides of {@link #defaults()}. */
     public static NativeEngine start(Map<String, String> config, EngineCallbacks callbacks) throws IbException {
         StringBuilder text = new StringBuilder();

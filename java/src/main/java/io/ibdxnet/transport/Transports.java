@@ -11,6 +11,8 @@ import java.util.Map;
 
 /** Opens the transport a configuration names ({@link DXNetConfig#transport}). */
 public final class Transports {
+    private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(Transports.class.getName());
+
     private Transports() {}
 
     public static Transport open(DXNetConfig config, TransportListener listener) throws NetworkException {
@@ -23,7 +25,13 @@ public final class Transports {
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("listen = '" + listen + "': the port is not a number");
         }
-        switch (config.transport) {
+        String transport = config.transport;
+        if (transport.equals("auto")) {
+            AutoTransport choice = AutoTransport.choose(config.nativeConfig);
+            LOG.info("node " + config.nodeId + ": transport = auto: " + choice.transport + ", " + choice.reason);
+            transport = choice.transport;
+        }
+        switch (transport) {
             case "ib":
                 return openIb(config, listener, listen);
             case "nio":
@@ -68,6 +76,13 @@ public final class Transports {
         nativeConfig.put("node_id", Integer.toString(config.nodeId));
         nativeConfig.putIfAbsent("listen", listen);
         nativeConfig.putIfAbsent("max_connections", Integer.toString(config.maxConnections));
+        // The node table goes in before the engine reads its first packet: a
+        // peer's packets sent while this node starts are not dropped as foreign.
+        for (Map.Entry<Integer, String> n : config.nodes.entrySet()) {
+            if (n.getKey() != config.nodeId) {
+                nativeConfig.putIfAbsent("node." + n.getKey(), n.getValue());
+            }
+        }
         if (config.authKeyFile != null) {
             nativeConfig.putIfAbsent("auth_key_file", config.authKeyFile);
         }

@@ -151,6 +151,7 @@ public class AuthKeyTest {
 
     private static io.ibdxnet.DXNet ibNode(int id, Path key) throws Exception {
         DXNetConfig c = new DXNetConfig(id);
+        c.transport = "ib";
         c.listen = "127.0.0.1:0";
         c.connectTimeoutMs = 3_000;
         c.nativeConfig.put("fabric", "sim");

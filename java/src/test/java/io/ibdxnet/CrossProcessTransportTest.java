@@ -1,0 +1,256 @@
+package io.ibdxnet;
+
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import io.ibdxnet.ib.NativeEngine;
+import java.io.File;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.junit.After;
+import org.junit.Assume;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.Timeout;
+
+/**
+ * Two nodes in two processes on this host, configured as a user would: the
+ * default transport works across processes, and the ib transport on the
+ * in-process sim fabric refuses a node of another process at once with an
+ * error naming the node and the fix — never a misrouted message, never a
+ * timeout. The peer is {@link Peer} in a child JVM.
+ */
+public class CrossProcessTransportTest {
+    @Rule
+    public final Timeout timeout = new Timeout(240, TimeUnit.SECONDS);
+
+    private final List<Process> processes = new ArrayList<>();
+    private DXNet node;
+
+    @After
+    public void cleanUp() {
+        if (node != null) {
+            node.close();
+        }
+        for (Process p : processes) {
+            p.destroyForcibly();
+        }
+    }
+
+    /**
+     * Node 1 in its own process: default configuration plus {@code key=value}
+     * arguments (DXNetConfig keys); counts messages, answers echoes, and exits
+     * after answering an echo of {@code -1} with the count.
+     */
+    public static final class Peer {
+        public static void main(String[] args) throws Exception {
+            DXNetConfig c = new DXNetConfig(1);
+            for (String a : args) {
+                int eq = a.indexOf('=');
+                String key = a.substring(0, eq);
+                if (key.startsWith("node.")) {
+                    c.nodes.put(Integer.parseInt(key.substring(5)), a.substring(eq + 1));
+                } else if (key.startsWith("native.")) {
+                    c.nativeConfig.put(key.substring(7), a.substring(eq + 1));
+                } else if (key.equals("transport")) {
+                    c.transport = a.substring(eq + 1);
+                }
+            }
+            DXNet n = DXNet.start(c);
+            register(n);
+            AtomicLong received = new AtomicLong();
+            java.util.concurrent.CountDownLatch quit = new java.util.concurrent.CountDownLatch(1);
+            n.register(DXNetTest.TYPE, DXNetTest.DATA, m -> received.incrementAndGet());
+            n.register(DXNetTest.TYPE, DXNetTest.ECHO_REQ, m -> {
+                DXNetTest.EchoRequest r = (DXNetTest.EchoRequest) m;
+                boolean last = r.values.length == 1 && r.values[0] == -1;
+                if (last) {
+                    r.values = new long[] {received.get()};
+                }
+                try {
+                    n.sendMessage(new DXNetTest.EchoResponse(r));
+                } catch (NetworkException e) {
+                    throw new IllegalStateException(e);
+                }
+                if (last) {
+                    quit.countDown();
+                }
+            });
+            System.out.println("peer ready on " + n.fabricName());
+            quit.await();
+            Thread.sleep(200); // the answer leaves before the node closes
+            n.close();
+            System.out.println("peer done");
+        }
+    }
+
+    private static void register(DXNet n) {
+        n.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DXNetTest.DataMessage.class);
+        n.registerMessageType(DXNetTest.TYPE, DXNetTest.ECHO_REQ, DXNetTest.EchoRequest.class);
+        n.registerMessageType(DXNetTest.TYPE, DXNetTest.ECHO_RESP, DXNetTest.EchoResponse.class);
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    private Process peer(File log, String... args) throws IOException {
+        String classes = System.getProperty("test.classpath", System.getProperty("java.class.path"));
+        List<String> cmd = new ArrayList<>(Arrays.asList(System.getProperty("java.home") + "/bin/java", "-cp", classes,
+                "-Djava.library.path=" + System.getProperty("java.library.path"), Peer.class.getName()));
+        cmd.addAll(Arrays.asList(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
+        processes.add(p);
+        return p;
+    }
+
+    private static String read(File f) throws IOException {
+        return new String(Files.readAllBytes(f.toPath()), StandardCharsets.UTF_8);
+    }
+
+    private static void awaitOutput(Process p, File log, String text) throws Exception {
+        long end = System.nanoTime() + 120_000_000_000L;
+        while (!read(log).contains(text)) {
+            if (System.nanoTime() > end || !p.isAlive()) {
+                fail("no '" + text + "' from the peer: " + read(log));
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    /** Both nodes with a default DXNetConfig: only node ids and addresses set. */
+    @Test
+    public void defaultConfigurationExchangesMessagesAndARequestAcrossProcesses() throws Exception {
+        boolean rdma = !rdmaDevices().isEmpty();
+        String a0 = "127.0.0.1:" + freePort();
+        String a1 = "127.0.0.1:" + freePort();
+        File log = File.createTempFile("peer", ".log");
+        Process p = peer(log, "node.0=" + a0, "node.1=" + a1);
+        awaitOutput(p, log, "peer ready");
+        List<String> said = new CopyOnWriteArrayList<>();
+        Logger choice = Logger.getLogger("io.ibdxnet.transport.Transports");
+        Handler h = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                said.add(r.getLevel() + " " + r.getMessage());
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        choice.addHandler(h);
+        DXNetConfig c = new DXNetConfig(0);
+        c.nodes.put(0, a0);
+        c.nodes.put(1, a1);
+        try {
+            node = DXNet.start(c);
+        } finally {
+            choice.removeHandler(h);
+        }
+        register(node);
+        String expected = rdma ? "ib" : "nio";
+        assertEquals(said.toString(), 1, said.size());
+        assertTrue(said.get(0), said.get(0).startsWith("INFO node 0: transport = auto: " + expected + ", because"));
+        if (!rdma) {
+            assertTrue(said.get(0), said.get(0).contains("no RDMA device"));
+            assertTrue(read(log), read(log).contains("peer ready on tcp"));
+        }
+        int messages = 1000;
+        for (int i = 0; i < messages; i++) {
+            node.sendMessage(new DXNetTest.DataMessage(1, 0, i, 100));
+        }
+        DXNetTest.EchoResponse r = node.sendSync(new DXNetTest.EchoRequest(1, new long[] {42, 43}), 30_000);
+        assertArrayEquals(new long[] {42, 43}, r.values);
+        assertEquals(1, r.getSource());
+        DXNetTest.EchoResponse count = node.sendSync(new DXNetTest.EchoRequest(1, new long[] {-1}), 30_000);
+        assertArrayEquals("messages the peer received", new long[] {messages}, count.values);
+        assertTrue("peer did not finish: " + read(log), p.waitFor(30, TimeUnit.SECONDS));
+        assertEquals(read(log), 0, p.exitValue());
+    }
+
+    /** transport = ib on the sim fabric in two processes: refused at once, by name. */
+    @Test
+    public void simFabricRefusesANodeOfAnotherProcessAtOnce() throws Exception {
+        crossProcessSim("sim");
+    }
+
+    /** As above with fabric auto, which is sim on a host without an RDMA device. */
+    @Test
+    public void autoFabricWithoutRdmaRefusesANodeOfAnotherProcessAtOnce() throws Exception {
+        Assume.assumeTrue("this host has an RDMA device: fabric auto is verbs", rdmaDevices().isEmpty());
+        crossProcessSim("auto");
+    }
+
+    private void crossProcessSim(String fabric) throws Exception {
+        String a0 = "127.0.0.1:" + freePort();
+        String a1 = "127.0.0.1:" + freePort();
+        File log = File.createTempFile("peer", ".log");
+        Process p = peer(log, "transport=ib", "native.fabric=" + fabric, "native.listen=" + a1, "node.0=" + a0);
+        awaitOutput(p, log, "peer ready on sim");
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = "ib";
+        c.nativeConfig.put("fabric", fabric);
+        c.listen = a0;
+        c.nodes.put(1, a1);
+        int connectTimeoutMs = c.connectTimeoutMs;
+        node = DXNet.start(c);
+        register(node);
+        AtomicLong toSelf = new AtomicLong();
+        node.register(DXNetTest.TYPE, DXNetTest.DATA, m -> toSelf.incrementAndGet());
+        node.register(DXNetTest.TYPE, DXNetTest.ECHO_REQ, m -> toSelf.incrementAndGet());
+        String expected = "node 1 is not in this process's sim fabric";
+        String fix = "sim connects nodes of one process only — use transport=nio, or an RDMA device";
+        long t0 = System.nanoTime();
+        try {
+            node.sendMessage(new DXNetTest.DataMessage(1, 0, 0, 100));
+            fail("a message to node 1 in another process was accepted");
+        } catch (NetworkException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains(expected) && e.getMessage().contains(fix));
+        }
+        long sendMs = (System.nanoTime() - t0) / 1_000_000;
+        t0 = System.nanoTime();
+        try {
+            node.sendSync(new DXNetTest.EchoRequest(1, new long[] {1}), 30_000);
+            fail("a request to node 1 in another process was answered");
+        } catch (RequestTimeoutException e) {
+            throw new AssertionError("a timeout instead of the fabric error", e);
+        } catch (NetworkException e) {
+            assertTrue(e.getMessage(), e.getMessage().contains(expected) && e.getMessage().contains(fix));
+        }
+        long requestMs = (System.nanoTime() - t0) / 1_000_000;
+        System.err.println("fabric " + fabric + " across processes: send failed after " + sendMs + " ms, request after "
+                + requestMs + " ms (connect timeout " + connectTimeoutMs + " ms)");
+        assertTrue("send failed only after " + sendMs + " ms", sendMs < connectTimeoutMs / 10);
+        assertTrue("request failed only after " + requestMs + " ms", requestMs < connectTimeoutMs / 10);
+        assertTrue("counted: " + node.transportStats(), node.transportStats().get("foreign_fabric") >= 1);
+        Thread.sleep(200); // anything misrouted would arrive here by now
+        assertEquals("messages this node sent to node 1 came back to itself", 0, toSelf.get());
+    }
+
+    private static List<String> rdmaDevices() throws Exception {
+        try {
+            return NativeEngine.rdmaDevices();
+        } catch (LinkageError e) {
+            return java.util.Collections.emptyList();
+        }
+    }
+}
