@@ -5,7 +5,7 @@ import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.Message;
 import io.ibdxnet.MessageExporter;
 import io.ibdxnet.MessageImporter;
-import io.ibdxnet.NetworkException;
+import io.ibdxnet.MessageType;
 import io.ibdxnet.Request;
 import io.ibdxnet.Response;
 import java.util.ArrayList;
@@ -26,18 +26,20 @@ import org.HdrHistogram.Histogram;
  * --native KEY=VALUE (engine settings, repeatable)</pre>
  */
 public final class Workload {
-    static final byte TYPE = 3;
+    static final MessageType PAYLOAD = MessageType.of(3, 1);
+    static final MessageType ASK = MessageType.of(3, 2);
+    static final MessageType ANSWER = MessageType.of(3, 3);
 
     /** Payload message. */
     public static final class Payload extends Message {
         byte[] data;
 
         public Payload() {
-            super(TYPE, (byte) 1);
+            super(PAYLOAD);
         }
 
         Payload(int dest, byte[] data) {
-            super(dest, TYPE, (byte) 1);
+            super(dest, PAYLOAD);
             this.data = data;
         }
 
@@ -53,15 +55,15 @@ public final class Workload {
     }
 
     /** Request with a payload; the response carries none. */
-    public static final class Ask extends Request {
+    public static final class Ask extends Request<Answer> {
         byte[] data;
 
         public Ask() {
-            super(TYPE, (byte) 2);
+            super(ASK);
         }
 
         Ask(int dest, byte[] data) {
-            super(dest, TYPE, (byte) 2);
+            super(dest, ASK);
             this.data = data;
         }
 
@@ -79,11 +81,7 @@ public final class Workload {
     /** The answer. */
     public static final class Answer extends Response {
         public Answer() {
-            super(TYPE, (byte) 3);
-        }
-
-        Answer(Ask a) {
-            super(a, TYPE, (byte) 3);
+            super(ANSWER);
         }
 
         @Override
@@ -168,17 +166,9 @@ public final class Workload {
             c.nativeConfig.put("parking_yield_after_ms", "0");
             c.nativeConfig.putAll(nativeExtra);
             DXNet n = DXNet.start(c);
-            n.registerMessageType(TYPE, (byte) 1, Payload.class);
-            n.registerMessageType(TYPE, (byte) 2, Ask.class);
-            n.registerMessageType(TYPE, (byte) 3, Answer.class);
-            n.register(TYPE, (byte) 1, m -> RECEIVED.incrementAndGet());
-            n.register(TYPE, (byte) 2, m -> {
-                try {
-                    n.sendMessage(new Answer((Ask) m));
-                } catch (NetworkException e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            n.registerMessageType(ANSWER, Answer.class);
+            n.register(Payload.class, p -> RECEIVED.incrementAndGet());
+            n.register(Ask.class, ask -> n.reply(ask, new Answer()));
             nodes.add(n);
         }
         for (DXNet a : nodes) {
