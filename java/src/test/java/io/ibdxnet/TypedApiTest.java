@@ -66,6 +66,22 @@ public class TypedApiTest {
         }
     }
 
+    /** Binds {@code R} directly; {@link SubEcho} inherits it. */
+    public static class PlainEcho extends Request<EchoResponse> {
+        public PlainEcho() {
+            super(GENERIC_ASK);
+        }
+
+        @Override
+        protected void exportPayload(MessageExporter out) {}
+
+        @Override
+        protected void importPayload(MessageImporter in) {}
+    }
+
+    /** A subclass that is not generic itself: R stays EchoResponse. */
+    public static final class SubEcho extends PlainEcho {}
+
     /** A request declared without its response type (as before the typed API). */
     @SuppressWarnings("rawtypes")
     public static final class RawAsk extends Request {
@@ -125,9 +141,7 @@ public class TypedApiTest {
     @Test
     public void theResponseClassIsFoundThroughAGenericSuperclass() throws Exception {
         assertEquals(EchoResponse.class, ResponseTypes.expected(new EchoAsk()));
-        assertEquals(EchoResponse.class, ResponseTypes.expected(new DXNetTest.EchoRequest() {
-            // a subclass that is not generic itself: R stays EchoResponse
-        }));
+        assertEquals(EchoResponse.class, ResponseTypes.expected(new SubEcho()));
         assertEquals("raw: nothing to check", Response.class, ResponseTypes.expected(new RawAsk()));
         List<DXNet> n = start(64 << 20);
         n.get(1).register(EchoAsk.class, ask -> n.get(1).reply(ask, new EchoResponse(new EchoRequest(0, new long[] {5}))));

@@ -23,6 +23,7 @@ import org.HdrHistogram.Histogram;
  *
  * <pre>--transport ib|nio|loopback --fabric sim|auto|verbs --pattern uni|bi|all|rtt --nodes N
  * --size BYTES --messages PER_SENDER_THREAD --threads SENDERS_PER_NODE --handlers H
+ * --orderPerSender true|false (default true, as DXNetConfig)
  * --native KEY=VALUE (engine settings, repeatable)</pre>
  */
 public final class Workload {
@@ -96,6 +97,7 @@ public final class Workload {
     public static void main(String[] args) throws Exception {
         Results.Row row = new Results.Row();
         String fabric = "sim";
+        boolean orderPerSender = true;
         java.util.Map<String, String> nativeExtra = new java.util.LinkedHashMap<>();
         for (int i = 0; i < args.length; i += 2) {
             if (i + 1 >= args.length) {
@@ -111,6 +113,7 @@ public final class Workload {
                 case "--messages": row.messages = Long.parseLong(v); break;
                 case "--threads": row.senders = Integer.parseInt(v); break;
                 case "--handlers": row.handlers = Integer.parseInt(v); break;
+                case "--orderPerSender": orderPerSender = Boolean.parseBoolean(v); break;
                 case "--native": {
                     int eq = v.indexOf('=');
                     if (eq < 1) {
@@ -128,7 +131,7 @@ public final class Workload {
         if (!row.pattern.equals("all")) {
             row.nodes = 2;
         }
-        List<DXNet> nodes = start(row, fabric, nativeExtra);
+        List<DXNet> nodes = start(row, fabric, nativeExtra, orderPerSender);
         try {
             // Warm-up (JIT, connections, buffers), then the measured run.
             Results.Row warm = row.copy();
@@ -146,19 +149,22 @@ public final class Workload {
     private static void usage(String problem) {
         System.err.println("workload: " + problem);
         System.err.println("options: --transport ib|nio|loopback --fabric sim|auto|verbs --pattern uni|bi|all|rtt --nodes N"
-                + " --size BYTES --messages PER_SENDER_THREAD --threads SENDERS --handlers H --native KEY=VALUE");
+                + " --size BYTES --messages PER_SENDER_THREAD --threads SENDERS --handlers H --orderPerSender true|false"
+                + " --native KEY=VALUE");
         System.exit(2);
     }
 
     private static final AtomicLong RECEIVED = new AtomicLong();
 
-    private static List<DXNet> start(Results.Row row, String fabric, java.util.Map<String, String> nativeExtra) throws Exception {
+    private static List<DXNet> start(Results.Row row, String fabric, java.util.Map<String, String> nativeExtra,
+            boolean orderPerSender) throws Exception {
         List<DXNet> nodes = new ArrayList<>();
         for (int id = 0; id < row.nodes; id++) {
             DXNetConfig c = new DXNetConfig(id);
             c.transport = row.impl;
             c.listen = "127.0.0.1:0";
             c.handlerThreads = row.handlers;
+            c.orderPerSender = orderPerSender;
             c.requestTimeoutMs = 60_000;
             c.sendTimeoutMs = 60_000;
             c.nativeConfig.put("fabric", fabric);
