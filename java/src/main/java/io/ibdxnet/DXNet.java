@@ -1,6 +1,7 @@
 package io.ibdxnet;
 
 import io.ibdxnet.core.Frame;
+import io.ibdxnet.core.HandlerDispatch;
 import io.ibdxnet.core.IncomingBufferQueue;
 import io.ibdxnet.core.ProtocolViolation;
 import io.ibdxnet.core.RateLimitedLog;
@@ -14,11 +15,9 @@ import java.lang.reflect.Constructor;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -34,6 +33,17 @@ import java.util.logging.Logger;
  * <p>Threads: the native engine's send, receive and job threads; one message
  * creation coordinator ("dxnet-mcc-N") that turns received buffers into
  * messages in order; a pool of message handlers ("dxnet-handler-N-i").
+ *
+ * <p><b>Order.</b> By default ({@link DXNetConfig#orderPerSender}) the
+ * messages of one source node are handled one at a time, in the order they
+ * arrived: what one thread sends to a node is handled there in the order it
+ * was sent (messages of several sending threads interleave, each whole).
+ * Messages of different source nodes are handled on different handler
+ * threads at once, so a slow handler delays only later messages of its own
+ * source. With {@code orderPerSender = false} any handler thread takes any
+ * message: one sender's messages may then be handled concurrently, in any
+ * order. Responses never wait behind messages: they complete the request's
+ * future as soon as they are received.
  */
 public final class DXNet implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(DXNet.class.getName());
@@ -42,10 +52,11 @@ public final class DXNet implements AutoCloseable {
     private final Transport transport;
     private final IncomingBufferQueue ibq;
     private final Thread coordinator;
-    private final ThreadPoolExecutor handlers;
+    private final HandlerDispatch handlers;
     /** By {@link #key}: arrays, not maps (a boxed key per message showed in profiles). */
     private final AtomicReferenceArray<Constructor<? extends Message>> types = new AtomicReferenceArray<>(1 << 16);
-    private final AtomicReferenceArray<MessageReceiver> receivers = new AtomicReferenceArray<>(1 << 16);
+    /** Each handler takes the class {@link #types} creates for its key. */
+    private final AtomicReferenceArray<MessageHandler<Message>> receivers = new AtomicReferenceArray<>(1 << 16);
     /** Requests waiting for their response, by request id. */
     private final Map<Integer, Pending> pending = new ConcurrentHashMap<>();
     /** Fails requests whose {@code requestTimeoutMs} passed (a sweep every 10 ms). */
@@ -61,6 +72,7 @@ public final class DXNet implements AutoCloseable {
     private final AtomicLong bytesDropped = new AtomicLong();
     private final AtomicLong responsesRefused = new AtomicLong();
     private final AtomicLong handlerErrors = new AtomicLong();
+    private final AtomicLong repliesFailed = new AtomicLong();
     private final AtomicLong possibleLosses = new AtomicLong();
     private volatile LossListener lossListener;
     private final RateLimitedLog warnings = new RateLimitedLog(LOG, 1_000);
@@ -106,21 +118,10 @@ public final class DXNet implements AutoCloseable {
                 addNode(n.getKey(), n.getValue());
             }
         }
-        AtomicInteger handlerIndex = new AtomicInteger();
-        this.handlers = new ThreadPoolExecutor(config.handlerThreads, config.handlerThreads, 0, TimeUnit.MILLISECONDS,
-                new ArrayBlockingQueue<>(config.handlerQueueSize), r -> {
-                    Thread t = new Thread(r, "dxnet-handler-" + config.nodeId + "-" + handlerIndex.getAndIncrement());
-                    t.setDaemon(true);
-                    return t;
-                }, (task, pool) -> {
-                    // Full: the coordinator waits (backpressure) instead of running the
-                    // task itself, which would reorder messages.
-                    try {
-                        pool.getQueue().put(task);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                });
+        // Full: the coordinator waits (backpressure) instead of running the
+        // task itself, which would reorder messages.
+        this.handlers = new HandlerDispatch("dxnet-handler-" + config.nodeId + "-", config.handlerThreads,
+                config.handlerQueueSize, config.orderPerSender);
         this.coordinator = new Thread(this::coordinate, "dxnet-mcc-" + config.nodeId);
         this.coordinator.setDaemon(true);
         this.coordinator.setUncaughtExceptionHandler((t, e) -> failed(t, e));
@@ -143,6 +144,7 @@ public final class DXNet implements AutoCloseable {
         return new DXNet(DXNetConfig.load(configFile));
     }
 
+    /** This node's id. */
     public int nodeId() {
         return config.nodeId;
     }
@@ -165,11 +167,14 @@ public final class DXNet implements AutoCloseable {
         final int requestId;
         final int timeoutMs;
         final long deadline;
+        /** The response class the request declared ({@link ResponseTypes}). */
+        final Class<?> expected;
 
-        Pending(int target, int requestId, int timeoutMs) {
+        Pending(int target, int requestId, int timeoutMs, Class<?> expected) {
             this.target = target;
             this.requestId = requestId;
             this.timeoutMs = timeoutMs;
+            this.expected = expected;
             this.deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         }
     }
@@ -179,7 +184,7 @@ public final class DXNet implements AutoCloseable {
         final String remoteClass;
         final String remoteMessage;
 
-        ErrorResponse(Request failed, Throwable e) {
+        ErrorResponse(Request<?> failed, Throwable e) {
             super(failed, failed.getType(), failed.getSubtype());
             this.remoteClass = e.getClass().getName();
             this.remoteMessage = e.getMessage() == null ? "" : e.getMessage();
@@ -215,9 +220,55 @@ public final class DXNet implements AutoCloseable {
         }
     }
 
-    /** Delivers messages of {@code type/subtype} to {@code receiver} (on handler threads). */
+    /** Makes {@code type} known; {@code c} needs a no-argument constructor. */
+    public void registerMessageType(MessageType type, Class<? extends Message> c) {
+        registerMessageType(type.type(), type.subtype(), c);
+    }
+
+    /**
+     * Delivers messages of {@code type/subtype} to {@code receiver} on handler
+     * threads, in order per source node (see the class comment, "Order").
+     */
     public void register(byte type, byte subtype, MessageReceiver receiver) {
-        receivers.set(key(type, subtype), receiver);
+        receivers.set(key(type, subtype), receiver::onIncomingMessage);
+    }
+
+    /** {@link #register(byte, byte, MessageReceiver)} with a {@link MessageType}. */
+    public void register(MessageType type, MessageReceiver receiver) {
+        register(type.type(), type.subtype(), receiver);
+    }
+
+    /**
+     * Registers message class {@code c} under the type its no-argument
+     * constructor gives it, and delivers its messages to {@code handler},
+     * typed: {@code register(Put.class, put -> store(put.key, put.value))}.
+     * Runs on handler threads, in order per source node (see the class
+     * comment, "Order"); a handler that throws answers a request with a
+     * {@link RemoteHandlerException} on the requester's side.
+     */
+    public <M extends Message> void register(Class<M> c, MessageHandler<? super M> handler) {
+        Message probe;
+        try {
+            Constructor<M> ctor = c.getDeclaredConstructor();
+            ctor.setAccessible(true);
+            probe = ctor.newInstance();
+        } catch (NoSuchMethodException e) {
+            throw new IllegalArgumentException(c.getName() + " has no no-argument constructor", e);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalArgumentException("cannot create a " + c.getName() + " to learn its type: " + e, e);
+        }
+        register(probe.getMessageType(), c, handler);
+    }
+
+    /**
+     * Registers message class {@code c} under {@code type} and delivers its
+     * messages to {@code handler}, typed (as {@link #register(Class, MessageHandler)}).
+     */
+    @SuppressWarnings("unchecked")
+    public <M extends Message> void register(MessageType type, Class<M> c, MessageHandler<? super M> handler) {
+        registerMessageType(type, c);
+        // Safe: the key creates instances of c only (registerMessageType refuses another class).
+        receivers.set(key(type.type(), type.subtype()), (MessageHandler<Message>) (MessageHandler<?>) handler);
     }
 
     /** Sends {@code message} to its destination. */
@@ -226,15 +277,43 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
+     * Sends {@code response} as the answer to {@code request} (it is addressed
+     * to the request's source here). Throws no checked exception, so a
+     * handler needs no try block: a reply that cannot be sent is logged
+     * (at most once a second per node) and counted ({@code replies_failed}),
+     * and the requester learns of it: when the connection failed its request
+     * fails with a {@link NetworkException}; when the reply itself is invalid
+     * (e.g. larger than {@code maxMessageSize}) it gets a
+     * {@link RemoteHandlerException} naming the problem; else (the send timed
+     * out) its request times out. Returns whether the reply was sent.
+     */
+    public <R extends Response> boolean reply(Request<R> request, R response) {
+        response.answer(request);
+        try {
+            send(response, 0, 0);
+            return true;
+        } catch (NetworkException e) {
+            repliesFailed.incrementAndGet();
+            warnings.warn(request.getSource(), "node " + config.nodeId + ": the reply to request " + request.requestId
+                    + " of node " + request.getSource() + " was not sent: " + e.getMessage());
+        } catch (RuntimeException e) {
+            repliesFailed.incrementAndGet();
+            LOG.log(Level.WARNING, "node " + config.nodeId + ": the reply to request " + request.requestId + " of node "
+                    + request.getSource() + " is invalid", e);
+            answerWithError(request, e);
+        }
+        return false;
+    }
+
+    /**
      * Sends {@code request} and waits for its response, at most
      * {@code timeoutMs}: then {@link RequestTimeoutException}. A handler that
      * threw on the remote node ends the wait with {@link RemoteHandlerException}.
      */
-    @SuppressWarnings("unchecked")
-    public <T extends Response> T sendSync(Request request, int timeoutMs) throws NetworkException {
-        CompletableFuture<Response> f = sendAsync(request, timeoutMs);
+    public <R extends Response> R sendSync(Request<R> request, int timeoutMs) throws NetworkException {
+        CompletableFuture<R> f = sendAsync(request, timeoutMs);
         try {
-            return (T) f.get();
+            return f.get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new NetworkException("interrupted while waiting for a response", e);
@@ -244,25 +323,32 @@ public final class DXNet implements AutoCloseable {
         }
     }
 
+    /** {@link #sendSync(Request, int)} with the configured {@code requestTimeoutMs}. */
+    public <R extends Response> R sendSync(Request<R> request) throws NetworkException {
+        return sendSync(request, config.requestTimeoutMs);
+    }
+
     /**
      * Sends {@code request}; the future completes with the response, or
      * exceptionally: {@link RequestTimeoutException} after
      * {@code requestTimeoutMs}, {@link RemoteHandlerException}, or
-     * {@link NetworkException} when the connection fails. A caller that stops
+     * {@link NetworkException} when the connection fails (or the peer answered
+     * with another class than the request declared). A caller that stops
      * waiting earlier leaves nothing behind: the entry goes at the timeout.
      */
-    public CompletableFuture<Response> sendAsync(Request request) throws NetworkException {
+    public <R extends Response> CompletableFuture<R> sendAsync(Request<R> request) throws NetworkException {
         return sendAsync(request, config.requestTimeoutMs);
     }
 
     /** {@link #sendAsync(Request)} with its own timeout. */
-    public CompletableFuture<Response> sendAsync(Request request, int timeoutMs) throws NetworkException {
+    @SuppressWarnings("unchecked")
+    public <R extends Response> CompletableFuture<R> sendAsync(Request<R> request, int timeoutMs) throws NetworkException {
         if (timeoutMs <= 0) {
             throw new IllegalArgumentException("request timeout must be positive: " + timeoutMs);
         }
         int id = nextRequestId.getAndIncrement();
         request.requestId = id;
-        Pending p = new Pending(request.getDestination(), id, timeoutMs);
+        Pending p = new Pending(request.getDestination(), id, timeoutMs, ResponseTypes.expected(request));
         pending.put(id, p);
         try {
             send(request, Frame.REQUEST, id);
@@ -270,7 +356,8 @@ public final class DXNet implements AutoCloseable {
             pending.remove(id);
             throw e;
         }
-        return p.future;
+        // Safe: deliver completes it only with an instance of p.expected, R's class.
+        return (CompletableFuture<R>) (CompletableFuture<?>) p.future;
     }
 
     /** Timeout thread: fails the requests whose deadline passed. */
@@ -360,7 +447,7 @@ public final class DXNet implements AutoCloseable {
 
     /** Messages parsed from one buffer, handed to a handler thread in one go. */
     private final class Batch implements Runnable {
-        final List<MessageReceiver> receivers = new ArrayList<>();
+        final List<MessageHandler<Message>> receivers = new ArrayList<>();
         final List<Message> messages = new ArrayList<>();
 
         @Override
@@ -368,12 +455,12 @@ public final class DXNet implements AutoCloseable {
             for (int i = 0; i < messages.size(); i++) {
                 Message m = messages.get(i);
                 try {
-                    receivers.get(i).onIncomingMessage(m);
+                    receivers.get(i).handle(m);
                 } catch (Throwable e) { // a handler's failure must not end the handler thread
                     handlerErrors.incrementAndGet();
                     LOG.log(Level.SEVERE, "receiver of " + m.getType() + "/" + m.getSubtype() + " failed", e);
                     if (m instanceof Request) {
-                        answerWithError((Request) m, e);
+                        answerWithError((Request<?>) m, e);
                     }
                 }
             }
@@ -407,7 +494,13 @@ public final class DXNet implements AutoCloseable {
                 transport.consumed(b);
             }
             if (!batch.messages.isEmpty()) {
-                handlers.execute(batch);
+                try {
+                    if (!handlers.submit(b.source, batch)) {
+                        return;
+                    }
+                } catch (InterruptedException e) {
+                    return;
+                }
                 batch = new Batch();
             }
         }
@@ -456,7 +549,7 @@ public final class DXNet implements AutoCloseable {
     }
 
     /** The requester learns that our handler failed (instead of waiting out its timeout). */
-    private void answerWithError(Request r, Throwable e) {
+    private void answerWithError(Request<?> r, Throwable e) {
         try {
             send(new ErrorResponse(r, e), 0, 0);
         } catch (NetworkException | RuntimeException x) {
@@ -512,15 +605,18 @@ public final class DXNet implements AutoCloseable {
         if ((flags & Frame.RESPONSE) != 0 && m instanceof Response) {
             ((Response) m).requestId = requestId;
             Pending p = answerable(source, requestId);
-            if (p != null) {
+            if (p != null && p.expected.isInstance(m)) {
                 p.future.complete((Response) m);
+            } else if (p != null) {
+                p.future.completeExceptionally(new NetworkException("node " + source + " answered request " + requestId
+                        + " with a " + m.getClass().getName() + ", not the " + p.expected.getName() + " the request declares"));
             }
             return;
         }
         if (m instanceof Request) {
-            ((Request) m).requestId = requestId;
+            ((Request<?>) m).requestId = requestId;
         }
-        MessageReceiver r = receivers.get(key(type, subtype));
+        MessageHandler<Message> r = receivers.get(key(type, subtype));
         if (r == null) {
             dropped.incrementAndGet();
             LOG.warning("node " + config.nodeId + ": no receiver for " + type + "/" + subtype);
@@ -530,7 +626,14 @@ public final class DXNet implements AutoCloseable {
         b.receivers.add(r);
         b.messages.add(m);
         if (into == null) {
-            handlers.execute(b);
+            try {
+                if (!handlers.submit(source, b)) {
+                    dropped.incrementAndGet(); // closed meanwhile
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                dropped.incrementAndGet();
+            }
         }
     }
 
@@ -582,7 +685,7 @@ public final class DXNet implements AutoCloseable {
 
     /** …and message batches waiting for a handler thread (bounded by {@code handlerQueueSize}). */
     public int handlerBatchesQueued() {
-        return handlers.getQueue().size();
+        return handlers.queued();
     }
 
     /** The largest frame the transport carries; larger messages are sent in frames of this size. */
@@ -602,6 +705,7 @@ public final class DXNet implements AutoCloseable {
      * {@code partial_messages_dropped} (unfinished when their connection ended
      * or broke), {@code bytes_dropped_after_violation},
      * {@code responses_from_wrong_node}, {@code handler_errors},
+     * {@code replies_failed} ({@link #reply} could not send),
      * {@code possible_losses} (connections that failed with data unconfirmed),
      * {@code unfinished_bytes_claimed}.
      */
@@ -613,6 +717,7 @@ public final class DXNet implements AutoCloseable {
         m.put("bytes_dropped_after_violation", bytesDropped.get());
         m.put("responses_from_wrong_node", responsesRefused.get());
         m.put("handler_errors", handlerErrors.get());
+        m.put("replies_failed", repliesFailed.get());
         m.put("possible_losses", possibleLosses.get());
         m.put("unfinished_bytes_claimed", limits.claimed());
         return m;

@@ -41,6 +41,17 @@ public final class DXNetConfig {
     public final Map<Integer, String> nodes = new LinkedHashMap<>();
     /** Message handler threads. */
     public int handlerThreads = 2;
+    /**
+     * True (default): the messages of one source node are handled one at a
+     * time, in the order they arrived (for one sending thread: the order it
+     * sent them), while messages of different source nodes are handled on
+     * different handler threads at once. False: every handler thread may take
+     * any message, so one sender's messages may be handled concurrently and
+     * out of order (more parallelism for a single busy sender). Responses never
+     * wait behind messages either way: they complete their request's future
+     * as they arrive.
+     */
+    public boolean orderPerSender = true;
     /** Batches of received messages waiting for a handler; when full, receiving waits (backpressure). */
     public int handlerQueueSize = 16_384;
     /** Default request timeout. */
@@ -171,6 +182,7 @@ public final class DXNetConfig {
                 case "keepAliveMs": keepAliveMs = Integer.parseInt(v); break;
                 case "idleTimeoutMs": idleTimeoutMs = Integer.parseInt(v); break;
                 case "handlerThreads": handlerThreads = Integer.parseInt(v); break;
+                case "orderPerSender": orderPerSender = parseBoolean(key, v); break;
                 case "requestTimeoutMs": requestTimeoutMs = Integer.parseInt(v); break;
                 case "sendTimeoutMs": sendTimeoutMs = Integer.parseInt(v); break;
                 case "connectTimeoutMs": connectTimeoutMs = Integer.parseInt(v); break;

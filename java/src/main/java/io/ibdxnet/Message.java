@@ -11,6 +11,7 @@ public abstract class Message {
     int source = -1;
     int destination = -1;
 
+    /** A message of {@code type/subtype} (the no-argument constructor of a registered class calls this). */
     protected Message(byte type, byte subtype) {
         this.type = type;
         this.subtype = subtype;
@@ -22,12 +23,29 @@ public abstract class Message {
         this.destination = destination;
     }
 
+    /** A message of {@code type} (the no-argument constructor of a registered class calls this). */
+    protected Message(MessageType type) {
+        this(type.type(), type.subtype());
+    }
+
+    /** A message of {@code type} for {@code destination}. */
+    protected Message(int destination, MessageType type) {
+        this(destination, type.type(), type.subtype());
+    }
+
+    /** The type byte. */
     public final byte getType() {
         return type;
     }
 
+    /** The subtype byte. */
     public final byte getSubtype() {
         return subtype;
+    }
+
+    /** Type and subtype as a {@link MessageType}. */
+    public final MessageType getMessageType() {
+        return MessageType.of(type & 0xFF, subtype & 0xFF);
     }
 
     /** The sending node (set on receive and on send). */
@@ -35,10 +53,12 @@ public abstract class Message {
         return source;
     }
 
+    /** The node the message goes to (on receive: this node). */
     public final int getDestination() {
         return destination;
     }
 
+    /** Addresses the message to {@code destination}. */
     public final void setDestination(int destination) {
         this.destination = destination;
     }

@@ -8,6 +8,7 @@ public final class MessageExporter {
     private byte[] buf;
     private int pos;
 
+    /** A growing buffer, first {@code initialCapacity} bytes (at least 16). */
     public MessageExporter(int initialCapacity) {
         buf = new byte[Math.max(16, initialCapacity)];
     }
@@ -18,21 +19,25 @@ public final class MessageExporter {
         }
     }
 
+    /** Writes one byte. */
     public void writeByte(byte v) {
         need(1);
         buf[pos++] = v;
     }
 
+    /** Writes a boolean as one byte (1 or 0). */
     public void writeBoolean(boolean v) {
         writeByte((byte) (v ? 1 : 0));
     }
 
+    /** Writes a big-endian short. */
     public void writeShort(short v) {
         need(2);
         buf[pos++] = (byte) (v >>> 8);
         buf[pos++] = (byte) v;
     }
 
+    /** Writes a big-endian int. */
     public void writeInt(int v) {
         need(4);
         for (int s = 24; s >= 0; s -= 8) {
@@ -40,6 +45,7 @@ public final class MessageExporter {
         }
     }
 
+    /** Writes a big-endian long. */
     public void writeLong(long v) {
         need(8);
         for (int s = 56; s >= 0; s -= 8) {
@@ -47,6 +53,7 @@ public final class MessageExporter {
         }
     }
 
+    /** Writes a double (its IEEE 754 bits as a long). */
     public void writeDouble(double v) {
         writeLong(Double.doubleToRawLongBits(v));
     }
@@ -57,13 +64,14 @@ public final class MessageExporter {
         writeBytes(v, 0, v.length);
     }
 
-    /** Writes raw bytes (no length). */
+    /** Writes raw bytes (no length); read them with {@link MessageImporter#readBytes(byte[], int, int)}. */
     public void writeBytes(byte[] v, int offset, int length) {
         need(length);
         System.arraycopy(v, offset, buf, pos, length);
         pos += length;
     }
 
+    /** Writes the length, then the ints. */
     public void writeIntArray(int[] v) {
         writeInt(v.length);
         for (int x : v) {
@@ -71,6 +79,7 @@ public final class MessageExporter {
         }
     }
 
+    /** Writes the length, then the longs. */
     public void writeLongArray(long[] v) {
         writeInt(v.length);
         for (long x : v) {

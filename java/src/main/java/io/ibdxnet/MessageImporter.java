@@ -46,19 +46,23 @@ public final class MessageImporter {
         return a;
     }
 
+    /** Reads one byte. */
     public byte readByte() {
         return UNSAFE.getByte(base, at(1));
     }
 
+    /** Reads a boolean (one byte, non-zero is true). */
     public boolean readBoolean() {
         return readByte() != 0;
     }
 
+    /** Reads a big-endian short. */
     public short readShort() {
         long a = at(2);
         return (short) ((UNSAFE.getByte(base, a) & 0xFF) << 8 | (UNSAFE.getByte(base, a + 1) & 0xFF));
     }
 
+    /** Reads a big-endian int. */
     public int readInt() {
         long a = at(4);
         int v = 0;
@@ -68,6 +72,7 @@ public final class MessageImporter {
         return v;
     }
 
+    /** Reads a big-endian long. */
     public long readLong() {
         long a = at(8);
         long v = 0;
@@ -77,10 +82,12 @@ public final class MessageImporter {
         return v;
     }
 
+    /** Reads a double (its IEEE 754 bits as a long). */
     public double readDouble() {
         return Double.longBitsToDouble(readLong());
     }
 
+    /** Reads a length-prefixed byte array ({@link MessageExporter#writeByteArray}). */
     public byte[] readByteArray() {
         int n = readInt();
         long a = at(n);
@@ -89,6 +96,26 @@ public final class MessageImporter {
         return v;
     }
 
+    /** Reads {@code length} raw bytes (no length prefix) into {@code v} at {@code offset}: the counterpart of {@link MessageExporter#writeBytes}. */
+    public void readBytes(byte[] v, int offset, int length) {
+        if (offset < 0 || length < 0 || offset > v.length - length) {
+            throw new IndexOutOfBoundsException("readBytes: " + length + " bytes at " + offset + " into a byte[" + v.length + "]");
+        }
+        long a = at(length);
+        UNSAFE.copyMemory(base, a, v, BYTES + offset, length);
+    }
+
+    /** Reads {@code length} raw bytes (no length prefix) into a new array. */
+    public byte[] readBytes(int length) {
+        if (length < 0) {
+            throw new IllegalArgumentException("readBytes: negative length " + length);
+        }
+        byte[] v = new byte[length];
+        readBytes(v, 0, length);
+        return v;
+    }
+
+    /** Reads a length-prefixed int array. */
     public int[] readIntArray() {
         int n = readInt();
         if (n < 0 || (long) n * 4 > remaining()) {
@@ -101,6 +128,7 @@ public final class MessageImporter {
         return v;
     }
 
+    /** Reads a length-prefixed long array. */
     public long[] readLongArray() {
         int n = readInt();
         if (n < 0 || (long) n * 8 > remaining()) {
@@ -113,6 +141,7 @@ public final class MessageImporter {
         return v;
     }
 
+    /** Reads a length-prefixed UTF-8 string. */
     public String readString() {
         return new String(readByteArray(), StandardCharsets.UTF_8);
     }

@@ -84,7 +84,7 @@ public class DXNetTest {
         }
     }
 
-    public static final class EchoRequest extends Request {
+    public static final class EchoRequest extends Request<EchoResponse> {
         long[] values;
 
         public EchoRequest() {
@@ -320,7 +320,7 @@ public class DXNetTest {
         n.get(1).register(TYPE, ECHO_REQ, m -> {});
         n.get(2).register(TYPE, DATA, m -> toTwo.incrementAndGet());
         n.get(1).register(TYPE, DATA, m -> {});
-        java.util.concurrent.CompletableFuture<Response> waiting = n.get(0).sendAsync(new EchoRequest(1, new long[] {7}));
+        java.util.concurrent.CompletableFuture<EchoResponse> waiting = n.get(0).sendAsync(new EchoRequest(1, new long[] {7}));
         java.util.concurrent.CopyOnWriteArrayList<Integer> lossReports = new java.util.concurrent.CopyOnWriteArrayList<>();
         n.get(0).setLossListener((node, bytes, reason) -> lossReports.add(node));
         AtomicReference<Throwable> senderError = new AtomicReference<>();
@@ -536,7 +536,7 @@ public class DXNetTest {
             }
         });
         EchoRequest req = new EchoRequest(1, new long[] {1, 2, 3});
-        java.util.concurrent.CompletableFuture<Response> f = n.get(0).sendAsync(req);
+        java.util.concurrent.CompletableFuture<EchoResponse> f = n.get(0).sendAsync(req);
         // Node 2 guesses the request id (they are sequential) and answers first.
         EchoRequest guess = new EchoRequest(0, null);
         guess.source = 0;
@@ -547,20 +547,14 @@ public class DXNetTest {
         waitFor("the forged response refused", () -> n.get(0).transportStats().get("responses_from_wrong_node") == 1);
         assertFalse(f.isDone());
         forged.countDown();
-        EchoResponse real = (EchoResponse) f.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        EchoResponse real = f.get(10, java.util.concurrent.TimeUnit.SECONDS);
         assertArrayEquals(new long[] {1, 2, 3}, real.values);
     }
 
     @Test
     public void requestsGetTheirResponses() throws Exception {
         List<DXNet> n = start(2);
-        n.get(1).register(TYPE, ECHO_REQ, m -> {
-            try {
-                n.get(1).sendMessage(new EchoResponse((EchoRequest) m));
-            } catch (NetworkException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        n.get(1).register(EchoRequest.class, req -> n.get(1).reply(req, new EchoResponse(req)));
         long t0 = System.nanoTime();
         for (int i = 0; i < 500; i++) {
             long[] v = {i, -i, Long.MAX_VALUE - i};
@@ -589,9 +583,9 @@ public class DXNetTest {
         List<DXNet> n = start(2, "100", c -> c.requestTimeoutMs = 300);
         n.get(1).register(TYPE, ECHO_REQ, m -> {});
         long t0 = System.nanoTime();
-        java.util.concurrent.CompletableFuture<Response> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
+        java.util.concurrent.CompletableFuture<EchoResponse> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
         // A caller that gives up first leaves nothing behind either.
-        java.util.concurrent.CompletableFuture<Response> abandoned = n.get(0).sendAsync(new EchoRequest(1, new long[] {2}));
+        java.util.concurrent.CompletableFuture<EchoResponse> abandoned = n.get(0).sendAsync(new EchoRequest(1, new long[] {2}));
         try {
             abandoned.get(20, java.util.concurrent.TimeUnit.MILLISECONDS);
             fail("no response expected");
@@ -615,8 +609,8 @@ public class DXNetTest {
     @Test
     public void aRemoteHandlerExceptionReachesTheRequester() throws Exception {
         List<DXNet> n = start(2);
-        n.get(1).register(TYPE, ECHO_REQ, m -> {
-            throw new IllegalStateException("no such key: " + ((EchoRequest) m).values[0]);
+        n.get(1).register(EchoRequest.class, req -> {
+            throw new IllegalStateException("no such key: " + req.values[0]);
         });
         long[] ms = new long[5];
         for (int i = 0; i < ms.length; i++) {
@@ -641,7 +635,7 @@ public class DXNetTest {
     public void pendingRequestsFailWhenThePeerGoesAway() throws Exception {
         List<DXNet> n = start(2);
         n.get(1).register(TYPE, ECHO_REQ, m -> {});
-        java.util.concurrent.CompletableFuture<Response> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
+        java.util.concurrent.CompletableFuture<EchoResponse> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
         n.get(1).close();
         try {
             f.get(30, java.util.concurrent.TimeUnit.SECONDS);

@@ -73,13 +73,7 @@ public class VerbsDXNetTest {
             }
             received.incrementAndGet();
         });
-        b.register(DXNetTest.TYPE, DXNetTest.ECHO_REQ, m -> {
-            try {
-                b.sendMessage(new DXNetTest.EchoResponse((DXNetTest.EchoRequest) m));
-            } catch (NetworkException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        b.register(DXNetTest.EchoRequest.class, req -> b.reply(req, new DXNetTest.EchoResponse(req)));
         int count = 2000;
         for (int s = 0; s < count; s++) {
             try {

@@ -5,7 +5,7 @@ import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.Message;
 import io.ibdxnet.MessageExporter;
 import io.ibdxnet.MessageImporter;
-import io.ibdxnet.NetworkException;
+import io.ibdxnet.MessageType;
 import io.ibdxnet.Request;
 import io.ibdxnet.Response;
 import java.util.ArrayList;
@@ -23,21 +23,24 @@ import org.HdrHistogram.Histogram;
  *
  * <pre>--transport ib|nio|loopback --fabric sim|auto|verbs --pattern uni|bi|all|rtt --nodes N
  * --size BYTES --messages PER_SENDER_THREAD --threads SENDERS_PER_NODE --handlers H
+ * --orderPerSender true|false (default true, as DXNetConfig)
  * --native KEY=VALUE (engine settings, repeatable)</pre>
  */
 public final class Workload {
-    static final byte TYPE = 3;
+    static final MessageType PAYLOAD = MessageType.of(3, 1);
+    static final MessageType ASK = MessageType.of(3, 2);
+    static final MessageType ANSWER = MessageType.of(3, 3);
 
     /** Payload message. */
     public static final class Payload extends Message {
         byte[] data;
 
         public Payload() {
-            super(TYPE, (byte) 1);
+            super(PAYLOAD);
         }
 
         Payload(int dest, byte[] data) {
-            super(dest, TYPE, (byte) 1);
+            super(dest, PAYLOAD);
             this.data = data;
         }
 
@@ -53,15 +56,15 @@ public final class Workload {
     }
 
     /** Request with a payload; the response carries none. */
-    public static final class Ask extends Request {
+    public static final class Ask extends Request<Answer> {
         byte[] data;
 
         public Ask() {
-            super(TYPE, (byte) 2);
+            super(ASK);
         }
 
         Ask(int dest, byte[] data) {
-            super(dest, TYPE, (byte) 2);
+            super(dest, ASK);
             this.data = data;
         }
 
@@ -79,11 +82,7 @@ public final class Workload {
     /** The answer. */
     public static final class Answer extends Response {
         public Answer() {
-            super(TYPE, (byte) 3);
-        }
-
-        Answer(Ask a) {
-            super(a, TYPE, (byte) 3);
+            super(ANSWER);
         }
 
         @Override
@@ -98,6 +97,7 @@ public final class Workload {
     public static void main(String[] args) throws Exception {
         Results.Row row = new Results.Row();
         String fabric = "sim";
+        boolean orderPerSender = true;
         java.util.Map<String, String> nativeExtra = new java.util.LinkedHashMap<>();
         for (int i = 0; i < args.length; i += 2) {
             if (i + 1 >= args.length) {
@@ -113,6 +113,7 @@ public final class Workload {
                 case "--messages": row.messages = Long.parseLong(v); break;
                 case "--threads": row.senders = Integer.parseInt(v); break;
                 case "--handlers": row.handlers = Integer.parseInt(v); break;
+                case "--orderPerSender": orderPerSender = Boolean.parseBoolean(v); break;
                 case "--native": {
                     int eq = v.indexOf('=');
                     if (eq < 1) {
@@ -130,7 +131,7 @@ public final class Workload {
         if (!row.pattern.equals("all")) {
             row.nodes = 2;
         }
-        List<DXNet> nodes = start(row, fabric, nativeExtra);
+        List<DXNet> nodes = start(row, fabric, nativeExtra, orderPerSender);
         try {
             // Warm-up (JIT, connections, buffers), then the measured run.
             Results.Row warm = row.copy();
@@ -148,19 +149,22 @@ public final class Workload {
     private static void usage(String problem) {
         System.err.println("workload: " + problem);
         System.err.println("options: --transport ib|nio|loopback --fabric sim|auto|verbs --pattern uni|bi|all|rtt --nodes N"
-                + " --size BYTES --messages PER_SENDER_THREAD --threads SENDERS --handlers H --native KEY=VALUE");
+                + " --size BYTES --messages PER_SENDER_THREAD --threads SENDERS --handlers H --orderPerSender true|false"
+                + " --native KEY=VALUE");
         System.exit(2);
     }
 
     private static final AtomicLong RECEIVED = new AtomicLong();
 
-    private static List<DXNet> start(Results.Row row, String fabric, java.util.Map<String, String> nativeExtra) throws Exception {
+    private static List<DXNet> start(Results.Row row, String fabric, java.util.Map<String, String> nativeExtra,
+            boolean orderPerSender) throws Exception {
         List<DXNet> nodes = new ArrayList<>();
         for (int id = 0; id < row.nodes; id++) {
             DXNetConfig c = new DXNetConfig(id);
             c.transport = row.impl;
             c.listen = "127.0.0.1:0";
             c.handlerThreads = row.handlers;
+            c.orderPerSender = orderPerSender;
             c.requestTimeoutMs = 60_000;
             c.sendTimeoutMs = 60_000;
             c.nativeConfig.put("fabric", fabric);
@@ -168,17 +172,9 @@ public final class Workload {
             c.nativeConfig.put("parking_yield_after_ms", "0");
             c.nativeConfig.putAll(nativeExtra);
             DXNet n = DXNet.start(c);
-            n.registerMessageType(TYPE, (byte) 1, Payload.class);
-            n.registerMessageType(TYPE, (byte) 2, Ask.class);
-            n.registerMessageType(TYPE, (byte) 3, Answer.class);
-            n.register(TYPE, (byte) 1, m -> RECEIVED.incrementAndGet());
-            n.register(TYPE, (byte) 2, m -> {
-                try {
-                    n.sendMessage(new Answer((Ask) m));
-                } catch (NetworkException e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            n.registerMessageType(ANSWER, Answer.class);
+            n.register(Payload.class, p -> RECEIVED.incrementAndGet());
+            n.register(Ask.class, ask -> n.reply(ask, new Answer()));
             nodes.add(n);
         }
         for (DXNet a : nodes) {

@@ -5,6 +5,7 @@ import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.Message;
 import io.ibdxnet.MessageExporter;
 import io.ibdxnet.MessageImporter;
+import io.ibdxnet.MessageType;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.Request;
 import io.ibdxnet.Response;
@@ -23,21 +24,25 @@ import java.util.concurrent.CountDownLatch;
  * {@link #usage}.
  */
 public final class DemoMain {
-    static final byte TYPE = 1;
-    static final byte DATA = 1;
-    static final byte PING = 2;
-    static final byte PONG = 3;
+    /** Type ids of the demo's messages (also used by the two-process tests). */
+    public static final MessageType DATA = MessageType.of(1, 1);
+    /** Type id of {@link Ping}. */
+    public static final MessageType PING = MessageType.of(1, 2);
+    /** Type id of {@link Pong}. */
+    public static final MessageType PONG = MessageType.of(1, 3);
 
     /** Payload message. */
     public static final class Data extends Message {
         public byte[] payload = new byte[0];
 
+        /** For receiving. */
         public Data() {
-            super(TYPE, DATA);
+            super(DATA);
         }
 
+        /** {@code payload} for node {@code dest}. */
         public Data(int dest, byte[] payload) {
-            super(dest, TYPE, DATA);
+            super(dest, DATA);
             this.payload = payload;
         }
 
@@ -53,15 +58,17 @@ public final class DemoMain {
     }
 
     /** Request carrying a timestamp. */
-    public static final class Ping extends Request {
+    public static final class Ping extends Request<Pong> {
         long sent;
 
+        /** For receiving. */
         public Ping() {
-            super(TYPE, PING);
+            super(PING);
         }
 
+        /** A ping to node {@code dest} carrying {@code sent}. */
         public Ping(int dest, long sent) {
-            super(dest, TYPE, PING);
+            super(dest, PING);
             this.sent = sent;
         }
 
@@ -80,12 +87,14 @@ public final class DemoMain {
     public static final class Pong extends Response {
         long sent;
 
+        /** For receiving. */
         public Pong() {
-            super(TYPE, PONG);
+            super(PONG);
         }
 
+        /** The answer to {@code p}, carrying its timestamp back. */
         public Pong(Ping p) {
-            super(p, TYPE, PONG);
+            super(p, PONG);
             sent = p.sent;
         }
 
@@ -102,6 +111,7 @@ public final class DemoMain {
 
     private DemoMain() {}
 
+    /** Runs the demo; see {@link #usage} for the options. Exits 1 on any failure. */
     public static void main(String[] args) {
         try {
             run(args);
@@ -178,7 +188,8 @@ public final class DemoMain {
         System.out.printf("ibdxnet demo: %s, %s transport on %s (fabric=%s)%n",
                 role.equals("both") ? "2 nodes in one JVM" : "node 0 of 2 processes", transport, a.fabricName(), fabric);
         // Warm-up, then the measured run. A request after the messages returns
-        // once the receiver (one handler thread, in order) has handled them all.
+        // once the receiver has handled them all (one sender's messages are
+        // handled in order by default).
         sendAll(a, 2_000, size, threads);
         a.sendSync(new Ping(1, 0), 120_000);
         long t0 = System.nanoTime();
@@ -236,25 +247,20 @@ public final class DemoMain {
         c.nativeConfig.put("recv_buffer_count", "2048");
         // Two nodes share this machine's cores: idle engine threads yield at once.
         c.nativeConfig.put("parking_yield_after_ms", "0");
-        c.handlerThreads = 1;
         DXNet n = DXNet.start(c);
-        n.registerMessageType(TYPE, DATA, Data.class);
-        n.registerMessageType(TYPE, PING, Ping.class);
-        n.registerMessageType(TYPE, PONG, Pong.class);
+        n.registerMessageType(DATA, Data.class);
+        n.registerMessageType(PING, Ping.class);
+        n.registerMessageType(PONG, Pong.class);
         return n;
     }
 
     /** The receiving node: counts data, answers pings; the latch opens on a quit ping. */
     private static CountDownLatch serve(DXNet b) {
         CountDownLatch quit = new CountDownLatch(1);
-        b.register(TYPE, DATA, m -> {});
-        b.register(TYPE, PING, m -> {
-            try {
-                b.sendMessage(new Pong((Ping) m));
-            } catch (NetworkException e) {
-                throw new IllegalStateException(e);
-            }
-            if (((Ping) m).sent == QUIT) {
+        b.register(Data.class, d -> {});
+        b.register(Ping.class, ping -> {
+            b.reply(ping, new Pong(ping));
+            if (ping.sent == QUIT) {
                 quit.countDown();
             }
         });

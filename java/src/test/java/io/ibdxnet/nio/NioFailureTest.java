@@ -305,7 +305,7 @@ public class NioFailureTest {
         });
         a.addNode(1, "127.0.0.1:" + fake.getLocalPort());
         long t0 = System.nanoTime();
-        CompletableFuture<Response> f = a.sendAsync(new DemoMain.Ping(1, 0));
+        CompletableFuture<DemoMain.Pong> f = a.sendAsync(new DemoMain.Ping(1, 0));
         try {
             f.get(10, TimeUnit.SECONDS);
             fail("answered by a silent peer");

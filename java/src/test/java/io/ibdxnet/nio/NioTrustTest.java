@@ -99,7 +99,7 @@ public class NioTrustTest {
         }
     }
 
-    public static final class Echo extends Request {
+    public static final class Echo extends Request<Echoed> {
         long value;
 
         public Echo() {

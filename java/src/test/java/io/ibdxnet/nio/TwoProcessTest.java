@@ -110,7 +110,7 @@ public class TwoProcessTest {
     }
 
     /** A request type the demo receiver does not know: it is never answered. */
-    public static final class Unanswered extends Request {
+    public static final class Unanswered extends Request<Response> {
         public Unanswered() {
             super((byte) 1, (byte) 9);
         }
