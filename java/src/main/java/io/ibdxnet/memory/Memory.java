@@ -17,8 +17,11 @@ import sun.misc.Unsafe;
  * static so the JIT inlines it into the flyweights and the rings.
  */
 public final class Memory {
-    /** Which implementation this class is: {@code "unsafe"} here, {@code "ffm"} on JDK 22+. */
-    public static final String IMPLEMENTATION = "unsafe";
+    // A method, not a constant: javac would inline a constant into callers compiled against the base version.
+    /** Which implementation is in use: {@code "unsafe"} (JDK 17–21) or {@code "ffm"} (JDK 22+, from the jar). */
+    public static String implementation() {
+        return "unsafe";
+    }
 
     private static final Unsafe U = find();
     private static final long BYTES = U.arrayBaseOffset(byte[].class);

@@ -19,10 +19,15 @@ import java.nio.ByteBuffer;
  * warning.
  */
 public final class Memory {
-    /** Which implementation this class is: {@code "ffm"} here, {@code "unsafe"} on JDK 17–21. */
-    public static final String IMPLEMENTATION = "ffm";
+    // A method, not a constant: javac would inline a constant into callers compiled against the base version.
+    /** Which implementation is in use: {@code "unsafe"} (JDK 17–21) or {@code "ffm"} (JDK 22+, from the jar). */
+    public static String implementation() {
+        return "ffm";
+    }
 
     // [0, Long.MAX_VALUE): user-space addresses on x86-64 are below 2^47.
+    // Restricted: addresses handed over by the engine are trusted like Unsafe's were.
+    @SuppressWarnings("restricted")
     private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
     // Plain accesses: unaligned layouts (as Unsafe allowed), native order.
