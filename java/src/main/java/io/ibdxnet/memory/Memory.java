@@ -3,6 +3,7 @@ package io.ibdxnet.memory;
 import java.lang.reflect.Field;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
+import java.util.Objects;
 import sun.misc.Unsafe;
 
 /**
@@ -73,13 +74,13 @@ public final class Memory {
 
     /** Copies {@code n} bytes from native memory to {@code dst[dstIndex..]}. */
     public static void copy(long src, byte[] dst, int dstIndex, int n) {
-        java.util.Objects.checkFromIndexSize(dstIndex, n, dst.length);
+        Objects.checkFromIndexSize(dstIndex, n, dst.length);
         U.copyMemory(null, src, dst, BYTES + dstIndex, n);
     }
 
     /** Copies {@code n} bytes from {@code src[srcIndex..]} to native memory. */
     public static void copy(byte[] src, int srcIndex, long dst, int n) {
-        java.util.Objects.checkFromIndexSize(srcIndex, n, src.length);
+        Objects.checkFromIndexSize(srcIndex, n, src.length);
         U.copyMemory(src, BYTES + srcIndex, null, dst, n);
     }
 
