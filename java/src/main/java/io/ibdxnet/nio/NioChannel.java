@@ -1,7 +1,7 @@
 package io.ibdxnet.nio;
 
 import io.ibdxnet.core.OutgoingRingBuffer;
-import io.ibdxnet.transport.DirectBufferPool;
+import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
@@ -66,7 +66,7 @@ final class NioChannel extends RingConnection {
     boolean stalled;
 
     private NioChannel(int id, int node, boolean outgoing, SocketChannel socket, ByteBuffer ring, FlowWindow flow) {
-        super(node, ring == null ? null : new OutgoingRingBuffer(DirectBufferPool.address(ring), ring.capacity()), flow);
+        super(node, ring == null ? null : new OutgoingRingBuffer(Memory.address(ring), ring.capacity()), flow);
         this.id = id;
         this.outgoing = outgoing;
         this.socket = socket;
