@@ -170,8 +170,7 @@ impl EngineHandler for JniHandler {
                 (EVENT_LEFT, node, handled.and_then(|h| i64::try_from(h).ok()).unwrap_or(-1))
             }
         };
-        let args =
-            [JValue::Int(kind).as_jni(), JValue::Int(i32::from(node.0)).as_jni(), JValue::Long(value).as_jni()];
+        let args = [JValue::Int(kind).as_jni(), JValue::Int(i32::from(node.0)).as_jni(), JValue::Long(value).as_jni()];
         let _ = self.upcall("nodeEvent", |env, cb, ids| {
             // SAFETY: method ID of EngineCallbacks.nodeEvent, signature (IIJ)V, and args match it.
             unsafe {

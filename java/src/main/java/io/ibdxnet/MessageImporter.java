@@ -108,7 +108,11 @@ public final class MessageImporter {
             throw new IndexOutOfBoundsException("readBytes: " + length + " bytes at " + offset + " into a byte[" + v.length + "]");
         }
         long a = at(length);
-        UNSAFE.copyMemory(base, a, v, BYTES + offset, length);
+        if (array != null) {
+            System.arraycopy(array, (int) a, v, offset, length);
+        } else {
+            Memory.copy(a, v, offset, length);
+        }
     }
 
     /** Reads {@code length} raw bytes (no length prefix) into a new array. */

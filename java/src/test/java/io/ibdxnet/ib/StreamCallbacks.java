@@ -94,7 +94,7 @@ final class StreamCallbacks implements EngineCallbacks {
     }
 
     @Override
-    public void nodeEvent(int kind, int nodeId) {
+    public void nodeEvent(int kind, int nodeId, long value) {
         events.updateAndGet(s -> s + kind + ":" + nodeId + " ");
     }
 }
