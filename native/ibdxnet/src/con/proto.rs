@@ -18,7 +18,7 @@
 //! Done payload (8 bytes): qpn u32 (the sender's), peer qpn u32 (the receiver's)
 //! Challenge payload (20 bytes, keyed only): instance u32 (challenged), nonce [16]
 //! Response payload (16 bytes, keyed only): nonce [16] (echoed)
-//! Keyed packets (version 0x83) end in a seal after the payload:
+//! Keyed packets (version 0x84) end in a seal after the payload:
 //!  +0 seq u64 (sender's, per instance, from 1)   +8 HMAC-SHA256 [32] over every byte before it
 //! ```
 //!
