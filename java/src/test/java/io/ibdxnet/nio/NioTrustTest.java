@@ -459,7 +459,7 @@ public class NioTrustTest {
         meet(a, b);
         List<Socket> silent = new ArrayList<>();
         try {
-            for (int i = 0; i < NioTransport.MAX_PENDING_HANDSHAKES + 5; i++) {
+            for (int i = 0; i < NioReactor.MAX_PENDING_HANDSHAKES + 5; i++) {
                 silent.add(new Socket("127.0.0.1", b.localPort()));
             }
             NioFailureTest.waitFor(() -> stat(b, "hellos_refused_busy") == 5);
@@ -469,7 +469,7 @@ public class NioTrustTest {
             }
         }
         // The silent ones went away: counted, not connection failures; an honest peer gets in.
-        NioFailureTest.waitFor(() -> stat(b, "handshakes_abandoned") == NioTransport.MAX_PENDING_HANDSHAKES);
+        NioFailureTest.waitFor(() -> stat(b, "handshakes_abandoned") == NioReactor.MAX_PENDING_HANDSHAKES);
         assertEquals(0, stat(b, "failures"));
         honest(a, b);
     }
