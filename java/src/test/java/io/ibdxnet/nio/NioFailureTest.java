@@ -120,6 +120,7 @@ public class NioFailureTest {
             fail("sent to a port nobody listens on");
         } catch (NetworkException e) {
             assertTrue(e.getMessage(), e.getMessage().contains("node 1") && e.getMessage().toLowerCase().contains("refused"));
+            assertEquals(NioFailure.REFUSED, kindOf(e));
         }
         assertTrue("refusal took too long", System.nanoTime() - t0 < 2_000_000_000L);
         for (int i = 0; i < 100; i++) {
@@ -375,5 +376,15 @@ public class NioFailureTest {
             }
             Thread.sleep(2);
         }
+    }
+
+    /** The kind a NIO connection failure carries to the sender's exception (through its causes), or null. */
+    static NioFailure kindOf(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof NioFailure.NioException) {
+                return ((NioFailure.NioException) t).kind();
+            }
+        }
+        return null;
     }
 }
