@@ -204,10 +204,15 @@ final class NioChannel extends RingConnection {
         return finalWords > 0;
     }
 
-    /** One word of the FINAL count; returns the count once both words are read, else -1. */
-    long finalCountWord(int word) {
+    /** One word of the FINAL count; true once both are read ({@link #finalCount}). */
+    boolean finalCountWord(int word) {
         finalBytes = finalBytes << 32 | (word & 0xFFFFFFFFL);
-        return --finalWords == 0 ? finalBytes : -1;
+        return --finalWords == 0;
+    }
+
+    /** The bytes the peer handled beyond its last confirmation, as its FINAL words say (any value: checked by the caller). */
+    long finalCount() {
+        return finalBytes;
     }
 
     /**

@@ -172,9 +172,8 @@ final class NioRecordReader {
     /** One control word, in either direction (the direction decides which words are legal). */
     private void control(NioChannel c, int word) throws NioException {
         if (c.awaitsFinalCount()) {
-            long handled = c.finalCountWord(word);
-            if (handled >= 0 && !c.flow.confirmFinal(handled)) {
-                throw protocol("node " + c.peer() + " confirms " + handled + " bytes, more than "
+            if (c.finalCountWord(word) && !c.flow.confirmFinal(c.finalCount())) {
+                throw protocol("node " + c.peer() + " confirms " + c.finalCount() + " bytes, more than "
                         + c.flow.unconfirmed() + " sent and unconfirmed");
             }
             return;

@@ -105,6 +105,18 @@ public class NioFailureTest {
         }
     }
 
+    /** A socket's own exception gets a kind once, where it is caught; a kind already given stays. */
+    @Test
+    public void socketExceptionsGetTheirKindWhereTheyAreCaught() {
+        assertEquals(NioFailure.REFUSED, NioFailure.of(new java.net.ConnectException("Connection refused")).kind());
+        NioFailure.NioException reset = NioFailure.of(new java.io.IOException("Connection reset by peer"));
+        assertEquals(NioFailure.RESET, reset.kind());
+        assertEquals("Connection reset by peer", reset.getMessage());
+        NioFailure.NioException idle = NioFailure.IDLE_TIMEOUT.exception("nothing received from node 3 for 10 ms");
+        assertTrue(NioFailure.of(idle) == idle);
+        assertEquals("ClosedChannelException", NioFailure.of(new java.nio.channels.ClosedChannelException()).getMessage());
+    }
+
     @Test
     public void connectionRefusedIsAnExceptionAndOthersKeepWorking() throws Exception {
         DXNet a = node(0);
