@@ -130,7 +130,7 @@ final class NioConnections {
         boolean wasOpen = c.state() == NioChannel.State.OPEN;
         close(c, why);
         if (c.orderly && why.kind() == NioFailure.PEER_CLOSED) {
-            return; // the peer said goodbye before closing
+            return; // we are closing in order (evicted): the peer's close is expected
         }
         if (c.peerLeft()) {
             // The peer shut down on purpose: no failure. Only what it did not

@@ -29,9 +29,10 @@ import java.util.logging.Logger;
  * The NIO transport's selector thread: it does all socket work. It connects
  * and accepts, drives the handshake ({@link NioHandshake}), writes what
  * senders published and the confirmations the core owes, hands reads to the
- * {@link NioRecordReader}, and ends connections — the one place that decides
- * what an ending means ({@link #fail}). Other threads reach it only through
- * queues and the tables marked as shared.
+ * {@link NioRecordReader}, runs {@link NioHousekeeping}, and hands every
+ * ending to {@link NioConnections#fail} or {@link NioConnections#close}.
+ * Other threads reach it only through queues, the write interests and the
+ * tables marked as shared.
  */
 final class NioReactor {
     private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
