@@ -140,7 +140,7 @@ fn with_a_key_forged_modified_and_replayed_packets_are_dropped_and_the_connectio
         forged_exchange(net_of(&nodes[0]), 0x5EED, 0x777, 0).body,
         forged_exchange(net_of(&nodes[0]), 0x5EED, 0x777, qpn).body,
         Body::Close { qpn: peer_qpn },
-        Body::Leave { qpn: peer_qpn },
+        Body::Leave { qpn: peer_qpn, handled: 0 },
         Body::Done { qpn: peer_qpn, peer_qpn: qpn },
         Body::Discover,
     ] {

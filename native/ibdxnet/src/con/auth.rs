@@ -415,7 +415,7 @@ mod tests {
     fn old_instances_must_answer_a_challenge_and_retired_ones_never_return() {
         let (old, new, rx) = (keyed(), keyed(), keyed());
         admit(&old, &rx, 1);
-        let (_, recorded) = deliver(&old, &rx, 1, Body::Leave { qpn: 3 }, 77);
+        let (_, recorded) = deliver(&old, &rx, 1, Body::Leave { qpn: 3, handled: 0 }, 77);
         admit(&new, &rx, 2);
         assert_eq!(check(&rx, &recorded, 77), Verdict::Drop, "retired instance");
         // A stale response (another engine's nonce) admits nothing.

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use super::auth::{Auth, AuthProblem, Verdict};
 use super::connection::{ConState, Connection, SendRing};
 use super::node::{NodeId, NodeTable};
-use super::proto::{Body, Packet, MAX_PACKET};
+use super::proto::{Body, Packet, LEAVE_UNKNOWN, MAX_PACKET};
 use crate::fabric::{Fabric, FabricError, QpCaps, QpState, QueuePair};
 use crate::msgrc::config::EngineConfig;
 use crate::sys::queue::IndexQueue;
@@ -55,6 +55,16 @@ pub enum NodeEvent {
     /// arrive (its work requests failed): the closed connection's data in
     /// flight is lost, which the user must hear about.
     Lost(NodeId),
+    /// The peer shut down (its `Leave` closed our established connection);
+    /// `handled`: the bytes we sent on it that its application handled beyond
+    /// its last flow-control confirmation, if it said (an orderly shutdown) —
+    /// whatever stays unconfirmed after that was not handled.
+    Left {
+        /// The node that left.
+        node: NodeId,
+        /// See the variant.
+        handled: Option<u64>,
+    },
 }
 
 /// Receives node events (called on the job thread).
@@ -206,6 +216,9 @@ pub struct ConManager<F: Fabric> {
     /// Fault injection: the source node id our immediate data claims
     /// (`u32::MAX`: our own id), to test that peers refuse it.
     forged_imm_source: std::sync::atomic::AtomicU32,
+    /// Per node: (our queue pair, bytes handled beyond the last confirmation),
+    /// told to the peer in our `Leave` when we shut down.
+    handled_on_leave: Mutex<HashMap<NodeId, (u32, u64)>>,
     /// Counters.
     pub stats: ConStats,
     /// Sealing and checking of packets (pre-shared key), see [`super::auth`].
@@ -298,6 +311,7 @@ impl<F: Fabric> ConManager<F> {
             running: AtomicBool::new(true),
             drop_every: std::sync::atomic::AtomicU32::new(0),
             forged_imm_source: std::sync::atomic::AtomicU32::new(u32::MAX),
+            handled_on_leave: Mutex::new(HashMap::new()),
             stats: ConStats::default(),
             auth: Auth::new(cfg.auth_key.clone()),
             epoch: Instant::now(),
@@ -500,6 +514,18 @@ impl<F: Fabric> ConManager<F> {
         u16::try_from(self.forged_imm_source.load(Ordering::Relaxed)).unwrap_or(self.me.0)
     }
 
+    /// Before shutting down: of what `node` sent on our queue pair `qpn`, the
+    /// application handled `bytes` beyond its last flow-control confirmation.
+    /// Our `Leave` carries it, so the peer knows exactly what was not handled.
+    pub fn set_handled_on_leave(&self, node: NodeId, qpn: u32, bytes: u64) {
+        lock(&self.handled_on_leave).insert(node, (qpn, bytes));
+    }
+
+    fn leave(&self, node: NodeId, qpn: u32) -> Body {
+        let handled = lock(&self.handled_on_leave).get(&node).filter(|e| e.0 == qpn).map_or(LEAVE_UNKNOWN, |e| e.1);
+        Body::Leave { qpn, handled }
+    }
+
     /// Fault injection for tests: drop every `n`-th outgoing packet (0 = none).
     pub fn set_packet_loss(&self, n: u32) {
         self.drop_every.store(n, Ordering::Relaxed);
@@ -550,7 +576,8 @@ impl<F: Fabric> ConManager<F> {
         }
         for e in st.closing.drain(..) {
             // The peer waits for our `Done`: tell it we are gone instead.
-            self.send(e.conn.node(), Body::Leave { qpn: e.conn.local_qpn() }, &mut st.buf);
+            let body = self.leave(e.conn.node(), e.conn.local_qpn());
+            self.send(e.conn.node(), body, &mut st.buf);
             let _ = e.conn.qp().set_error();
             e.conn.set_state(ConState::Closed);
         }
@@ -636,6 +663,12 @@ impl<F: Fabric> ConManager<F> {
     /// close on purpose (reported as `Closed`), not a failure (`Disconnected`).
     /// Without `force` the close is two-phase (see [`Closing`]).
     fn close_now(&self, node: NodeId, force: bool, orderly: bool, st: &mut JobState<F>) {
+        let event = if orderly { NodeEvent::Closed(node) } else { NodeEvent::Disconnected(node) };
+        self.close_reporting(node, force, orderly, event, st);
+    }
+
+    /// [`Self::close_now`], reporting `event` if the connection was established.
+    fn close_reporting(&self, node: NodeId, force: bool, orderly: bool, event: NodeEvent, st: &mut JobState<F>) {
         let Some(c) = self.table.write().unwrap_or_else(|p| p.into_inner()).remove(&node) else { return };
         st.last_exchange.remove(&node);
         st.pending_since.remove(&node);
@@ -644,7 +677,8 @@ impl<F: Fabric> ConManager<F> {
         c.set_state(ConState::Closing);
         if c.peer_qpn() != 0 {
             let qpn = c.qp().qp_num();
-            self.send(node, if orderly { Body::Close { qpn } } else { Body::Leave { qpn } }, &mut st.buf);
+            let body = if orderly { Body::Close { qpn } } else { self.leave(node, qpn) };
+            self.send(node, body, &mut st.buf);
             if orderly && force {
                 // Our queue pair goes down now: the peer need not wait for anything of ours.
                 self.send(node, Body::Done { qpn, peer_qpn: c.peer_qpn() }, &mut st.buf);
@@ -660,12 +694,10 @@ impl<F: Fabric> ConManager<F> {
         }
         self.stats.closed.fetch_add(1, Ordering::Relaxed);
         if was_established {
-            if orderly {
-                (self.events)(NodeEvent::Closed(node));
-            } else {
+            if !orderly {
                 lock(&self.discovered).remove(&node);
-                (self.events)(NodeEvent::Disconnected(node));
             }
+            (self.events)(event);
         }
         self.notify();
     }
@@ -759,7 +791,7 @@ impl<F: Fabric> ConManager<F> {
             Body::Discover => self.send(p.src, Body::DiscoverAck, &mut st.buf),
             Body::DiscoverAck => {}
             Body::Done { qpn, peer_qpn } => self.handle_done(p.src, p.instance, qpn, peer_qpn, st),
-            Body::Close { qpn } | Body::Leave { qpn } => {
+            Body::Close { qpn } | Body::Leave { qpn, .. } => {
                 let orderly = matches!(p.body, Body::Close { .. });
                 // Only the peer instance our queue pair is connected to can close it.
                 let current = self
@@ -774,7 +806,13 @@ impl<F: Fabric> ConManager<F> {
                     // up until we say `Done`, so ours closes in two phases too:
                     // what our send thread already posted still arrives.
                     // Leave: the peer is gone.
-                    self.close_now(p.src, !orderly, orderly, st);
+                    let event = match p.body {
+                        Body::Leave { handled, .. } => {
+                            NodeEvent::Left { node: p.src, handled: (handled != LEAVE_UNKNOWN).then_some(handled) }
+                        }
+                        _ => NodeEvent::Closed(p.src),
+                    };
+                    self.close_reporting(p.src, !orderly, orderly, event, st);
                 } else if let Some(i) = closing {
                     // Both sides closed at once (Close), or the peer went away
                     // during our close (Leave: no `Done` will come).

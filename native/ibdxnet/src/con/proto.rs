@@ -10,12 +10,15 @@
 //!  0 qpn u32   4 psn u32   8 lid u16   10 flags u16 (bit 0: sender is established)   12 mtu u32   16 gid [16]
 //! 32 sim address u64      40 peer qpn u32 (the receiver's QPN the sender is connected to, 0 = none)
 //! 44 sim network u64 (the sender's; 0 on an RDMA device)
-//! Close and Leave payload (4 bytes): qpn u32 of the closed queue pair
+//! Close payload (4 bytes): qpn u32 of the closed queue pair
+//! Leave payload (12 bytes): qpn u32 of the closed queue pair, handled u64: the bytes
+//!   received on it that the leaving node's application handled beyond its last
+//!   flow-control confirmation (u64::MAX: not known)
 //! WrongFabric payload (8 bytes): sim network u64 of the sender (0 on an RDMA device)
 //! Done payload (8 bytes): qpn u32 (the sender's), peer qpn u32 (the receiver's)
 //! Challenge payload (20 bytes, keyed only): instance u32 (challenged), nonce [16]
 //! Response payload (16 bytes, keyed only): nonce [16] (echoed)
-//! Keyed packets (version 0x83) end in a seal after the payload:
+//! Keyed packets (version 0x84) end in a seal after the payload:
 //!  +0 seq u64 (sender's, per instance, from 1)   +8 HMAC-SHA256 [32] over every byte before it
 //! ```
 //!
@@ -53,6 +56,8 @@ pub const HEADER_LEN: usize = 20;
 pub const EXCHANGE_LEN: usize = 52;
 /// Largest packet we send or accept.
 pub const MAX_PACKET: usize = 256;
+/// `Leave::handled` when the leaving node does not know it (not an orderly shutdown).
+pub const LEAVE_UNKNOWN: u64 = u64::MAX;
 
 /// What a packet says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +93,10 @@ pub enum Body {
     Leave {
         /// The closed queue pair.
         qpn: u32,
+        /// Bytes received on it that the leaving node handled beyond its last
+        /// flow-control confirmation, when it shuts down in order ([`LEAVE_UNKNOWN`]
+        /// otherwise): the rest of what the receiver of this sent was not handled.
+        handled: u64,
     },
     /// Keyed only: prove that your instance `instance` is alive by echoing
     /// `nonce` (a packet of an instance not yet seen may be a replay).
@@ -128,7 +137,8 @@ impl Body {
         match self {
             Body::Discover | Body::DiscoverAck => 0,
             Body::Exchange { .. } => EXCHANGE_LEN,
-            Body::Close { .. } | Body::Leave { .. } => 4,
+            Body::Close { .. } => 4,
+            Body::Leave { .. } => 12,
             Body::Done { .. } | Body::WrongFabric { .. } => 8,
             Body::Challenge { .. } => 4 + NONCE_LEN,
             Body::Response { .. } => NONCE_LEN,
@@ -224,7 +234,11 @@ impl Packet {
                 out.extend_from_slice(&e.sim_network.to_be_bytes());
             }
             Body::WrongFabric { sim_network } => out.extend_from_slice(&sim_network.to_be_bytes()),
-            Body::Close { qpn } | Body::Leave { qpn } => out.extend_from_slice(&qpn.to_be_bytes()),
+            Body::Close { qpn } => out.extend_from_slice(&qpn.to_be_bytes()),
+            Body::Leave { qpn, handled } => {
+                out.extend_from_slice(&qpn.to_be_bytes());
+                out.extend_from_slice(&handled.to_be_bytes());
+            }
             Body::Done { qpn, peer_qpn } => {
                 out.extend_from_slice(&qpn.to_be_bytes());
                 out.extend_from_slice(&peer_qpn.to_be_bytes());
@@ -286,7 +300,8 @@ impl Packet {
         let expected = match kind {
             1 | 2 => 0,
             3 => EXCHANGE_LEN,
-            4 | 5 => 4,
+            4 => 4,
+            5 => 12,
             6 | 9 => 8,
             7 if keyed => 4 + NONCE_LEN,
             8 if keyed => NONCE_LEN,
@@ -336,7 +351,7 @@ impl Packet {
                 if kind == 4 {
                     Body::Close { qpn }
                 } else {
-                    Body::Leave { qpn }
+                    Body::Leave { qpn, handled: r.u64() }
                 }
             }
         };
@@ -374,7 +389,8 @@ mod tests {
             Body::DiscoverAck,
             exchange().body,
             Body::Close { qpn: 5 },
-            Body::Leave { qpn: 6 },
+            Body::Leave { qpn: 6, handled: 0x1_0000_0001 },
+            Body::Leave { qpn: 6, handled: LEAVE_UNKNOWN },
             Body::Done { qpn: 7, peer_qpn: 8 },
             Body::WrongFabric { sim_network: 0xFEED_F00D_0000_0001 },
         ] {

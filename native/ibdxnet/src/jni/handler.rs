@@ -66,6 +66,8 @@ pub const EVENT_DISCONNECTED: i32 = 3;
 pub const EVENT_CLOSED: i32 = 4;
 /// Data in flight on a connection closed in order did not arrive.
 pub const EVENT_LOST: i32 = 5;
+/// See [`EVENT_DISCOVERED`]: the peer shut down (`NodeEvent::Left`).
+pub const EVENT_LEFT: i32 = 6;
 
 /// The struct Java fills in `nextDataToSend` (only the send thread touches it).
 struct NextSlot(UnsafeCell<NextWorkPackage>);
@@ -156,16 +158,21 @@ impl EngineHandler for JniHandler {
     }
 
     fn node_event(&self, event: NodeEvent) {
-        let (kind, node) = match event {
-            NodeEvent::Discovered(n) => (EVENT_DISCOVERED, n),
-            NodeEvent::Invalidated(n) => (EVENT_INVALIDATED, n),
-            NodeEvent::Disconnected(n) => (EVENT_DISCONNECTED, n),
-            NodeEvent::Closed(n) => (EVENT_CLOSED, n),
-            NodeEvent::Lost(n) => (EVENT_LOST, n),
+        // The value: for `Left`, the bytes the peer handled beyond its last
+        // confirmation (-1: not known); 0 for the others.
+        let (kind, node, value) = match event {
+            NodeEvent::Discovered(n) => (EVENT_DISCOVERED, n, 0),
+            NodeEvent::Invalidated(n) => (EVENT_INVALIDATED, n, 0),
+            NodeEvent::Disconnected(n) => (EVENT_DISCONNECTED, n, 0),
+            NodeEvent::Closed(n) => (EVENT_CLOSED, n, 0),
+            NodeEvent::Lost(n) => (EVENT_LOST, n, 0),
+            NodeEvent::Left { node, handled } => {
+                (EVENT_LEFT, node, handled.and_then(|h| i64::try_from(h).ok()).unwrap_or(-1))
+            }
         };
-        let args = [JValue::Int(kind).as_jni(), JValue::Int(i32::from(node.0)).as_jni()];
+        let args = [JValue::Int(kind).as_jni(), JValue::Int(i32::from(node.0)).as_jni(), JValue::Long(value).as_jni()];
         let _ = self.upcall("nodeEvent", |env, cb, ids| {
-            // SAFETY: method ID of EngineCallbacks.nodeEvent, signature (II)V.
+            // SAFETY: method ID of EngineCallbacks.nodeEvent, signature (IIJ)V, and args match it.
             unsafe {
                 env.call_method_unchecked(cb.as_obj(), ids.node_event, ReturnType::Primitive(Primitive::Void), &args)
             }

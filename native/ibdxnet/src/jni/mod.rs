@@ -123,7 +123,7 @@ fn on_load(vm: JavaVM) -> Result<(), String> {
     let ids = CallbackIds {
         next_data_to_send: env.get_method_id(&cb, "nextDataToSend", "(JJJ)V").map_err(|e| e.to_string())?,
         received: env.get_method_id(&cb, "received", "(J)I").map_err(|e| e.to_string())?,
-        node_event: env.get_method_id(&cb, "nodeEvent", "(II)V").map_err(|e| e.to_string())?,
+        node_event: env.get_method_id(&cb, "nodeEvent", "(IIJ)V").map_err(|e| e.to_string())?,
     };
     natives::register(&mut env).map_err(|e| format!("RegisterNatives on {NATIVE_CLASS}: {e}"))?;
     bench::register(&mut env);

@@ -283,6 +283,25 @@ extern "system" fn close_queue_pair<'l>(
     })
 }
 
+/// Before shutting down: of what node `id` sent on our queue pair `qpn`, the
+/// application handled `bytes` beyond its last flow-control confirmation (our
+/// `Leave` tells the peer, so it knows exactly what was not handled).
+extern "system" fn set_handled_on_leave<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    id: jint,
+    qpn: jint,
+    bytes: jlong,
+) {
+    guarded(&mut env, (), |_| {
+        let id = node(id)?;
+        let bytes = u64::try_from(bytes).map_err(|_| Throw::arg(format!("handled bytes {bytes} < 0")))?;
+        with_native!(engine(handle)?, |n| n.engine.manager().set_handled_on_leave(id, qpn as u32, bytes));
+        Ok(())
+    })
+}
+
 /// True while connection `qpn` (one Java holds) is established; false once it
 /// is closing, closed or failed — Java re-checks its connections with this
 /// after a close event, which names only the node.
@@ -351,6 +370,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("localQpn", "(JI)I", local_qpn as *mut c_void),
         m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
         m("closeQueuePair", "(JII)Z", close_queue_pair as *mut c_void),
+        m("setHandledOnLeave", "(JIIJ)V", set_handled_on_leave as *mut c_void),
         m("releaseConnection", "(JI)V", release_connection as *mut c_void),
         m("connectionOpen", "(JI)Z", connection_open as *mut c_void),
         m("returnBuffer", "(JI)I", return_buffer as *mut c_void),

@@ -5,7 +5,6 @@ import example.Messages.Sum;
 import example.Messages.SumReply;
 import io.ibdxnet.DXNet;
 import io.ibdxnet.DXNetConfig;
-import io.ibdxnet.NetworkException;
 import java.nio.file.Paths;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -63,24 +62,18 @@ public final class Example {
         register(node);
         long[] totals = new long[2]; // count, sum
         CountDownLatch complete = new CountDownLatch(1);
-        node.register(Messages.TYPE, Messages.EVENT, m -> {
+        node.register(Event.class, event -> {
             synchronized (totals) {
                 totals[0]++;
-                totals[1] += ((Event) m).value;
+                totals[1] += event.value;
             }
         });
-        node.register(Messages.TYPE, Messages.SUM, m -> {
+        node.register(Sum.class, sum -> {
             long[] now;
             synchronized (totals) {
                 now = totals.clone();
             }
-            try {
-                node.sendMessage(new SumReply((Sum) m, now[0], now[1]));
-            } catch (NetworkException e) {
-                System.err.println("cannot answer node " + m.getSource() + ": " + e.getMessage());
-                return;
-            }
-            if (now[0] == EVENTS) {
+            if (node.reply(sum, new SumReply(sum, now[0], now[1])) && now[0] == EVENTS) {
                 complete.countDown();
             }
         });
@@ -107,9 +100,8 @@ public final class Example {
                 + node.fabricName());
     }
 
+    /** The reply's class, so a node can read replies (handled messages are registered by {@code register}). */
     static void register(DXNet node) {
-        node.registerMessageType(Messages.TYPE, Messages.EVENT, Event.class);
-        node.registerMessageType(Messages.TYPE, Messages.SUM, Sum.class);
-        node.registerMessageType(Messages.TYPE, Messages.SUM_REPLY, SumReply.class);
+        node.registerMessageType(Messages.SUM_REPLY, SumReply.class);
     }
 }

@@ -3,15 +3,15 @@ package example;
 import io.ibdxnet.Message;
 import io.ibdxnet.MessageExporter;
 import io.ibdxnet.MessageImporter;
+import io.ibdxnet.MessageType;
 import io.ibdxnet.Request;
 import io.ibdxnet.Response;
 
 /** The example's messages: an event carrying a value, and a request for the running count and sum. */
 public final class Messages {
-    static final byte TYPE = 1;
-    static final byte EVENT = 1;
-    static final byte SUM = 2;
-    static final byte SUM_REPLY = 3;
+    static final MessageType EVENT = MessageType.of(1, 1);
+    static final MessageType SUM = MessageType.of(1, 2);
+    static final MessageType SUM_REPLY = MessageType.of(1, 3);
 
     private Messages() {}
 
@@ -20,11 +20,11 @@ public final class Messages {
         long value;
 
         public Event() {
-            super(TYPE, EVENT);
+            super(EVENT);
         }
 
         Event(int to, long value) {
-            super(to, TYPE, EVENT);
+            super(to, EVENT);
             this.value = value;
         }
 
@@ -40,13 +40,13 @@ public final class Messages {
     }
 
     /** "How many events, and their sum?" */
-    public static final class Sum extends Request {
+    public static final class Sum extends Request<SumReply> {
         public Sum() {
-            super(TYPE, SUM);
+            super(SUM);
         }
 
         Sum(int to) {
-            super(to, TYPE, SUM);
+            super(to, SUM);
         }
 
         @Override
@@ -62,11 +62,11 @@ public final class Messages {
         long sum;
 
         public SumReply() {
-            super(TYPE, SUM_REPLY);
+            super(SUM_REPLY);
         }
 
         SumReply(Sum request, long count, long sum) {
-            super(request, TYPE, SUM_REPLY);
+            super(request, SUM_REPLY);
             this.count = count;
             this.sum = sum;
         }

@@ -475,8 +475,8 @@ public final class DXNet implements AutoCloseable {
     private void coordinate() {
         // One hand-off per buffer, not per message: waking a handler thread
         // (unpark) was the top hotspot with small messages.
-        StreamAssembler.Sink sink = (src, type, sub, flags, req, base, offset, length) ->
-                deliver(src, type, sub, flags, req, importer.reset(base, offset, length), batch);
+        StreamAssembler.Sink sink = (src, type, sub, flags, req, array, at, length) ->
+                deliver(src, type, sub, flags, req, importer.reset(array, at, length), batch);
         while (running) {
             IncomingBuffer b;
             try {

@@ -1,7 +1,6 @@
 package io.ibdxnet;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
-
+import io.ibdxnet.memory.Memory;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -12,28 +11,31 @@ import java.nio.charset.StandardCharsets;
  * {@link Message#importPayload}).
  */
 public final class MessageImporter {
-    private static final long BYTES = UNSAFE.arrayBaseOffset(byte[].class);
-    private Object base;
+    private byte[] array;
     private long offset;
     private int end;
     private int pos;
 
     MessageImporter(byte[] buf, int length) {
-        this(buf, BYTES, length);
+        this(buf, 0, length);
     }
 
-    /** Over {@code length} bytes at {@code offset} in {@code base} (null: a native address). */
-    MessageImporter(Object base, long offset, int length) {
-        reset(base, offset, length);
+    /** Over {@code length} bytes at index {@code at} of {@code array} (null: at native address {@code at}). */
+    MessageImporter(byte[] array, long at, int length) {
+        reset(array, at, length);
     }
 
     /** Reads another payload (the coordinator reuses one importer for every message). */
-    MessageImporter reset(Object base, long offset, int length) {
-        this.base = base;
-        this.offset = offset;
+    MessageImporter reset(byte[] array, long at, int length) {
+        this.array = array;
+        this.offset = at;
         this.end = length;
         this.pos = 0;
         return this;
+    }
+
+    private byte byteAt(long a) {
+        return array != null ? array[(int) a] : Memory.getByte(a);
     }
 
     private long at(int n) {
@@ -48,7 +50,7 @@ public final class MessageImporter {
 
     /** Reads one byte. */
     public byte readByte() {
-        return UNSAFE.getByte(base, at(1));
+        return byteAt(at(1));
     }
 
     /** Reads a boolean (one byte, non-zero is true). */
@@ -59,7 +61,7 @@ public final class MessageImporter {
     /** Reads a big-endian short. */
     public short readShort() {
         long a = at(2);
-        return (short) ((UNSAFE.getByte(base, a) & 0xFF) << 8 | (UNSAFE.getByte(base, a + 1) & 0xFF));
+        return (short) ((byteAt(a) & 0xFF) << 8 | (byteAt(a + 1) & 0xFF));
     }
 
     /** Reads a big-endian int. */
@@ -67,7 +69,7 @@ public final class MessageImporter {
         long a = at(4);
         int v = 0;
         for (int i = 0; i < 4; i++) {
-            v = v << 8 | (UNSAFE.getByte(base, a + i) & 0xFF);
+            v = v << 8 | (byteAt(a + i) & 0xFF);
         }
         return v;
     }
@@ -77,7 +79,7 @@ public final class MessageImporter {
         long a = at(8);
         long v = 0;
         for (int i = 0; i < 8; i++) {
-            v = v << 8 | (UNSAFE.getByte(base, a + i) & 0xFF);
+            v = v << 8 | (byteAt(a + i) & 0xFF);
         }
         return v;
     }
@@ -92,7 +94,11 @@ public final class MessageImporter {
         int n = readInt();
         long a = at(n);
         byte[] v = new byte[n];
-        UNSAFE.copyMemory(base, a, v, BYTES, n);
+        if (array != null) {
+            System.arraycopy(array, (int) a, v, 0, n);
+        } else {
+            Memory.copy(a, v, 0, n);
+        }
         return v;
     }
 
@@ -102,7 +108,11 @@ public final class MessageImporter {
             throw new IndexOutOfBoundsException("readBytes: " + length + " bytes at " + offset + " into a byte[" + v.length + "]");
         }
         long a = at(length);
-        UNSAFE.copyMemory(base, a, v, BYTES + offset, length);
+        if (array != null) {
+            System.arraycopy(array, (int) a, v, offset, length);
+        } else {
+            Memory.copy(a, v, offset, length);
+        }
     }
 
     /** Reads {@code length} raw bytes (no length prefix) into a new array. */

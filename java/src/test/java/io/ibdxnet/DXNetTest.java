@@ -362,7 +362,7 @@ public class DXNetTest {
      */
     @Test
     public void aPeerThatShutsDownAfterHandlingEverythingReportsNoLoss() throws Exception {
-        Assume.assumeTrue("nio so far; ib's leave does not carry the count yet", transport.equals("nio"));
+        Assume.assumeFalse("loopback has no connections to fail", transport.equals("loopback"));
         List<DXNet> n = start(2);
         AtomicLong got = new AtomicLong();
         n.get(1).register(TYPE, DATA, m -> got.incrementAndGet());

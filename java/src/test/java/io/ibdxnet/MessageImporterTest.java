@@ -1,19 +1,20 @@
 package io.ibdxnet;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.memory.Memory;
+import io.ibdxnet.memory.NativeBlocks;
 import org.junit.Test;
 
 /** A payload that lies about its own lengths fails its import; nothing is read past its end. */
 public class MessageImporterTest {
     /** {@code length} bytes of native memory starting with the big-endian int {@code first}. */
     private static long nativePayload(int first, int length) {
-        long mem = UNSAFE.allocateMemory(length);
-        UNSAFE.setMemory(mem, length, (byte) 0);
+        long mem = NativeBlocks.allocate(length);
+        Memory.fill(mem, length, (byte) 0);
         for (int i = 0; i < 4; i++) {
-            UNSAFE.putByte(mem + i, (byte) (first >>> (24 - 8 * i)));
+            Memory.putByte(mem + i, (byte) (first >>> (24 - 8 * i)));
         }
         return mem;
     }
@@ -46,7 +47,7 @@ public class MessageImporterTest {
                     // refused
                 }
             } finally {
-                UNSAFE.freeMemory(mem);
+                NativeBlocks.free(mem);
             }
         }
     }

@@ -1,7 +1,6 @@
 package io.ibdxnet.bench;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
-
+import io.ibdxnet.memory.Memory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.TimeUnit;
@@ -15,7 +14,6 @@ import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
 
@@ -36,6 +34,7 @@ public class JniCostBenchmark {
     static final int STRUCT = 64;
 
     long struct;
+    ByteBuffer structBuffer;
     ByteBuffer direct;
     byte[] array = new byte[STRUCT];
     long sink;
@@ -51,14 +50,10 @@ public class JniCostBenchmark {
 
     @Setup
     public void setup() {
-        struct = UNSAFE.allocateMemory(STRUCT);
-        UNSAFE.setMemory(struct, STRUCT, (byte) 1);
+        structBuffer = ByteBuffer.allocateDirect(STRUCT);
+        struct = Memory.address(structBuffer);
+        Memory.fill(struct, STRUCT, (byte) 1);
         direct = ByteBuffer.allocateDirect(STRUCT).order(ByteOrder.nativeOrder());
-    }
-
-    @TearDown
-    public void tearDown() {
-        UNSAFE.freeMemory(struct);
     }
 
     @Benchmark
@@ -95,13 +90,16 @@ public class JniCostBenchmark {
         return JniCost.upcalls(target, 1_000, 2);
     }
 
-    /** Read and write a 64-byte native struct as 8 longs with Unsafe. */
+    /**
+     * Read and write a 64-byte native struct as 8 longs by address with
+     * {@link Memory}: Unsafe on JDK 17–21, FFM from the jar on 22+.
+     */
     @Benchmark
-    public void structUnsafe(Blackhole bh) {
+    public void structMemory(Blackhole bh) {
         long s = 0;
         for (int i = 0; i < STRUCT; i += 8) {
-            s += UNSAFE.getLong(struct + i);
-            UNSAFE.putLong(struct + i, s);
+            s += Memory.getLong(struct + i);
+            Memory.putLong(struct + i, s);
         }
         bh.consume(s);
     }

@@ -180,7 +180,7 @@ public final class DemoMain {
                 quit.await();
                 Thread.sleep(200); // the last answer leaves before the node closes
                 b.close();
-                System.out.println("receiver: done");
+                System.out.println("receiver: done, " + DATA_HANDLED.get() + " data messages handled");
                 return;
             }
         }
@@ -224,7 +224,10 @@ public final class DemoMain {
     }
 
     /** A ping with this timestamp asks a receiver process to quit after answering. */
-    private static final long QUIT = -1;
+    public static final long QUIT = -1;
+
+    /** Data messages the receiving node handled (printed when a receiver process quits). */
+    private static final java.util.concurrent.atomic.AtomicLong DATA_HANDLED = new java.util.concurrent.atomic.AtomicLong();
 
     private static void usage(String problem) {
         System.err.println("demo: " + problem);
@@ -257,7 +260,7 @@ public final class DemoMain {
     /** The receiving node: counts data, answers pings; the latch opens on a quit ping. */
     private static CountDownLatch serve(DXNet b) {
         CountDownLatch quit = new CountDownLatch(1);
-        b.register(Data.class, d -> {});
+        b.register(Data.class, d -> DATA_HANDLED.incrementAndGet());
         b.register(Ping.class, ping -> {
             b.reply(ping, new Pong(ping));
             if (ping.sent == QUIT) {

@@ -1,7 +1,6 @@
 package io.ibdxnet.core;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
-
+import io.ibdxnet.memory.Memory;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
@@ -100,9 +99,9 @@ public final class OutgoingRingBuffer {
     public void write(long position, byte[] src, int offset, int length) {
         long index = position & mask;
         int first = (int) Math.min(length, capacity - index);
-        UNSAFE.copyMemory(src, UNSAFE.arrayBaseOffset(byte[].class) + offset, null, address + index, first);
+        Memory.copy(src, offset, address + index, first);
         if (first < length) {
-            UNSAFE.copyMemory(src, UNSAFE.arrayBaseOffset(byte[].class) + offset + first, null, address, length - first);
+            Memory.copy(src, offset + first, address, length - first);
         }
     }
 
@@ -116,7 +115,7 @@ public final class OutgoingRingBuffer {
         if (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN) {
             word = length;
         }
-        UNSAFE.putIntVolatile(null, address + (start & mask), word);
+        Memory.putIntVolatile(address + (start & mask), word);
     }
 
     /**
@@ -145,7 +144,7 @@ public final class OutgoingRingBuffer {
     // ---- send thread only ----
 
     private int lengthAt(long position) {
-        int word = UNSAFE.getIntVolatile(null, address + (position & mask));
+        int word = Memory.getIntVolatile(address + (position & mask));
         return java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN ? word : Integer.reverseBytes(word);
     }
 
@@ -167,9 +166,9 @@ public final class OutgoingRingBuffer {
         byte[] out = new byte[n];
         long index = frontPosted & mask;
         int first = (int) Math.min(n, capacity - index);
-        UNSAFE.copyMemory(null, address + index, out, UNSAFE.arrayBaseOffset(byte[].class), first);
+        Memory.copy(address + index, out, 0, first);
         if (first < n) {
-            UNSAFE.copyMemory(null, address, out, UNSAFE.arrayBaseOffset(byte[].class) + first, n - first);
+            Memory.copy(address, out, first, n - first);
         }
         return out;
     }
@@ -189,9 +188,9 @@ public final class OutgoingRingBuffer {
         long f = front;
         long index = f & mask;
         long first = Math.min(n, capacity - index);
-        UNSAFE.setMemory(address + index, first, (byte) 0);
+        Memory.fill(address + index, first, (byte) 0);
         if (first < n) {
-            UNSAFE.setMemory(address, n - first, (byte) 0);
+            Memory.fill(address, n - first, (byte) 0);
         }
         front = f + n;
     }

@@ -1,7 +1,6 @@
 package io.ibdxnet.core;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
-
+import io.ibdxnet.memory.Memory;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -20,15 +19,14 @@ import java.util.Map;
  */
 public final class StreamAssembler {
     /**
-     * A complete message's bytes: {@code length} bytes at {@code offset} in
-     * {@code base} (a {@code byte[]}, or null for native memory that is valid
-     * only during the call).
+     * A complete message's bytes: {@code length} bytes at index {@code at} of
+     * {@code array}, or, if {@code array} is null, at native address
+     * {@code at} (valid only during the call).
      */
     public interface Sink {
-        void message(int source, byte type, byte subtype, int flags, int requestId, Object base, long offset, int length);
+        void message(int source, byte type, byte subtype, int flags, int requestId, byte[] array, long at, int length);
     }
 
-    private static final long BYTES = UNSAFE.arrayBaseOffset(byte[].class);
     private static final int KNOWN_FLAGS = Frame.FIRST | Frame.LAST | Frame.REQUEST | Frame.RESPONSE | Frame.ERROR;
     private static final int KIND = Frame.REQUEST | Frame.RESPONSE | Frame.ERROR;
 
@@ -130,7 +128,7 @@ public final class StreamAssembler {
             }
             if (headerFilled < Frame.HEADER) {
                 int n = Math.min(Frame.HEADER - headerFilled, length - at);
-                UNSAFE.copyMemory(null, address + at, header, BYTES + headerFilled, n);
+                Memory.copy(address + at, header, headerFilled, n);
                 headerFilled += n;
                 at += n;
                 if (headerFilled == Frame.HEADER) {
@@ -139,7 +137,7 @@ public final class StreamAssembler {
                 continue;
             }
             int n = Math.min(frameLeft, length - at);
-            UNSAFE.copyMemory(null, address + at, current.data, BYTES + current.filled, n);
+            Memory.copy(address + at, current.data, current.filled, n);
             current.filled += n;
             frameLeft -= n;
             at += n;
@@ -155,7 +153,7 @@ public final class StreamAssembler {
      */
     private boolean whole(long frame, int available, Sink sink) throws ProtocolViolation {
         // The header is copied either way (the general path reads it again, as bytes).
-        UNSAFE.copyMemory(null, frame, header, BYTES, Frame.HEADER);
+        Memory.copy(frame, header, 0, Frame.HEADER);
         int length = Frame.getInt(header, 0);
         int f = header[10] & 0xFF;
         if ((f & (Frame.FIRST | Frame.LAST)) != (Frame.FIRST | Frame.LAST) || length < Frame.HEADER || length > available) {
@@ -278,7 +276,7 @@ public final class StreamAssembler {
                 limits.release(done.claim());
                 claimed -= done.claim();
             }
-            sink.message(source, done.type, done.subtype, flags | done.kind, done.requestId, done.data, BYTES, done.data.length);
+            sink.message(source, done.type, done.subtype, flags | done.kind, done.requestId, done.data, 0, done.data.length);
         }
     }
 

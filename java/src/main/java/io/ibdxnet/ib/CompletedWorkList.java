@@ -1,6 +1,6 @@
 package io.ibdxnet.ib;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+import io.ibdxnet.memory.Memory;
 
 /** Flyweight over the native completion list: bytes and flow control confirmed per node and connection. */
 public final class CompletedWorkList {
@@ -20,7 +20,7 @@ public final class CompletedWorkList {
     }
 
     public int count() {
-        return UNSAFE.getInt(address + COUNT);
+        return Memory.getInt(address + COUNT);
     }
 
     private long entry(int i) {
@@ -28,19 +28,19 @@ public final class CompletedWorkList {
     }
 
     public int nodeId(int i) {
-        return UNSAFE.getShort(entry(i) + NODE_ID) & 0xFFFF;
+        return Memory.getShort(entry(i) + NODE_ID) & 0xFFFF;
     }
 
     public int fcData(int i) {
-        return UNSAFE.getShort(entry(i) + FC_DATA) & 0xFFFF;
+        return Memory.getShort(entry(i) + FC_DATA) & 0xFFFF;
     }
 
     public long bytes(int i) {
-        return UNSAFE.getInt(entry(i) + BYTES) & 0xFFFF_FFFFL;
+        return Memory.getInt(entry(i) + BYTES) & 0xFFFF_FFFFL;
     }
 
     /** The connection whose ring the bytes were in ({@link NativeEngine#connectionId}). */
     public int connection(int i) {
-        return UNSAFE.getInt(entry(i) + CONNECTION);
+        return Memory.getInt(entry(i) + CONNECTION);
     }
 }

@@ -17,8 +17,12 @@ public interface EngineCallbacks {
     /** Receive thread: returns how many entries, from the ring's front, were consumed. */
     int received(long incomingRingAddress);
 
-    /** Job thread: {@link #EVENT_DISCOVERED}, {@link #EVENT_INVALIDATED}, {@link #EVENT_DISCONNECTED}, {@link #EVENT_CLOSED} or {@link #EVENT_LOST}. */
-    void nodeEvent(int kind, int nodeId);
+    /**
+     * Job thread: {@link #EVENT_DISCOVERED}, {@link #EVENT_INVALIDATED},
+     * {@link #EVENT_DISCONNECTED}, {@link #EVENT_CLOSED}, {@link #EVENT_LOST} or
+     * {@link #EVENT_LEFT}; {@code value} is 0 except for {@link #EVENT_LEFT}.
+     */
+    void nodeEvent(int kind, int nodeId, long value);
 
     int EVENT_DISCOVERED = 1;
     int EVENT_INVALIDATED = 2;
@@ -27,4 +31,10 @@ public interface EngineCallbacks {
     int EVENT_CLOSED = 4;
     /** Data in flight on a connection closed in order did not arrive (the node's requests fail). */
     int EVENT_LOST = 5;
+    /**
+     * The peer shut down: as {@link #EVENT_DISCONNECTED}, and {@code value} is
+     * how many bytes we sent on the connection it handled beyond its last
+     * flow-control confirmation (-1: it did not say).
+     */
+    int EVENT_LEFT = 6;
 }

@@ -42,6 +42,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private volatile boolean closing;
     /** Orderly closes that lost data: published but unposted, or lost in flight (reported as failures). */
     private final java.util.concurrent.atomic.AtomicLong lostOnClose = new java.util.concurrent.atomic.AtomicLong();
+    /** Connections whose peer shut down (EVENT_LEFT). */
+    private final java.util.concurrent.atomic.AtomicLong peerShutdowns = new java.util.concurrent.atomic.AtomicLong();
     // Send-thread state: flyweights, reused.
     private final PrevWorkResults prev = new PrevWorkResults();
     private final CompletedWorkList completed = new CompletedWorkList();
@@ -123,6 +125,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     public Map<String, Long> stats() {
         Map<String, Long> m = new java.util.LinkedHashMap<>(engine.stats());
         m.put("closes_with_unsent_data", lostOnClose.get());
+        m.put("peer_shutdowns", peerShutdowns.get());
         m.put("bytes_resent_after_close", resent.get());
         m.put("unconfirmed_bytes", RingConnection.unconfirmed(connections));
         return m;
@@ -278,7 +281,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     // ---- native job thread ----
 
     @Override
-    public void nodeEvent(int kind, int nodeId) {
+    public void nodeEvent(int kind, int nodeId, long value) {
         if (kind == EVENT_LOST) {
             lostOnClose.incrementAndGet();
             LOG.warning("data in flight to node " + nodeId + " on a connection closed in order did not arrive");
@@ -286,10 +289,14 @@ public final class IbTransport implements Transport, EngineCallbacks {
             listener.onDisconnected(nodeId);
             return;
         }
-        if (kind != EVENT_DISCONNECTED && kind != EVENT_CLOSED) {
+        if (kind != EVENT_DISCONNECTED && kind != EVENT_CLOSED && kind != EVENT_LEFT) {
             return;
         }
-        boolean failed = kind == EVENT_DISCONNECTED;
+        boolean failed = kind != EVENT_CLOSED;
+        boolean left = kind == EVENT_LEFT;
+        if (left) {
+            peerShutdowns.incrementAndGet();
+        }
         // The event names the node, not the connection: ours is retired only if it
         // is the one that closed (a newer one may be in use, or ours may have been
         // retired by an earlier close already). Shutting down, the engine must not
@@ -298,9 +305,16 @@ public final class IbTransport implements Transport, EngineCallbacks {
         if (c != null && (closing || !engine.connectionOpen(c.connectionId))) {
             if (failed) {
                 connections.compareAndSet(nodeId, c, null);
+                // A peer that shut down in order said what it handled beyond its
+                // confirmations (a value beyond what we sent is ignored): the rest is
+                // exactly what it did not handle.
+                if (left && value >= 0) {
+                    c.flow.confirmFinal(value);
+                }
                 long unconfirmed = c.flow.unconfirmed();
                 if (!closing && unconfirmed > 0) {
-                    listener.onPossibleLoss(nodeId, unconfirmed, "the connection failed");
+                    listener.onPossibleLoss(nodeId, unconfirmed,
+                            left ? "node " + nodeId + " shut down before handling them" : "the connection failed");
                 }
             }
             retire(c, failed);
@@ -420,6 +434,19 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 c.orb.close();
                 while (c.writers.get() > 0) {
                     Thread.onSpinWait(); // a copy into the native ring is finishing
+                }
+            }
+        }
+        // The core handles nothing more: tell each sender exactly what of its
+        // current connection we handled beyond our confirmations (our Leave
+        // carries it), so it can tell handled from lost without guessing.
+        for (int node = 0; node < incomingConnection.length(); node++) {
+            int qpn = incomingConnection.get(node);
+            if (qpn != 0) {
+                try {
+                    engine.setHandledOnLeave(node, qpn, confirmations.residue(node));
+                } catch (RuntimeException e) {
+                    break; // the engine is gone already: the peers see a plain failure
                 }
             }
         }

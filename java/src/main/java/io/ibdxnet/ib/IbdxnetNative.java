@@ -45,6 +45,9 @@ final class IbdxnetNative {
     /** Closes the connection to {@code nodeId} at once if its queue pair is {@code qpn}; true if it was. */
     static native boolean closeQueuePair(long handle, int nodeId, int qpn);
 
+    /** Before shutting down: what our Leave to {@code nodeId} says we handled of its queue pair {@code qpn}. */
+    static native void setHandledOnLeave(long handle, int nodeId, int qpn, long bytes);
+
     /** True while connection {@code connectionId} (one we hold) is established. */
     static native boolean connectionOpen(long handle, int connectionId);
 

@@ -103,6 +103,15 @@ public final class NativeEngine implements AutoCloseable {
     }
 
     /**
+     * Before shutting down: of what {@code nodeId} sent on our queue pair
+     * {@code qpn}, {@code bytes} were handled beyond the last flow-control
+     * confirmation; the Leave to it says so (see {@link EngineCallbacks#EVENT_LEFT}).
+     */
+    public void setHandledOnLeave(int nodeId, int qpn, long bytes) {
+        IbdxnetNative.setHandledOnLeave(handle(), nodeId, qpn, bytes);
+    }
+
+    /**
      * True while connection {@code connectionId} (one {@link #connect} returned
      * and not yet released) is established; false once it closed or failed.
      */

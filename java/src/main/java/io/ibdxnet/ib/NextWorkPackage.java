@@ -1,6 +1,6 @@
 package io.ibdxnet.ib;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+import io.ibdxnet.memory.Memory;
 
 /** Flyweight over the native {@code IbdxnetNextWorkPackage}, written in {@code nextDataToSend}. */
 public final class NextWorkPackage {
@@ -35,11 +35,11 @@ public final class NextWorkPackage {
      * connection was replaced meanwhile, the engine posts nothing.
      */
     public void set(int nodeId, int fcData, long offset, long length, int connectionId) {
-        UNSAFE.putShort(address + NODE_ID, (short) nodeId);
-        UNSAFE.putByte(address + FC_DATA, (byte) fcData);
-        UNSAFE.putInt(address + OFFSET, (int) offset);
-        UNSAFE.putInt(address + LENGTH, (int) length);
-        UNSAFE.putInt(address + CONNECTION, connectionId);
-        UNSAFE.putByte(address + FLAGS, VALID);
+        Memory.putShort(address + NODE_ID, (short) nodeId);
+        Memory.putByte(address + FC_DATA, (byte) fcData);
+        Memory.putInt(address + OFFSET, (int) offset);
+        Memory.putInt(address + LENGTH, (int) length);
+        Memory.putInt(address + CONNECTION, connectionId);
+        Memory.putByte(address + FLAGS, VALID);
     }
 }

@@ -1,6 +1,6 @@
 package io.ibdxnet.ib;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
+import io.ibdxnet.memory.Memory;
 
 /** Flyweight over the native {@code IbdxnetPrevWorkResults}: what happened to the last package. */
 public final class PrevWorkResults {
@@ -20,22 +20,22 @@ public final class PrevWorkResults {
 
     /** Node of the previous package, or 0xFFFF if there was none. */
     public int nodeId() {
-        return UNSAFE.getShort(address + NODE_ID) & 0xFFFF;
+        return Memory.getShort(address + NODE_ID) & 0xFFFF;
     }
 
     public int fcPosted() {
-        return UNSAFE.getByte(address + FC_POSTED) & 0xFF;
+        return Memory.getByte(address + FC_POSTED) & 0xFF;
     }
 
     public int fcNotPosted() {
-        return UNSAFE.getByte(address + FC_NOT_POSTED) & 0xFF;
+        return Memory.getByte(address + FC_NOT_POSTED) & 0xFF;
     }
 
     public long bytesPosted() {
-        return UNSAFE.getInt(address + BYTES_POSTED) & 0xFFFF_FFFFL;
+        return Memory.getInt(address + BYTES_POSTED) & 0xFFFF_FFFFL;
     }
 
     public long bytesNotPosted() {
-        return UNSAFE.getInt(address + BYTES_NOT_POSTED) & 0xFFFF_FFFFL;
+        return Memory.getInt(address + BYTES_NOT_POSTED) & 0xFFFF_FFFFL;
     }
 }

@@ -3,6 +3,7 @@ package io.ibdxnet.loopback;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.core.OutgoingRingBuffer;
 import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
@@ -60,7 +61,7 @@ public final class LoopbackTransport implements Transport {
         IncomingBuffer refused;
 
         Connection(int node, LoopbackTransport peer, ByteBuffer ring, FlowWindow flow) {
-            super(node, new OutgoingRingBuffer(DirectBufferPool.address(ring), ring.capacity()), flow);
+            super(node, new OutgoingRingBuffer(Memory.address(ring), ring.capacity()), flow);
             this.peer = peer;
             this.view = ring.duplicate();
         }

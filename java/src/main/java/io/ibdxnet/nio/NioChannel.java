@@ -1,8 +1,8 @@
 package io.ibdxnet.nio;
 
 import io.ibdxnet.core.OutgoingRingBuffer;
+import io.ibdxnet.memory.Memory;
 import io.ibdxnet.nio.NioFailure.NioException;
-import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
@@ -77,7 +77,7 @@ final class NioChannel extends RingConnection {
 
     private NioChannel(int id, int node, boolean outgoing, SocketChannel socket, InetAddress remote, ByteBuffer ring,
             FlowWindow flow, State state) {
-        super(node, ring == null ? null : new OutgoingRingBuffer(DirectBufferPool.address(ring), ring.capacity()), flow);
+        super(node, ring == null ? null : new OutgoingRingBuffer(Memory.address(ring), ring.capacity()), flow);
         this.id = id;
         this.outgoing = outgoing;
         this.socket = socket;

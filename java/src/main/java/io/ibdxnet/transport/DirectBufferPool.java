@@ -1,9 +1,7 @@
 package io.ibdxnet.transport;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
-
 import io.ibdxnet.core.IntQueue;
-import java.nio.Buffer;
+import io.ibdxnet.memory.Memory;
 import java.nio.ByteBuffer;
 
 /**
@@ -12,7 +10,6 @@ import java.nio.ByteBuffer;
  * (lock-free). Their native addresses go into {@link IncomingBuffer}s.
  */
 public final class DirectBufferPool {
-    private static final long ADDRESS = addressOffset();
     private final ByteBuffer[] buffers;
     private final long[] addresses;
     private final IntQueue free;
@@ -23,24 +20,8 @@ public final class DirectBufferPool {
         free = new IntQueue(count);
         for (int i = 0; i < count; i++) {
             buffers[i] = ByteBuffer.allocateDirect(size);
-            addresses[i] = address(buffers[i]);
+            addresses[i] = Memory.address(buffers[i]);
             free.offer(i);
-        }
-    }
-
-    /** The native address of a direct buffer's first byte. */
-    public static long address(ByteBuffer direct) {
-        if (!direct.isDirect()) {
-            throw new IllegalArgumentException("not a direct buffer");
-        }
-        return UNSAFE.getLong(direct, ADDRESS);
-    }
-
-    private static long addressOffset() {
-        try {
-            return UNSAFE.objectFieldOffset(Buffer.class.getDeclaredField("address"));
-        } catch (NoSuchFieldException e) {
-            throw new ExceptionInInitializerError(e);
         }
     }
 

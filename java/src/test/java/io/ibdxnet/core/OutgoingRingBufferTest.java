@@ -1,10 +1,11 @@
 package io.ibdxnet.core;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.memory.Memory;
+import io.ibdxnet.memory.NativeBlocks;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeoutException;
@@ -17,15 +18,15 @@ public class OutgoingRingBufferTest {
     private static int readLength(long mem, long pos, int capacity) {
         int v = 0;
         for (int i = 0; i < 4; i++) {
-            v = v << 8 | (UNSAFE.getByte(mem + ((pos + i) & (capacity - 1))) & 0xFF);
+            v = v << 8 | (Memory.getByte(mem + ((pos + i) & (capacity - 1))) & 0xFF);
         }
         return v;
     }
 
     @Test
     public void areasFollowTheFrontPostedPointerAndUnpublishedRecordsBlockTheWalk() throws Exception {
-        long mem = UNSAFE.allocateMemory(64);
-        UNSAFE.setMemory(mem, 64, (byte) 0);
+        long mem = NativeBlocks.allocate(64);
+        Memory.fill(mem, 64, (byte) 0);
         try {
             OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, 64);
             long p = orb.reserve(38, FOREVER); // occupies 40
@@ -48,7 +49,7 @@ public class OutgoingRingBufferTest {
                 assertTrue(expected.getMessage().contains("full"));
             }
             orb.confirmed(40);
-            assertEquals("confirmed space is zeroed", 0, UNSAFE.getInt(mem));
+            assertEquals("confirmed space is zeroed", 0, Memory.getInt(mem));
             long r = orb.reserve(30, FOREVER); // 48..79: wraps to 0..15
             assertEquals(48, r);
             byte[] data = new byte[26];
@@ -56,8 +57,8 @@ public class OutgoingRingBufferTest {
                 data[i] = (byte) (i + 1);
             }
             orb.write(r + 4, data, 0, 26);
-            assertEquals(12, UNSAFE.getByte(mem + 63));
-            assertEquals(13, UNSAFE.getByte(mem));
+            assertEquals(12, Memory.getByte(mem + 63));
+            assertEquals(13, Memory.getByte(mem));
             try {
                 orb.reserve(65, FOREVER);
                 fail("larger than the ring");
@@ -65,7 +66,7 @@ public class OutgoingRingBufferTest {
                 assertTrue(expected.getMessage().contains("65"));
             }
         } finally {
-            UNSAFE.freeMemory(mem);
+            NativeBlocks.free(mem);
         }
     }
 
@@ -78,8 +79,8 @@ public class OutgoingRingBufferTest {
     @Test
     public void concurrentProducersNeverInterleaveOrLoseRecords() throws Exception {
         int capacity = 1 << 12;
-        long mem = UNSAFE.allocateMemory(capacity);
-        UNSAFE.setMemory(mem, capacity, (byte) 0);
+        long mem = NativeBlocks.allocate(capacity);
+        Memory.fill(mem, capacity, (byte) 0);
         OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, capacity);
         int producers = 4;
         int perProducer = 50_000;
@@ -132,7 +133,7 @@ public class OutgoingRingBufferTest {
                 int len = readLength(mem, read, capacity);
                 byte[] rec = new byte[len];
                 for (int i = 0; i < len; i++) {
-                    rec[i] = UNSAFE.getByte(mem + ((read + i) & (capacity - 1)));
+                    rec[i] = Memory.getByte(mem + ((read + i) & (capacity - 1)));
                 }
                 int id = rec[4];
                 int seq = (rec[5] & 0xFF) | (rec[6] & 0xFF) << 8 | (rec[7] & 0xFF) << 16;
@@ -156,6 +157,6 @@ public class OutgoingRingBufferTest {
             assertEquals(perProducer, next[p]);
         }
         assertTrue(orb.isDrained());
-        UNSAFE.freeMemory(mem);
+        NativeBlocks.free(mem);
     }
 }

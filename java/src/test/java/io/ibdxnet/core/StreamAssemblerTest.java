@@ -1,10 +1,11 @@
 package io.ibdxnet.core;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 
 import io.ibdxnet.Codec;
+import io.ibdxnet.memory.Memory;
+import io.ibdxnet.memory.NativeBlocks;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,10 +49,10 @@ public class StreamAssemblerTest {
         s.write(c, 0, c.length);
         s.write(c, 0, c.length);
         byte[] stream = s.toByteArray();
-        long mem = UNSAFE.allocateMemory(stream.length);
+        long mem = NativeBlocks.allocate(stream.length);
         try {
             for (int i = 0; i < stream.length; i++) {
-                UNSAFE.putByte(mem + i, stream[i]);
+                Memory.putByte(mem + i, stream[i]);
             }
             for (int split = 0; split <= stream.length; split++) {
                 List<byte[]> got = new ArrayList<>();
@@ -71,7 +72,7 @@ public class StreamAssemblerTest {
                 Codec.checkSamplePayload(got.get(1));
             }
         } finally {
-            UNSAFE.freeMemory(mem);
+            NativeBlocks.free(mem);
         }
     }
 
@@ -95,23 +96,27 @@ public class StreamAssemblerTest {
         s.write(f2, h + 52, h + 20);            // m12 part 2 (last)
         s.write(f1, 2 * (h + 40), h + 20);      // m11 part 3 (last)
         byte[] stream = s.toByteArray();
-        long mem = UNSAFE.allocateMemory(stream.length);
+        long mem = NativeBlocks.allocate(stream.length);
         try {
-            UNSAFE.copyMemory(stream, UNSAFE.arrayBaseOffset(byte[].class), null, mem, stream.length);
+            Memory.copy(stream, 0, mem, stream.length);
             List<byte[]> got = new ArrayList<>();
             new StreamAssembler(1, 0, LIMITS).feed(mem, stream.length, (src, t, st, fl, r, b, o, n) -> got.add(copy(b, o, n)));
             assertEquals(2, got.size());
             assertArrayEquals(p2, got.get(0));
             assertArrayEquals(p1, got.get(1));
         } finally {
-            UNSAFE.freeMemory(mem);
+            NativeBlocks.free(mem);
         }
     }
 
     /** The sink's bytes, copied out (native ones are valid only during the call). */
-    static byte[] copy(Object base, long offset, int length) {
+    static byte[] copy(byte[] array, long at, int length) {
         byte[] out = new byte[length];
-        UNSAFE.copyMemory(base, offset, out, UNSAFE.arrayBaseOffset(byte[].class), length);
+        if (array != null) {
+            System.arraycopy(array, (int) at, out, 0, length);
+        } else {
+            Memory.copy(at, out, 0, length);
+        }
         return out;
     }
 }

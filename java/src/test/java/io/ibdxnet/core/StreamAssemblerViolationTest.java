@@ -1,10 +1,11 @@
 package io.ibdxnet.core;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.memory.Memory;
+import io.ibdxnet.memory.NativeBlocks;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,15 +38,15 @@ public class StreamAssemblerViolationTest {
 
     /** Feeds {@code stream} (in one buffer); returns the violation's message, or null; counts messages. */
     private static String feed(StreamAssembler a, byte[] stream, List<Integer> delivered) {
-        long mem = UNSAFE.allocateMemory(Math.max(1, stream.length));
+        long mem = NativeBlocks.allocate(Math.max(1, stream.length));
         try {
-            UNSAFE.copyMemory(stream, UNSAFE.arrayBaseOffset(byte[].class), null, mem, stream.length);
+            Memory.copy(stream, 0, mem, stream.length);
             a.feed(mem, stream.length, (src, t, st, fl, r, b, o, n) -> delivered.add(n));
             return null;
         } catch (ProtocolViolation e) {
             return e.getMessage();
         } finally {
-            UNSAFE.freeMemory(mem);
+            NativeBlocks.free(mem);
         }
     }
 
@@ -151,9 +152,9 @@ public class StreamAssemblerViolationTest {
             StreamAssembler a = new StreamAssembler(5, 1, limits);
             List<Integer> got = new ArrayList<>();
             // Fed in random pieces: the split must not matter.
-            long mem = UNSAFE.allocateMemory(Math.max(1, s.length));
+            long mem = NativeBlocks.allocate(Math.max(1, s.length));
             try {
-                UNSAFE.copyMemory(s, UNSAFE.arrayBaseOffset(byte[].class), null, mem, s.length);
+                Memory.copy(s, 0, mem, s.length);
                 int at = 0;
                 while (at < s.length) {
                     int n = Math.min(s.length - at, 1 + r.nextInt(300));
@@ -166,7 +167,7 @@ public class StreamAssemblerViolationTest {
             } catch (ProtocolViolation e) {
                 violations++;
             } finally {
-                UNSAFE.freeMemory(mem);
+                NativeBlocks.free(mem);
             }
             messages += got.size();
             a.discard();

@@ -110,7 +110,7 @@ public class NativeEngineTest {
             }
 
             @Override
-            public void nodeEvent(int kind, int node) {}
+            public void nodeEvent(int kind, int node, long value) {}
         };
         try (NativeEngine e = NativeEngine.start(config(5), throwing)) {
             waitFor("exceptions counted", () -> e.stats().get("upcall_exceptions") > 100);

@@ -1,7 +1,7 @@
 package io.ibdxnet.ib;
 
-import static io.ibdxnet.ib.UnsafeAccess.UNSAFE;
 
+import io.ibdxnet.memory.Memory;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -61,7 +61,7 @@ final class StreamCallbacks implements EngineCallbacks {
         }
         long back = Math.min(confirmed.get() + ringSize, limit);
         while (written < back) {
-            UNSAFE.putByte(ring + (written & (ringSize - 1)), pattern(me, t, written));
+            Memory.putByte(ring + (written & (ringSize - 1)), pattern(me, t, written));
             written++;
         }
         if (written > posted) {
@@ -83,7 +83,7 @@ final class StreamCallbacks implements EngineCallbacks {
             int src = in.sourceNodeId(i);
             long base = received.get();
             for (int k = 0; k < len; k++) {
-                if (UNSAFE.getByte(data + k) != pattern(src, me, base + k)) {
+                if (Memory.getByte(data + k) != pattern(src, me, base + k)) {
                     corrupt.incrementAndGet();
                 }
             }
@@ -94,7 +94,7 @@ final class StreamCallbacks implements EngineCallbacks {
     }
 
     @Override
-    public void nodeEvent(int kind, int nodeId) {
+    public void nodeEvent(int kind, int nodeId, long value) {
         events.updateAndGet(s -> s + kind + ":" + nodeId + " ");
     }
 }

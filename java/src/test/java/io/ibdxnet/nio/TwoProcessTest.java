@@ -242,6 +242,80 @@ public class TwoProcessTest {
         assertEquals(0L, (long) s.get("protocol_violations"));
     }
 
+    private static void signal(Process p, String signal) throws Exception {
+        assertEquals(0, new ProcessBuilder("kill", "-" + signal, Long.toString(p.pid())).inheritIO().start().waitFor());
+    }
+
+    /**
+     * The receiving process is stopped (SIGSTOP) for three times the sender's
+     * idle timeout while messages are sent, then continued (SIGCONT): every
+     * message whose sendMessage returned is handled exactly once, or the
+     * sender was told of a possible loss naming the node — never a silent loss.
+     */
+    @Test
+    public void aReceiverStoppedLongerThanTheIdleTimeoutLosesNothingSilently() throws Exception {
+        org.junit.Assume.assumeTrue("the idle timeout is nio's (ib peers are judged by the fabric)", TRANSPORT.equals("nio"));
+        int port0 = freePort();
+        String n1 = "127.0.0.1:" + freePort();
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = TRANSPORT;
+        c.listen = "127.0.0.1:" + port0;
+        c.keepAliveMs = 200;
+        c.idleTimeoutMs = 1_000;
+        c.connectTimeoutMs = 2_000;
+        c.sendTimeoutMs = TIMEOUT_MS;
+        node = DXNet.start(c);
+        node.registerMessageType(DemoMain.DATA, DemoMain.Data.class);
+        node.registerMessageType(DemoMain.PING, DemoMain.Ping.class);
+        node.registerMessageType(DemoMain.PONG, DemoMain.Pong.class);
+        node.addNode(1, n1);
+        java.util.concurrent.atomic.AtomicLong losses = new java.util.concurrent.atomic.AtomicLong();
+        node.setLossListener((n, bytes, why) -> {
+            if (n == 1) {
+                losses.incrementAndGet();
+            }
+        });
+        File log = File.createTempFile("receiver", ".log");
+        Process peer = demo(log, "--transport", TRANSPORT, "--role", "receiver", "--node0", "127.0.0.1:" + port0,
+                "--node1", n1);
+        awaitOutput(log, "waiting for node 0");
+        pingUntilReachable("peer");
+        long sent = 0;
+        int failed = 0;
+        for (int i = 0; i < 100; i++) {
+            node.sendMessage(NioFailureTest.data(1, 1000));
+            sent++;
+        }
+        signal(peer, "STOP");
+        long end = System.nanoTime() + 3_000_000_000L;
+        while (System.nanoTime() < end) {
+            try {
+                node.sendMessage(NioFailureTest.data(1, 1000));
+                sent++;
+            } catch (NetworkException e) {
+                failed++; // not sent: no promise made
+            }
+            Thread.sleep(10);
+        }
+        signal(peer, "CONT");
+        pingUntilReachable("continued peer");
+        for (int i = 0; i < 100; i++) {
+            node.sendMessage(NioFailureTest.data(1, 1000));
+            sent++;
+        }
+        node.sendSync(new DemoMain.Ping(1, DemoMain.QUIT), TIMEOUT_MS); // handled after every data message (order)
+        assertTrue("the receiver did not quit", peer.waitFor(60, TimeUnit.SECONDS));
+        String out = read(log);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("receiver: done, (\\d+) data messages handled").matcher(out);
+        assertTrue(out, m.find());
+        long handled = Long.parseLong(m.group(1));
+        System.err.println("SIGSTOP for 3 s (idle timeout 1 s): " + sent + " sends returned, " + failed + " failed, "
+                + handled + " handled, " + losses.get() + " possible-loss events");
+        assertTrue("handled more than was sent: " + handled + " > " + sent, handled <= sent);
+        assertTrue("a silent loss: " + (sent - handled) + " of " + sent + " messages not handled and no loss event",
+                handled == sent || losses.get() > 0);
+    }
+
     @Test
     public void killedPeerFailsSendersAndRequestsAndComesBack() throws Exception {
         int port0 = freePort();
