@@ -2,93 +2,279 @@ package io.ibdxnet.nio;
 
 import io.ibdxnet.core.OutgoingRingBuffer;
 import io.ibdxnet.memory.Memory;
+import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
 
 /**
  * One TCP connection of the NIO transport. Outgoing channels (opened by this
  * node) carry our frames from the ring and receive control words; incoming
- * channels carry the peer's frames and return control words. Fields without
- * a comment are touched by the selector thread only.
+ * channels carry the peer's frames and return control words.
+ *
+ * <p>The connection's state changes only through the methods below
+ * (CONNECTING → HANDSHAKE → OPEN → CLOSING → CLOSED; an incoming channel
+ * starts in HANDSHAKE), so each transition does everything it implies in
+ * one place. Everything but {@link #state()}, {@link #lastUse} and the ring
+ * belongs to the selector thread.
  */
 final class NioChannel extends RingConnection {
     enum State { CONNECTING, HANDSHAKE, OPEN, CLOSING, CLOSED }
 
-    /** Incoming: the stream's id ({@link IncomingBuffer#connection}); kept across a graceful replacement. */
-    int id;
     final boolean outgoing;
     final SocketChannel socket;
-    SelectionKey key;
-    volatile State state;
-    /** The peer (for incoming channels known after the hello; {@link RingConnection#node} is the connect target). */
-    int peer;
-    long instance;
+    /** Incoming: the peer's IP address (checked against the node table). */
+    final InetAddress remoteAddress;
+    /** Connect or handshake deadline. */
     long deadline;
     long lastRead;
     long lastWrite;
     /** Last send (any thread; coarse, for least-recently-used eviction). */
     volatile long lastUse;
-    /** Until the handshake is done: its state. */
+    /** Until the handshake is done: its state (owned by {@link NioHandshake}). */
     NioHandshake.Pending handshake;
-    /** Incoming: the peer's IP address (checked against the node table). */
-    java.net.InetAddress remoteAddress;
-    /** Outgoing, closing on purpose: the goodbye is written, the peer's close is awaited. */
-    boolean goodbyeSent;
-    /** The peer said it shuts down (LEAVING or FINAL): its close is not a failure. */
-    boolean peerLeaving;
-    /** Words of a FINAL confirmation still to read, and the value read so far. */
-    int finalWords;
-    long finalBytes;
 
-    // Outgoing only (RingConnection: ring, window, writers). Completes when the handshake succeeded, or with the reason it failed. */
+    /** Outgoing: completes when the handshake succeeded, or with the reason it failed. */
     final CompletableFuture<Void> established = new CompletableFuture<>();
-    private final ByteBuffer[] ringViews;
-    private long writeLeft;
-
     /** Control words, hello and reply to write (fill mode). */
     final ByteBuffer control = ByteBuffer.allocate(64);
     /** Hello, reply and control words read (fill mode). */
     final ByteBuffer small = ByteBuffer.allocate(256);
 
-    // Incoming only: the record being skipped and a word split across reads.
+    // Incoming, the record reader's position: the record being skipped and a word split across reads.
     int recordLeft;
     final byte[] held = new byte[3];
     int heldCount;
-    /** A buffer the core refused (full): offered again before reading more. */
-    IncomingBuffer refused;
-    /** Reading paused: no free receive buffer or {@link #refused} pending. */
-    boolean stalled;
 
-    private NioChannel(int id, int node, boolean outgoing, SocketChannel socket, ByteBuffer ring, FlowWindow flow) {
+    private volatile State state;
+    private SelectionKey key;
+    /** Incoming: the stream's id ({@link IncomingBuffer#connection}); kept across a graceful replacement. */
+    private int id;
+    /** The peer (for incoming channels known after the hello; {@link RingConnection#node} is the connect target). */
+    private int peer;
+    private long instance;
+    /** Outgoing, closing on purpose: the goodbye is written, the peer's close is awaited. */
+    private boolean goodbyeSent;
+    /** The peer said it shuts down (LEAVING or FINAL): its close is not a failure. */
+    private boolean peerLeaving;
+    /** Words of a FINAL confirmation still to read, and the value read so far. */
+    private int finalWords;
+    private long finalBytes;
+    /** A buffer the core refused (full): offered again before reading more. */
+    private IncomingBuffer refused;
+    /** Reading paused: no free receive buffer or {@link #refused} pending. */
+    private boolean stalled;
+
+    private final ByteBuffer[] ringViews;
+    private long writeLeft;
+
+    private NioChannel(int id, int node, boolean outgoing, SocketChannel socket, InetAddress remote, ByteBuffer ring,
+            FlowWindow flow, State state) {
         super(node, ring == null ? null : new OutgoingRingBuffer(Memory.address(ring), ring.capacity()), flow);
         this.id = id;
         this.outgoing = outgoing;
         this.socket = socket;
+        this.remoteAddress = remote;
         this.peer = node;
+        this.state = state;
         this.ringViews = ring == null ? null : new ByteBuffer[] {ring.duplicate(), ring.duplicate()};
     }
 
-    static NioChannel outgoing(int id, int node, SocketChannel socket, int ringSize, FlowWindow flow) {
-        NioChannel c = new NioChannel(id, node, true, socket, ByteBuffer.allocateDirect(ringSize), flow);
-        c.state = State.CONNECTING;
-        return c;
+    static NioChannel outgoing(int node, SocketChannel socket, int ringSize, FlowWindow flow) {
+        return new NioChannel(0, node, true, socket, null, ByteBuffer.allocateDirect(ringSize), flow, State.CONNECTING);
     }
 
-    static NioChannel incoming(int id, SocketChannel socket) {
-        NioChannel c = new NioChannel(id, -1, false, socket, null, null);
-        c.state = State.HANDSHAKE;
-        return c;
+    static NioChannel incoming(int id, SocketChannel socket, InetAddress remote) {
+        return new NioChannel(id, -1, false, socket, remote, null, null, State.HANDSHAKE);
+    }
+
+    State state() {
+        return state;
+    }
+
+    int id() {
+        return id;
+    }
+
+    int peer() {
+        return peer;
+    }
+
+    long instance() {
+        return instance;
     }
 
     boolean isClosed() {
         return state == State.CLOSED || orb != null && orb.isClosed();
     }
+
+    /** The peer's socket address for messages ("?" once closed). */
+    String remote() {
+        try {
+            return String.valueOf(socket.getRemoteAddress());
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+
+    // ---- transitions ----
+
+    void register(Selector selector, int ops) throws IOException {
+        key = socket.register(selector, ops, this);
+    }
+
+    /** Outgoing: TCP is connected, the handshake starts. */
+    void connected() {
+        state = State.HANDSHAKE;
+        key.interestOps(SelectionKey.OP_READ);
+    }
+
+    /** Outgoing: the peer accepted us; frames written while connecting may go out. */
+    void open() {
+        handshake = null;
+        small.clear();
+        state = State.OPEN;
+        established.complete(null);
+    }
+
+    /**
+     * Incoming: the peer passed the handshake; its stream starts, under
+     * {@code streamId} (the id of the stream it continues, or this channel's).
+     */
+    void open(int source, long peerInstance, int streamId) {
+        peer = source;
+        instance = peerInstance;
+        id = streamId;
+        small.clear();
+        state = State.OPEN;
+    }
+
+    /**
+     * Outgoing, evicted: senders that have not written retry on a new
+     * connection; what was published is flushed, then {@link #sayGoodbye}.
+     */
+    void startClosing() {
+        orderly = true;
+        orb.close();
+        state = State.CLOSING;
+    }
+
+    /** Queues the goodbye once (after the last record). True if it was queued now. */
+    boolean sayGoodbye() {
+        if (goodbyeSent || control.remaining() < 4) {
+            return false;
+        }
+        goodbyeSent = true;
+        control.putInt(NioWire.GOODBYE);
+        return true;
+    }
+
+    boolean goodbyeSent() {
+        return goodbyeSent;
+    }
+
+    /** Incoming: the sender closes this connection in order (its stream continues on its next one). */
+    void peerSaidGoodbye() {
+        orderly = true;
+    }
+
+    /** The peer shuts down (LEAVING, or FINAL followed by two words of its count). */
+    void peerLeaving(boolean withFinalCount) {
+        peerLeaving = true;
+        finalWords = withFinalCount ? 2 : 0;
+    }
+
+    boolean isPeerLeaving() {
+        return peerLeaving;
+    }
+
+    /** The peer shut down and its final count (if any) was read in full. */
+    boolean peerLeft() {
+        return peerLeaving && finalWords == 0;
+    }
+
+    boolean awaitsFinalCount() {
+        return finalWords > 0;
+    }
+
+    /** One word of the FINAL count; true once both are read ({@link #finalCount}). */
+    boolean finalCountWord(int word) {
+        finalBytes = finalBytes << 32 | (word & 0xFFFFFFFFL);
+        return --finalWords == 0;
+    }
+
+    /** The bytes the peer handled beyond its last confirmation, as its FINAL words say (any value: checked by the caller). */
+    long finalCount() {
+        return finalBytes;
+    }
+
+    /**
+     * Closes the socket; senders waiting for the connection learn {@code why}.
+     * The transport's tables are the caller's.
+     */
+    void closed(NioException why) {
+        state = State.CLOSED;
+        if (key != null) {
+            key.cancel();
+        }
+        try {
+            socket.close();
+        } catch (IOException e) {
+            // closing anyway
+        }
+        if (outgoing) {
+            orb.close();
+            established.completeExceptionally(why);
+        }
+        if (refused != null) {
+            refused.release();
+            refused = null;
+        }
+    }
+
+    // ---- reading paused while the core is full ----
+
+    /** Stops reading until {@link #resume}: no receive buffer, or the core is full. */
+    void stall() {
+        if (!stalled) {
+            stalled = true;
+            key.interestOps(key.interestOps() & ~SelectionKey.OP_READ);
+        }
+    }
+
+    /** Keeps {@code b} to offer again, and stops reading. */
+    void stall(IncomingBuffer b) {
+        refused = b;
+        stall();
+    }
+
+    boolean isStalled() {
+        return stalled;
+    }
+
+    void resume() {
+        stalled = false;
+        key.interestOps(key.interestOps() | SelectionKey.OP_READ);
+    }
+
+    /** The buffer the core refused last (offered again before reading more), or null. */
+    IncomingBuffer refused() {
+        return refused;
+    }
+
+    /** The core took {@link #refused} after all. */
+    void clearRefused() {
+        refused = null;
+    }
+
+    // ---- writing ----
 
     /** True when nothing is half-written (control words may go out only between records). */
     boolean betweenRecords() {
@@ -159,5 +345,21 @@ final class NioChannel extends RingConnection {
     /** True if nothing is left to write right now. */
     boolean fullyWritten() {
         return writeLeft == 0 && control.position() == 0 && (orb == null || orb.readyToPost() == 0);
+    }
+
+    /** Asks the selector for writability exactly while something is left to write. */
+    void wantWrite(boolean want) {
+        if (!key.isValid()) {
+            return;
+        }
+        int ops = key.interestOps();
+        int next = want ? ops | SelectionKey.OP_WRITE : ops & ~SelectionKey.OP_WRITE;
+        if (next != ops) {
+            key.interestOps(next);
+        }
+    }
+
+    boolean keyValid() {
+        return key != null && key.isValid();
     }
 }

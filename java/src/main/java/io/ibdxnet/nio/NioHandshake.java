@@ -142,7 +142,7 @@ final class NioHandshake {
             random.nextBytes(p.ownNonce);
         }
         c.handshake = p;
-        NioWire.putHello(c.control, key != null ? NioWire.HELLO_KEYED : 0, nodeId, c.peer, instance, p.ownNonce);
+        NioWire.putHello(c.control, key != null ? NioWire.HELLO_KEYED : 0, nodeId, c.peer(), instance, p.ownNonce);
         c.small.clear().limit(NioWire.REPLY);
     }
 
@@ -156,8 +156,8 @@ final class NioHandshake {
         int magic = b.getInt(0);
         int status = b.getShort(4) & 0xFFFF;
         int node = b.getShort(6) & 0xFFFF;
-        if (magic != NioWire.MAGIC || node != c.peer) {
-            throw new IOException("the peer at " + NioTransport.remote(c) + " is not DXNet node " + c.peer);
+        if (magic != NioWire.MAGIC || node != c.peer()) {
+            throw NioFailure.HANDSHAKE.exception("the peer at " + c.remote() + " is not DXNet node " + c.peer());
         }
         if (status == NioWire.REPLY_OK && (key == null || p.step == 2)) {
             return Step.OPEN;
@@ -169,13 +169,13 @@ final class NioHandshake {
         }
         if (status == NioWire.REPLY_OK && key != null) {
             peerUnauthenticated.incrementAndGet();
-            throw new IOException("node " + c.peer + " at " + NioTransport.remote(c)
-                    + " accepted us without proving the pre-shared key (not node " + c.peer + "?)");
+            throw NioFailure.HANDSHAKE.exception("node " + c.peer() + " at " + c.remote()
+                    + " accepted us without proving the pre-shared key (not node " + c.peer() + "?)");
         }
         if (status == NioWire.REPLY_OK || status == NioWire.REPLY_CHALLENGE) {
-            throw new IOException("node " + c.peer + " broke the handshake (status " + status + " at step " + p.step + ")");
+            throw NioFailure.HANDSHAKE.exception("node " + c.peer() + " broke the handshake (status " + status + " at step " + p.step + ")");
         }
-        throw new IOException("node " + c.peer + " refused the connection: " + NioWire.replyText(status));
+        throw NioFailure.REFUSED.exception("node " + c.peer() + " refused the connection: " + NioWire.replyText(status));
     }
 
     private Step onChallenge(NioChannel c, Pending p, ByteBuffer b, long now) throws IOException {
@@ -184,14 +184,14 @@ final class NioHandshake {
         byte[] theirs = new byte[NioWire.PROOF];
         b.position(NioWire.REPLY + 8);
         b.get(p.peerNonce).get(theirs);
-        byte[] expected = proof(NioWire.ROLE_ACCEPTOR, nodeId, c.peer, instance, p.peerInstance, p.ownNonce, p.peerNonce);
+        byte[] expected = proof(NioWire.ROLE_ACCEPTOR, nodeId, c.peer(), instance, p.peerInstance, p.ownNonce, p.peerNonce);
         // Our proof goes out even when theirs is wrong: the acceptor then counts and logs the refusal too.
-        c.control.put(proof(NioWire.ROLE_CONNECTOR, nodeId, c.peer, instance, p.peerInstance, p.ownNonce, p.peerNonce));
+        c.control.put(proof(NioWire.ROLE_CONNECTOR, nodeId, c.peer(), instance, p.peerInstance, p.ownNonce, p.peerNonce));
         if (!MessageDigest.isEqual(expected, theirs)) {
             peerUnauthenticated.incrementAndGet();
             c.flush(now);
-            throw new IOException("node " + c.peer + " at " + NioTransport.remote(c)
-                    + " could not prove the pre-shared key (a different key, or not node " + c.peer + ")");
+            throw NioFailure.HANDSHAKE.exception("node " + c.peer() + " at " + c.remote()
+                    + " could not prove the pre-shared key (a different key, or not node " + c.peer() + ")");
         }
         p.step = 2;
         b.clear().limit(NioWire.REPLY);
@@ -309,7 +309,7 @@ final class NioHandshake {
             loggedThisSecond = 0;
         }
         if (loggedThisSecond++ < LOG_PER_SECOND) {
-            LOG.warning("node " + nodeId + ": connection from " + NioTransport.remote(c) + what);
+            LOG.warning("node " + nodeId + ": connection from " + c.remote() + what);
         }
     }
 

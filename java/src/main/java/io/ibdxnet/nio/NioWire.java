@@ -3,13 +3,14 @@ package io.ibdxnet.nio;
 import java.nio.ByteBuffer;
 
 /**
- * The NIO transport's wire format (big-endian), version 2. A connection is
+ * The NIO transport's wire format (big-endian), version 3 (3 added LEAVING and
+ * FINAL; the proof's domain string still says v2). A connection is
  * opened by the sending node and carries its frames; the way back carries
  * only control words (flow-control confirmations, keep-alives).
  *
  * <pre>
  * hello (connector → acceptor, 40 bytes):
- *    0 magic u32 "DXN1"   4 version u16 (2)   6 flags u16 (HELLO_KEYED: the connector uses a pre-shared key)
+ *    0 magic u32 "DXN1"   4 version u16 (3)   6 flags u16 (HELLO_KEYED: the connector uses a pre-shared key)
  *    8 source node u16    10 destination node u16   12 reserved u32
  *   16 instance u64 (random per process start: tells a restart from a duplicate)
  *   24 nonce [16] (fresh random per connection when keyed, else zero)

@@ -105,6 +105,18 @@ public class NioFailureTest {
         }
     }
 
+    /** A socket's own exception gets a kind once, where it is caught; a kind already given stays. */
+    @Test
+    public void socketExceptionsGetTheirKindWhereTheyAreCaught() {
+        assertEquals(NioFailure.REFUSED, NioFailure.of(new java.net.ConnectException("Connection refused")).kind());
+        NioFailure.NioException reset = NioFailure.of(new java.io.IOException("Connection reset by peer"));
+        assertEquals(NioFailure.RESET, reset.kind());
+        assertEquals("Connection reset by peer", reset.getMessage());
+        NioFailure.NioException idle = NioFailure.IDLE_TIMEOUT.exception("nothing received from node 3 for 10 ms");
+        assertTrue(NioFailure.of(idle) == idle);
+        assertEquals("ClosedChannelException", NioFailure.of(new java.nio.channels.ClosedChannelException()).getMessage());
+    }
+
     @Test
     public void connectionRefusedIsAnExceptionAndOthersKeepWorking() throws Exception {
         DXNet a = node(0);
@@ -120,6 +132,7 @@ public class NioFailureTest {
             fail("sent to a port nobody listens on");
         } catch (NetworkException e) {
             assertTrue(e.getMessage(), e.getMessage().contains("node 1") && e.getMessage().toLowerCase().contains("refused"));
+            assertEquals(NioFailure.REFUSED, kindOf(e));
         }
         assertTrue("refusal took too long", System.nanoTime() - t0 < 2_000_000_000L);
         for (int i = 0; i < 100; i++) {
@@ -375,5 +388,15 @@ public class NioFailureTest {
             }
             Thread.sleep(2);
         }
+    }
+
+    /** The kind a NIO connection failure carries to the sender's exception (through its causes), or null. */
+    static NioFailure kindOf(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof NioFailure.NioException) {
+                return ((NioFailure.NioException) t).kind();
+            }
+        }
+        return null;
     }
 }

@@ -317,7 +317,9 @@ public class NioTrustTest {
         DXNet plain = node(0);
         DXNet keyed = keyed(1, key);
         meet(plain, keyed);
-        assertMentions(sendFails(plain, 1), "node 1", "requires a pre-shared key and we have none");
+        NetworkException refused = sendFails(plain, 1);
+        assertMentions(refused, "node 1", "requires a pre-shared key and we have none");
+        assertEquals(NioFailure.REFUSED, NioFailureTest.kindOf(refused));
         assertEquals(1, stat(keyed, "hellos_refused_unauthenticated"));
         assertMentions(sendFails(keyed, 0), "node 0", "has no pre-shared key and we use one");
         assertEquals(1, stat(plain, "hellos_refused_unexpected_key"));
@@ -335,7 +337,9 @@ public class NioTrustTest {
         DXNet a = keyed(0, keyFile("another key, also long enough"));
         DXNet b = keyed(1, keyFile(KEY));
         meet(a, b);
-        assertMentions(sendFails(a, 1), "node 1", "could not prove the pre-shared key");
+        NetworkException wrong = sendFails(a, 1);
+        assertMentions(wrong, "node 1", "could not prove the pre-shared key");
+        assertEquals(NioFailure.HANDSHAKE, NioFailureTest.kindOf(wrong));
         NioFailureTest.waitFor(() -> stat(b, "hellos_refused_unauthenticated") == 1);
         assertEquals(1, stat(a, "handshakes_peer_unauthenticated"));
         DXNet c = keyed(2, keyFile(KEY));
@@ -363,7 +367,9 @@ public class NioTrustTest {
         t.setDaemon(true);
         t.start();
         a.addNode(1, "127.0.0.1:" + impostor.getLocalPort());
-        assertMentions(sendFails(a, 1), "node 1", "without proving the pre-shared key");
+        NetworkException unproven = sendFails(a, 1);
+        assertMentions(unproven, "node 1", "without proving the pre-shared key");
+        assertEquals(NioFailure.HANDSHAKE, NioFailureTest.kindOf(unproven));
         assertEquals(1, stat(a, "handshakes_peer_unauthenticated"));
     }
 
@@ -459,7 +465,7 @@ public class NioTrustTest {
         meet(a, b);
         List<Socket> silent = new ArrayList<>();
         try {
-            for (int i = 0; i < NioTransport.MAX_PENDING_HANDSHAKES + 5; i++) {
+            for (int i = 0; i < NioReactor.MAX_PENDING_HANDSHAKES + 5; i++) {
                 silent.add(new Socket("127.0.0.1", b.localPort()));
             }
             NioFailureTest.waitFor(() -> stat(b, "hellos_refused_busy") == 5);
@@ -469,7 +475,7 @@ public class NioTrustTest {
             }
         }
         // The silent ones went away: counted, not connection failures; an honest peer gets in.
-        NioFailureTest.waitFor(() -> stat(b, "handshakes_abandoned") == NioTransport.MAX_PENDING_HANDSHAKES);
+        NioFailureTest.waitFor(() -> stat(b, "handshakes_abandoned") == NioReactor.MAX_PENDING_HANDSHAKES);
         assertEquals(0, stat(b, "failures"));
         honest(a, b);
     }

@@ -1,0 +1,479 @@
+package io.ibdxnet.nio;
+
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.nio.NioFailure.NioException;
+import io.ibdxnet.transport.Confirmations;
+import io.ibdxnet.transport.DirectBufferPool;
+import io.ibdxnet.transport.TransportListener;
+import java.io.Closeable;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.channels.CancelledKeyException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The NIO transport's selector thread: it does all socket work. It connects
+ * and accepts, drives the handshake ({@link NioHandshake}), writes what
+ * senders published and the confirmations the core owes, hands reads to the
+ * {@link NioRecordReader}, runs {@link NioHousekeeping}, and hands every
+ * ending to {@link NioConnections#fail} or {@link NioConnections#close}.
+ * Other threads reach it only through queues, the write interests and the
+ * tables marked as shared.
+ */
+final class NioReactor {
+    private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
+    private static final long HOUSEKEEPING_NANOS = 50_000_000L;
+    private static final long IDLE_POLL_NANOS = 50_000;
+    /** Incoming connections in their handshake at most; more are closed at once (each holds a socket until its timeout). */
+    static final int MAX_PENDING_HANDSHAKES = 128;
+
+    /** An incoming connection the core found in violation of the protocol. */
+    private static final class Drop {
+        final int node;
+        final int id;
+        final String reason;
+
+        Drop(int node, int id, String reason) {
+            this.node = node;
+            this.id = id;
+            this.reason = reason;
+        }
+    }
+
+    private final NioTransport.Settings settings;
+    private final TransportListener listener;
+    private final NioHandshake handshake;
+    private final Map<Integer, InetSocketAddress> nodes;
+    private final Selector selector;
+    private final ServerSocketChannel server;
+    private final Thread thread;
+    private final NioRecordReader reader;
+    private final NioHousekeeping housekeeping;
+
+    // Shared with senders and the core (any thread).
+    final NioCounters counters = new NioCounters();
+    final Confirmations confirmations;
+    final WriteInterestManager wim = new WriteInterestManager();
+    final NioConnections conns;
+    private final ConcurrentLinkedQueue<NioChannel> toConnect = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Drop> toDrop = new ConcurrentLinkedQueue<>();
+    private volatile boolean running = true;
+    private volatile boolean sleeping;
+    /** {@link #pauseForTest}. */
+    private volatile long pauseMs;
+
+    // Selector thread only.
+    /** Connects waiting for the previous connection to the node to finish closing. */
+    private final List<NioChannel> deferred = new ArrayList<>();
+    private int nextId = 1;
+    private long nextHousekeeping;
+    private final int[] counts = new int[2];
+
+    NioReactor(NioTransport.Settings settings, TransportListener listener, NioHandshake handshake,
+            Map<Integer, InetSocketAddress> nodes, DirectBufferPool pool) throws NetworkException {
+        this.settings = settings;
+        this.listener = listener;
+        this.handshake = handshake;
+        this.nodes = nodes;
+        this.confirmations = new Confirmations(Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold));
+        this.conns = new NioConnections(settings, listener, handshake, confirmations, counters, () -> running);
+        this.reader = new NioRecordReader(pool, listener, counters);
+        this.housekeeping = new NioHousekeeping(this, conns, settings, handshake);
+        InetSocketAddress listen = new InetSocketAddress(settings.listenHost, settings.listenPort);
+        if (listen.isUnresolved()) {
+            throw new IllegalArgumentException("listen host '" + settings.listenHost + "' does not resolve");
+        }
+        try {
+            this.selector = Selector.open();
+        } catch (IOException e) {
+            throw new NetworkException("cannot open a selector: " + e.getMessage(), e);
+        }
+        try {
+            this.server = ServerSocketChannel.open();
+            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            server.bind(listen, 128);
+            server.configureBlocking(false);
+            server.register(selector, SelectionKey.OP_ACCEPT);
+        } catch (IOException e) {
+            closeQuietly(selector);
+            throw new NetworkException("cannot listen on " + settings.listenHost + ":" + settings.listenPort + ": " + e.getMessage(), e);
+        }
+        this.thread = new Thread(this::run, "dxnet-nio-" + settings.nodeId);
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    // ---- any thread ----
+
+    boolean isRunning() {
+        return running;
+    }
+
+    int localPort() {
+        return server.socket().getLocalPort();
+    }
+
+    /** A sender created {@code c}: the selector thread connects it. */
+    void connect(NioChannel c) {
+        toConnect.add(c);
+        selector.wakeup();
+    }
+
+    /** Wakes the selector thread if it blocks (a wakeup costs a system call). */
+    void wake() {
+        if (sleeping) {
+            selector.wakeup();
+        }
+    }
+
+    /** The core found a protocol violation on incoming connection {@code id} from {@code node}. */
+    void drop(int node, int id, String reason) {
+        toDrop.add(new Drop(node, id, reason));
+        selector.wakeup();
+    }
+
+    /** Test hook: the selector thread sleeps {@code ms} at its next turn, as if this process were paused. */
+    void pauseForTest(long ms) {
+        pauseMs = ms;
+        selector.wakeup();
+    }
+
+    /** Stops the selector thread; it tells open connections' peers that we shut down. */
+    void stop() {
+        if (!running) {
+            return;
+        }
+        running = false;
+        selector.wakeup();
+        try {
+            thread.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    // ---- the loop ----
+
+    private void run() {
+        try {
+            while (running) {
+                if (pauseMs > 0) {
+                    long end = System.nanoTime() + pauseMs * 1_000_000L;
+                    pauseMs = 0;
+                    while (System.nanoTime() - end < 0) {
+                        LockSupport.parkNanos(end - System.nanoTime());
+                    }
+                }
+                startConnects();
+                dropViolators();
+                serveWriteInterests();
+                long now = System.nanoTime();
+                boolean stalled = retryStalled(now);
+                if (now - nextHousekeeping >= 0) {
+                    housekeeping.run(now);
+                    nextHousekeeping = now + HOUSEKEEPING_NANOS;
+                }
+                // Idle: poll without blocking for a moment (cheap to wake), then block
+                // in select (a sender's wakeup costs a system call).
+                int ready = selector.selectNow();
+                long idle = System.nanoTime();
+                while (ready == 0 && !stalled && toConnect.isEmpty() && wim.isEmpty() && System.nanoTime() - idle < IDLE_POLL_NANOS) {
+                    Thread.yield();
+                    ready = selector.selectNow();
+                }
+                if (ready == 0) {
+                    sleeping = true;
+                    if (toConnect.isEmpty() && wim.isEmpty()) {
+                        selector.select(stalled ? 1 : HOUSEKEEPING_NANOS / 1_000_000);
+                    }
+                    sleeping = false;
+                }
+                Iterator<SelectionKey> it = selector.selectedKeys().iterator();
+                while (it.hasNext()) {
+                    SelectionKey k = it.next();
+                    it.remove();
+                    handle(k);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.log(Level.SEVERE, "node " + settings.nodeId + ": NIO selector thread failed", e);
+        } finally {
+            shutdownChannels();
+        }
+    }
+
+    private void handle(SelectionKey k) {
+        if (!k.isValid()) {
+            return;
+        }
+        if (k.attachment() == null) {
+            accept();
+            return;
+        }
+        NioChannel c = (NioChannel) k.attachment();
+        long now = System.nanoTime();
+        try {
+            if (k.isConnectable()) {
+                finishConnect(c, now);
+            }
+            if (k.isValid() && k.isReadable()) {
+                read(c, now);
+            }
+            if (k.isValid() && k.isWritable()) {
+                flush(c, now);
+            }
+        } catch (IOException e) {
+            conns.fail(c, NioFailure.of(e));
+        } catch (CancelledKeyException e) {
+            conns.close(c); // closed while its events were handled
+        }
+    }
+
+    // ---- connect and accept ----
+
+    private void accept() {
+        SocketChannel s;
+        try {
+            s = server.accept();
+            if (s == null) {
+                return;
+            }
+            s.configureBlocking(false);
+            s.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "node " + settings.nodeId + ": accept failed", e);
+            return;
+        }
+        if (conns.pendingHandshakes() >= MAX_PENDING_HANDSHAKES) {
+            handshake.count("busy");
+            closeQuietly(s);
+            return;
+        }
+        NioChannel c;
+        try {
+            c = NioChannel.incoming(nextId++, s, ((InetSocketAddress) s.getRemoteAddress()).getAddress());
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(s);
+            return;
+        }
+        long now = System.nanoTime();
+        c.lastRead = now;
+        c.lastWrite = now;
+        c.deadline = now + TimeUnit.MILLISECONDS.toNanos(settings.connectTimeoutMs);
+        handshake.accepted(c);
+        try {
+            c.register(selector, SelectionKey.OP_READ);
+        } catch (IOException e) {
+            closeQuietly(s);
+            return;
+        }
+        conns.channels.add(c);
+    }
+
+
+    /** Closes the incoming connections {@link #drop} named, if still open. */
+    private void dropViolators() {
+        Drop d;
+        while ((d = toDrop.poll()) != null) {
+            NioChannel c = conns.incoming(d.node);
+            if (c != null && c.id() == d.id) {
+                conns.fail(c, NioFailure.VIOLATION.exception(d.reason));
+            }
+        }
+    }
+
+    private void startConnects() {
+        for (int i = deferred.size() - 1; i >= 0; i--) {
+            NioChannel c = deferred.get(i);
+            if (conns.closingTo(c.peer()) == null) {
+                deferred.remove(i);
+                toConnect.add(c);
+            }
+        }
+        NioChannel c;
+        while ((c = toConnect.poll()) != null) {
+            if (conns.closingTo(c.peer()) != null) {
+                // The peer must read the old stream to its goodbye before the new one starts.
+                deferred.add(c);
+                continue;
+            }
+            housekeeping.evictFor(c.peer());
+            conns.channels.add(c);
+            long now = System.nanoTime();
+            c.lastRead = now;
+            c.lastWrite = now;
+            try {
+                c.register(selector, SelectionKey.OP_CONNECT);
+                if (c.socket.connect(nodes.get(c.peer()))) {
+                    finishConnect(c, now);
+                }
+            } catch (IOException | RuntimeException e) {
+                conns.fail(c, NioFailure.of(e));
+            }
+        }
+    }
+
+
+    private void finishConnect(NioChannel c, long now) throws IOException {
+        if (!c.socket.finishConnect()) {
+            return;
+        }
+        c.connected();
+        handshake.start(c);
+        flush(c, now);
+    }
+
+    // ---- writing ----
+
+    private void serveWriteInterests() {
+        int node;
+        long now = System.nanoTime();
+        while ((node = wim.next(counts)) >= 0) {
+            NioChannel out = conns.outgoing.get(node);
+            if (out != null && out.state() == NioChannel.State.OPEN) {
+                flush(out, now);
+            }
+            NioChannel in = conns.incoming(node);
+            if (in != null && in.state() == NioChannel.State.OPEN) {
+                int units = confirmations.owed(node, NioWire.MAX_UNITS);
+                if (units > 0 && in.control.remaining() >= 4) {
+                    in.control.putInt(NioWire.confirmation(units));
+                    confirmations.sent(node, units);
+                }
+                flush(in, now);
+            }
+        }
+    }
+
+    /** Writes what {@code c} has; a closing channel that wrote everything says goodbye. */
+    void flush(NioChannel c, long now) {
+        try {
+            counters.bytesSent.addAndGet(c.flush(now));
+            if (c.state() == NioChannel.State.CLOSED || !c.keyValid()) {
+                return;
+            }
+            boolean done = c.fullyWritten();
+            c.wantWrite(!done);
+            if (done && c.state() == NioChannel.State.CLOSING && c.writers.get() == 0 && c.sayGoodbye()) {
+                c.flush(now); // the peer closes when it read the goodbye (then we do)
+            }
+        } catch (IOException e) {
+            conns.fail(c, NioFailure.of(e));
+        }
+    }
+
+    // ---- reading ----
+
+    /** Reads what {@code c} has: the handshake while it lasts, then records or control words. */
+    void read(NioChannel c, long now) throws IOException {
+        while (c.state() == NioChannel.State.HANDSHAKE) {
+            if (!readFully(c, now)) {
+                return;
+            }
+            switch (c.outgoing ? handshake.onConnectorRead(c, now) : handshake.onAcceptorRead(c)) {
+                case CONTINUE:
+                    flush(c, now);
+                    break;
+                case OPEN:
+                    c.open();
+                    flush(c, now); // frames written while connecting go out
+                    break;
+                case ACCEPT:
+                    conns.accept(c);
+                    flush(c, now);
+                    break;
+                case REFUSED:
+                    flushRefusal(c, now);
+                    return;
+                default:
+                    conns.close(c);
+                    return;
+            }
+        }
+        ended(c, c.outgoing ? reader.readControl(c, now) : reader.readData(c, now));
+    }
+
+    /** Acts on how a read left {@code c}. */
+    private void ended(NioChannel c, NioRecordReader.End end) {
+        if (end == NioRecordReader.End.GOODBYE) {
+            conns.goodbye(c);
+        } else if (end == NioRecordReader.End.CLOSED) {
+            conns.close(c);
+        }
+    }
+
+    /** Reads into {@code small} up to its limit; true when full. */
+    private boolean readFully(NioChannel c, long now) throws IOException {
+        int n = c.socket.read(c.small);
+        if (n < 0) {
+            throw NioFailure.PEER_CLOSED.exception(c.outgoing ? "the peer closed the connection during the handshake"
+                    : "end of stream");
+        }
+        c.lastRead = now;
+        return !c.small.hasRemaining();
+    }
+
+    /** Sends a refusal as far as the socket takes it and closes (the refusal is counted already). */
+    private void flushRefusal(NioChannel c, long now) {
+        try {
+            c.flush(now);
+        } catch (IOException e) {
+            // the peer is gone already
+        }
+        conns.close(c);
+    }
+
+    /** Resumes reading on stalled channels once buffers are free again. True if some stay stalled. */
+    private boolean retryStalled(long now) {
+        boolean any = false;
+        List<NioChannel> channels = conns.channels;
+        for (int i = 0; i < channels.size(); i++) {
+            NioChannel c = channels.get(i);
+            if (!c.isStalled() || c.state() == NioChannel.State.CLOSED) {
+                continue;
+            }
+            c.resume();
+            try {
+                ended(c, reader.readData(c, now));
+            } catch (IOException e) {
+                conns.fail(c, NioFailure.of(e));
+            }
+            any |= c.isStalled();
+        }
+        return any;
+    }
+
+    /** The loop ended: peers learn we shut down, waiting senders learn why they got no connection. */
+    private void shutdownChannels() {
+        NioException why = NioFailure.SHUTDOWN.exception("connection closed");
+        conns.closeAll(why);
+        NioChannel c;
+        while ((c = toConnect.poll()) != null) {
+            conns.close(c, why);
+        }
+        closeQuietly(server);
+        closeQuietly(selector);
+    }
+
+    private static void closeQuietly(Closeable c) {
+        try {
+            c.close();
+        } catch (IOException e) {
+            // closing anyway
+        }
+    }
+}
