@@ -256,6 +256,19 @@ fn every_bad_value_is_refused_naming_its_key_and_starts_no_thread() {
                 Err(e) => e,
             };
             assert!(err.contains(key), "{kind}: {key}={value}: the error does not name the key: {err}");
+            // Refused by the text form already: the error names the value
+            // too, and from Java (`apply_keys`) the key as `native.<key>`.
+            let text: String = settings.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+            if let Err(text_err) = base(&net).apply_keys(&text, "native.") {
+                let named = format!("native.{key}");
+                assert!(text_err.contains(&named), "{kind}: {key}={value}: from Java: {text_err}");
+                let unknown = text_err.starts_with("unknown configuration key");
+                assert!(
+                    unknown || text_err.contains(value.trim()),
+                    "{kind}: {key}={value}: the value is not named: {text_err}"
+                );
+                assert!(!text_err.starts_with("line "), "{text_err}");
+            }
             // Under the lock no other thread starts; one that exited just
             // before may vanish from /proc meanwhile, so the count may drop.
             assert!(thread_count() <= before, "{kind}: {key}={value}: a thread was left behind ({err})");

@@ -145,7 +145,7 @@ extern "system" fn create<'l>(
         }
         let text: String = env.get_string(&config)?.into();
         let mut cfg = EngineConfig::new(NodeId(0), "0.0.0.0:5730".parse().expect("valid"));
-        cfg.apply_text(&text).map_err(Throw::arg)?;
+        cfg.apply_keys(&text, "native.").map_err(Throw::arg)?;
         let kind = cfg.fabric.resolve().map_err(Throw::arg)?;
         let handler = Arc::new(JniHandler::new(env.new_global_ref(&callbacks)?));
         let any = match kind {

@@ -5,207 +5,285 @@ import java.io.Reader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 
 /**
- * Configuration of a {@link DXNet} instance. Native engine settings go into
- * {@link #nativeConfig} under the engine's own keys (defaults live in the
- * native library). Files ({@link #load}) are JSON or {@code key=value} lines:
- * the fields below by name, the node table ({@code "nodes": {"id": "host:port"}}
- * or {@code node.<id>=host:port}) and engine keys ({@code "native": {...}} or
- * {@code native.<key>=value}).
+ * Configuration of a {@link DXNet} instance. Every key — its type, default,
+ * range and meaning — is defined once, in {@link #KEYS}; each has a public
+ * field of the same name (a new instance holds the defaults). Files
+ * ({@link #load}) are JSON or {@code key=value} lines: these keys, the node
+ * table ({@code "nodes": {"id": "host:port"}} or {@code node.<id>=host:port})
+ * and native engine keys ({@code "native": {...}} or {@code native.<key>=value},
+ * into {@link #nativeConfig}). The keys marked in {@link ConfigKey#nativeKey}
+ * set their native key too ({@code connectTimeoutMs} sets
+ * {@code native.connect_timeout_ms}); giving both with different values is an
+ * error naming both.
  */
 public final class DXNetConfig {
     /** Transports {@link #transport} can name. */
-    public static final java.util.List<String> TRANSPORTS = java.util.Arrays.asList("auto", "ib", "nio", "loopback");
+    public static final List<String> TRANSPORTS = Arrays.asList("auto", "ib", "nio", "loopback");
+    /** Largest timeout in ms (one day), as the native engine bounds its own. */
+    static final int MAX_TIMEOUT_MS = 86_400_000;
 
+    /** Key {@code nodeId} ({@link #KEYS}). */
     public int nodeId;
-    /**
-     * {@code auto} (the default): {@code ib} when the host has an RDMA device
-     * (or {@link #nativeConfig} names a {@code fabric} other than {@code auto}),
-     * otherwise {@code nio}; the choice and its reason are logged (INFO) when
-     * the node starts. {@code ib}: the native InfiniBand engine (verbs, or the
-     * in-process {@code sim} fabric without a device, which reaches nodes of
-     * this process only); {@code nio}: TCP sockets; {@code loopback}: nodes in
-     * this JVM only, through memory (no network; for tests and measuring the core).
-     */
-    public String transport = "auto";
-    /** Where this node listens (nio and loopback): "host:port"; default: its own node table entry, else any port. */
+    /** Key {@code transport}. */
+    public String transport;
+    /** Key {@code listen}. */
     public String listen;
-    /** Open outgoing connections at most; the least recently used idle one is closed for a new one. */
-    public int maxConnections = 100;
-    /** Node table: id → "host:port" of its connection manager. */
-    public final Map<Integer, String> nodes = new LinkedHashMap<>();
-    /** Message handler threads. */
-    public int handlerThreads = 2;
-    /**
-     * True (default): the messages of one source node are handled one at a
-     * time, in the order they arrived (for one sending thread: the order it
-     * sent them), while messages of different source nodes are handled on
-     * different handler threads at once. False: every handler thread may take
-     * any message, so one sender's messages may be handled concurrently and
-     * out of order (more parallelism for a single busy sender). Responses never
-     * wait behind messages either way: they complete their request's future
-     * as they arrive.
-     */
-    public boolean orderPerSender = true;
-    /** Batches of received messages waiting for a handler; when full, receiving waits (backpressure). */
-    public int handlerQueueSize = 16_384;
-    /** Default request timeout. */
-    public int requestTimeoutMs = 10_000;
-    /** How long a send may wait for ring space or the flow-control window. */
-    public int sendTimeoutMs = 10_000;
-    /** Connection setup timeout. */
-    public int connectTimeoutMs = 10_000;
-    /** Flow control window per connection, bytes (paper Table 2: 16 MB). */
-    public long flowControlWindow = 16L << 20;
-    /** Confirm after this share of the window was received (Table 2: 0.1). */
-    public double flowControlThreshold = 0.1;
-    /** Incoming buffer queue limits (Table 2: 8192 buffers, 128 MB). */
-    public int ibqMaxBuffers = 8192;
-    public long ibqMaxBytes = 128L << 20;
-    /** nio: bytes of one pooled receive buffer, and how many there are. */
-    public int nioBufferSize = 64 << 10;
-    public int nioBufferCount = 512;
-    /** nio: outgoing ring per connection, bytes (a power of two). */
-    public int nioRingSize = 4 << 20;
-    /** nio: an idle connection sends a keep-alive after this long. */
-    public int keepAliveMs = 1_000;
-    /** nio: a connection that received nothing (not even a keep-alive) for this long has failed (half-open). */
-    public int idleTimeoutMs = 10_000;
-    /**
-     * The largest message (payload bytes) this node sends or accepts; a peer
-     * announcing a larger one violates the protocol (its connection is closed).
-     */
-    public int maxMessageSize = 64 << 20;
-    /** Bytes that unfinished multi-frame messages of one connection may claim (a violation beyond). */
-    public long maxUnfinishedBytesPerConnection = 256L << 20;
-    /** Bytes that unfinished multi-frame messages of all connections together may claim. */
-    public long maxUnfinishedBytes = 1L << 30;
-    /**
-     * nio: a hello is accepted only from an IP address the node table gives for
-     * the node it claims to be (its host resolved when the node is added; a
-     * wildcard entry such as 0.0.0.0 matches no peer).
-     */
-    public boolean checkPeerAddress = true;
-    /**
-     * A file holding the pre-shared key (only its owner may read or write it);
-     * null: the environment variable {@code IBDXNET_AUTH_KEY}, else no key. With
-     * a key, nio connections start with a mutual HMAC-SHA256 challenge–response
-     * and only nodes with the same key are accepted ({@link io.ibdxnet.transport.AuthKey}).
-     */
+    /** Key {@code maxConnections}. */
+    public int maxConnections;
+    /** Key {@code handlerThreads}. */
+    public int handlerThreads;
+    /** Key {@code orderPerSender}: see {@link DXNet} on order. */
+    public boolean orderPerSender;
+    /** Key {@code handlerQueueSize}. */
+    public int handlerQueueSize;
+    /** Key {@code requestTimeoutMs}. */
+    public int requestTimeoutMs;
+    /** Key {@code sendTimeoutMs}. */
+    public int sendTimeoutMs;
+    /** Key {@code connectTimeoutMs}. */
+    public int connectTimeoutMs;
+    /** Key {@code flowControlWindow}. */
+    public long flowControlWindow;
+    /** Key {@code flowControlThreshold}. */
+    public double flowControlThreshold;
+    /** Key {@code ibqMaxBuffers}. */
+    public int ibqMaxBuffers;
+    /** Key {@code ibqMaxBytes}. */
+    public long ibqMaxBytes;
+    /** Key {@code nioBufferSize}. */
+    public int nioBufferSize;
+    /** Key {@code nioBufferCount}. */
+    public int nioBufferCount;
+    /** Key {@code nioRingSize}. */
+    public int nioRingSize;
+    /** Key {@code keepAliveMs}. */
+    public int keepAliveMs;
+    /** Key {@code idleTimeoutMs}. */
+    public int idleTimeoutMs;
+    /** Key {@code maxMessageSize}. */
+    public int maxMessageSize;
+    /** Key {@code maxUnfinishedBytesPerConnection}. */
+    public long maxUnfinishedBytesPerConnection;
+    /** Key {@code maxUnfinishedBytes}. */
+    public long maxUnfinishedBytes;
+    /** Key {@code checkPeerAddress}. */
+    public boolean checkPeerAddress;
+    /** Key {@code authKeyFile}: see {@link io.ibdxnet.transport.AuthKey}. */
     public String authKeyFile;
-    /** Native engine settings (key → value), e.g. "fabric" → "sim". */
+    /** Node table: id → "host:port" (nio: where it listens; ib: its connection manager). */
+    public final Map<Integer, String> nodes = new LinkedHashMap<>();
+    /** Native engine settings (key → value), e.g. "fabric" → "sim"; the README lists the keys. */
     public final Map<String, String> nativeConfig = new LinkedHashMap<>();
 
+    /** The file this configuration came from (errors name it), or null. */
+    private Path source;
+    /** Keys a file gave (a native key contradicting one of them is an error even when it holds the default). */
+    private final Set<String> given = new HashSet<>();
+
+    /** Every key: name, type, default, range, meaning (the README's table is generated from it). */
+    public static final List<ConfigKey> KEYS = Collections.unmodifiableList(Arrays.asList(
+        ConfigKey.ofInt("nodeId", 0, 0, 0xFFFE, "this node's id",
+            c -> c.nodeId, (c, v) -> c.nodeId = v).setsNative("node_id"),
+        ConfigKey.ofChoice("transport", "auto", TRANSPORTS, "`auto`: `ib` when the host has an RDMA device (or "
+            + "`native.fabric` names one), else `nio`, logged at start; `ib`: the native engine; `nio`: TCP; "
+            + "`loopback`: nodes of this JVM only",
+            c -> c.transport, (c, v) -> c.transport = v),
+        ConfigKey.ofAddress("listen", "where this node listens; empty: all interfaces, the port of its own node "
+            + "table entry, else any port",
+            c -> c.listen, (c, v) -> c.listen = v).setsNative("listen"),
+        ConfigKey.ofInt("maxConnections", 100, 1, 0xFFFE, "open outgoing connections; the least recently used "
+            + "idle one is closed for a new one",
+            c -> c.maxConnections, (c, v) -> c.maxConnections = v).setsNative("max_connections"),
+        ConfigKey.ofInt("handlerThreads", 2, 1, 1024, "message handler threads",
+            c -> c.handlerThreads, (c, v) -> c.handlerThreads = v),
+        ConfigKey.ofBoolean("orderPerSender", true, "handle one source node's messages one at a time in arrival "
+            + "order (different nodes in parallel); false: any handler thread takes any message",
+            c -> c.orderPerSender, (c, v) -> c.orderPerSender = v),
+        ConfigKey.ofInt("handlerQueueSize", 16_384, 1, Integer.MAX_VALUE, "received batches waiting for a "
+            + "handler; when full, receiving waits (backpressure)",
+            c -> c.handlerQueueSize, (c, v) -> c.handlerQueueSize = v),
+        ConfigKey.ofInt("requestTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "default request timeout",
+            c -> c.requestTimeoutMs, (c, v) -> c.requestTimeoutMs = v),
+        ConfigKey.ofInt("sendTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "how long a send may wait for ring space or "
+            + "the flow-control window",
+            c -> c.sendTimeoutMs, (c, v) -> c.sendTimeoutMs = v),
+        ConfigKey.ofInt("connectTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "connection setup timeout",
+            c -> c.connectTimeoutMs, (c, v) -> c.connectTimeoutMs = v).setsNative("connect_timeout_ms"),
+        ConfigKey.ofLong("flowControlWindow", 16L << 20, 4096, Long.MAX_VALUE, "flow control window per "
+            + "connection, bytes (paper Table 2: 16 MB)",
+            c -> c.flowControlWindow, (c, v) -> c.flowControlWindow = v),
+        ConfigKey.ofFraction("flowControlThreshold", 0.1, "confirm after this share of the window was received",
+            c -> c.flowControlThreshold, (c, v) -> c.flowControlThreshold = v),
+        ConfigKey.ofInt("ibqMaxBuffers", 8192, 1, Integer.MAX_VALUE, "incoming buffers queued at most",
+            c -> c.ibqMaxBuffers, (c, v) -> c.ibqMaxBuffers = v),
+        ConfigKey.ofLong("ibqMaxBytes", 128L << 20, 1, Long.MAX_VALUE, "incoming bytes queued at most",
+            c -> c.ibqMaxBytes, (c, v) -> c.ibqMaxBytes = v),
+        ConfigKey.ofInt("nioBufferSize", 64 << 10, 4096, Integer.MAX_VALUE, "nio, loopback: bytes of one pooled "
+            + "receive buffer",
+            c -> c.nioBufferSize, (c, v) -> c.nioBufferSize = v),
+        ConfigKey.ofInt("nioBufferCount", 512, 2, Integer.MAX_VALUE, "nio, loopback: pooled receive buffers",
+            c -> c.nioBufferCount, (c, v) -> c.nioBufferCount = v),
+        ConfigKey.ofPow2("nioRingSize", 4 << 20, 8192, 1 << 30, "nio, loopback: outgoing ring per connection, "
+            + "bytes",
+            c -> c.nioRingSize, (c, v) -> c.nioRingSize = v),
+        ConfigKey.ofInt("keepAliveMs", 1_000, 1, MAX_TIMEOUT_MS, "nio: an idle connection sends a keep-alive "
+            + "after this long",
+            c -> c.keepAliveMs, (c, v) -> c.keepAliveMs = v),
+        ConfigKey.ofInt("idleTimeoutMs", 10_000, 2, MAX_TIMEOUT_MS, "nio: a connection that received nothing "
+            + "for this long has failed; more than `keepAliveMs`",
+            c -> c.idleTimeoutMs, (c, v) -> c.idleTimeoutMs = v),
+        ConfigKey.ofInt("maxMessageSize", 64 << 20, 1024, Integer.MAX_VALUE, "largest message payload this node "
+            + "sends or accepts (a larger one is a protocol violation)",
+            c -> c.maxMessageSize, (c, v) -> c.maxMessageSize = v),
+        ConfigKey.ofLong("maxUnfinishedBytesPerConnection", 256L << 20, 1024, Long.MAX_VALUE, "bytes unfinished "
+            + "multi-frame messages of one connection may claim; at least `maxMessageSize`",
+            c -> c.maxUnfinishedBytesPerConnection, (c, v) -> c.maxUnfinishedBytesPerConnection = v),
+        ConfigKey.ofLong("maxUnfinishedBytes", 1L << 30, 1024, Long.MAX_VALUE, "… of all connections together; "
+            + "at least `maxUnfinishedBytesPerConnection`",
+            c -> c.maxUnfinishedBytes, (c, v) -> c.maxUnfinishedBytes = v),
+        ConfigKey.ofBoolean("checkPeerAddress", true, "nio: accept a hello only from the IP address the node "
+            + "table gives for the node it claims to be",
+            c -> c.checkPeerAddress, (c, v) -> c.checkPeerAddress = v),
+        ConfigKey.ofPath("authKeyFile", "file holding the pre-shared key (owner-only); empty: "
+            + "`IBDXNET_AUTH_KEY`, else no key. With a key only nodes with the same key are accepted",
+            c -> c.authKeyFile, (c, v) -> c.authKeyFile = v).setsNative("auth_key_file")));
+
+    /** The defaults of {@link #KEYS} for node {@code nodeId}. */
     public DXNetConfig(int nodeId) {
+        for (ConfigKey k : KEYS) {
+            k.set(this, k.defaultText);
+        }
         this.nodeId = nodeId;
+    }
+
+    /** The key named {@code name}, or null. */
+    public static ConfigKey key(String name) {
+        for (ConfigKey k : KEYS) {
+            if (k.name.equals(name)) {
+                return k;
+            }
+        }
+        return null;
     }
 
     /**
      * Reads a configuration file: JSON if the name ends in {@code .json}
      * (<code>{"nodeId": 0, "nodes": {"1": "host:port"}, "native": {"fabric": "sim"}, ...}</code>),
-     * else key=value lines. Unknown keys are errors.
+     * else key=value lines. Unknown keys are errors; every error names the file and the key.
      */
     public static DXNetConfig load(Path file) throws IOException {
-        if (file.getFileName().toString().endsWith(".json")) {
-            return loadJson(file);
-        }
-        return loadProperties(file);
-    }
-
-    private static DXNetConfig loadJson(Path file) throws IOException {
-        com.google.gson.JsonObject root;
-        try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
-            root = com.google.gson.JsonParser.parseReader(r).getAsJsonObject();
-        } catch (com.google.gson.JsonParseException | IllegalStateException e) {
-            throw new IllegalArgumentException(file + ": not a JSON object: " + e.getMessage(), e);
-        }
-        if (!root.has("nodeId")) {
+        DXNetConfig c = new DXNetConfig(0);
+        c.source = file;
+        Map<String, String> entries = file.getFileName().toString().endsWith(".json") ? readJson(file) : readProperties(file);
+        if (!entries.containsKey("nodeId")) {
             throw new IllegalArgumentException(file + ": nodeId is missing");
         }
-        DXNetConfig c = new DXNetConfig(root.get("nodeId").getAsInt());
-        for (Map.Entry<String, com.google.gson.JsonElement> e : root.entrySet()) {
-            String key = e.getKey();
-            if (key.equals("nodes") || key.equals("native")) {
-                for (Map.Entry<String, com.google.gson.JsonElement> inner : e.getValue().getAsJsonObject().entrySet()) {
-                    c.setChecked(file, (key.equals("nodes") ? "node." : "native.") + inner.getKey(), inner.getValue().getAsString());
-                }
-            } else {
-                c.setChecked(file, key, e.getValue().getAsString());
+        for (Map.Entry<String, String> e : entries.entrySet()) {
+            try {
+                c.set(e.getKey(), e.getValue());
+            } catch (IllegalArgumentException ex) {
+                throw new IllegalArgumentException(file + ": " + ex.getMessage(), ex);
             }
         }
         return c;
     }
 
-    private void setChecked(Path file, String key, String v) {
-        try {
-            set(key, v.trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(file + ": " + key + " = '" + v + "' is not a number");
+    /** The file's entries as flat keys ({@code node.<id>}, {@code native.<key>}). */
+    private static Map<String, String> readJson(Path file) throws IOException {
+        Map<String, String> out = new LinkedHashMap<>();
+        try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            com.google.gson.JsonElement parsed = com.google.gson.JsonParser.parseReader(r);
+            if (!parsed.isJsonObject()) {
+                throw new IllegalArgumentException(file + ": not a JSON object");
+            }
+            for (Map.Entry<String, com.google.gson.JsonElement> e : parsed.getAsJsonObject().entrySet()) {
+                String key = e.getKey();
+                if (key.equals("nodes") || key.equals("native")) {
+                    if (!e.getValue().isJsonObject()) {
+                        throw new IllegalArgumentException(file + ": " + key + " is not a JSON object");
+                    }
+                    String prefix = key.equals("nodes") ? "node." : "native.";
+                    for (Map.Entry<String, com.google.gson.JsonElement> inner : e.getValue().getAsJsonObject().entrySet()) {
+                        out.put(prefix + inner.getKey(), jsonScalar(file, prefix + inner.getKey(), inner.getValue()));
+                    }
+                } else {
+                    out.put(key, jsonScalar(file, key, e.getValue()));
+                }
+            }
+        } catch (com.google.gson.JsonParseException e) {
+            throw new IllegalArgumentException(file + ": not a JSON object: " + e.getMessage(), e);
         }
+        return out;
     }
 
-    private static DXNetConfig loadProperties(Path file) throws IOException {
+    private static String jsonScalar(Path file, String key, com.google.gson.JsonElement v) {
+        if (v.isJsonNull()) {
+            return "";
+        }
+        if (!v.isJsonPrimitive()) {
+            throw new IllegalArgumentException(file + ": " + key + " = " + v + ": not a string, number or boolean");
+        }
+        return v.getAsString();
+    }
+
+    private static Map<String, String> readProperties(Path file) throws IOException {
         Properties p = new Properties();
         try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
             p.load(r);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
         }
-        String id = p.getProperty("nodeId");
-        if (id == null) {
-            throw new IllegalArgumentException(file + ": nodeId is missing");
+        Map<String, String> out = new LinkedHashMap<>();
+        for (String key : p.stringPropertyNames()) {
+            out.put(key, p.getProperty(key));
         }
-        DXNetConfig c = new DXNetConfig(Integer.parseInt(id.trim()));
-        for (String key : Collections.list(p.propertyNames()).toArray(new String[0])) {
-            c.setChecked(file, key, p.getProperty(key));
-        }
-        return c;
+        return out;
     }
 
+    /** Sets one key from its text form; the message names the key and the value. */
     private void set(String key, String v) {
         if (key.startsWith("node.")) {
-            nodes.put(Integer.parseInt(key.substring(5)), v);
-        } else if (key.startsWith("native.")) {
-            nativeConfig.put(key.substring(7), v);
-        } else {
-            switch (key) {
-                case "nodeId": nodeId = Integer.parseInt(v); break;
-                case "transport": transport = v; break;
-                case "listen": listen = v; break;
-                case "maxConnections": maxConnections = Integer.parseInt(v); break;
-                case "nioBufferSize": nioBufferSize = Integer.parseInt(v); break;
-                case "nioBufferCount": nioBufferCount = Integer.parseInt(v); break;
-                case "nioRingSize": nioRingSize = Integer.parseInt(v); break;
-                case "keepAliveMs": keepAliveMs = Integer.parseInt(v); break;
-                case "idleTimeoutMs": idleTimeoutMs = Integer.parseInt(v); break;
-                case "handlerThreads": handlerThreads = Integer.parseInt(v); break;
-                case "orderPerSender": orderPerSender = parseBoolean(key, v); break;
-                case "requestTimeoutMs": requestTimeoutMs = Integer.parseInt(v); break;
-                case "sendTimeoutMs": sendTimeoutMs = Integer.parseInt(v); break;
-                case "connectTimeoutMs": connectTimeoutMs = Integer.parseInt(v); break;
-                case "flowControlWindow": flowControlWindow = Long.parseLong(v); break;
-                case "flowControlThreshold": flowControlThreshold = Double.parseDouble(v); break;
-                case "handlerQueueSize": handlerQueueSize = Integer.parseInt(v); break;
-                case "ibqMaxBuffers": ibqMaxBuffers = Integer.parseInt(v); break;
-                case "ibqMaxBytes": ibqMaxBytes = Long.parseLong(v); break;
-                case "checkPeerAddress": checkPeerAddress = parseBoolean(key, v); break;
-                case "authKeyFile": authKeyFile = v.isEmpty() ? null : v; break;
-                case "maxMessageSize": maxMessageSize = Integer.parseInt(v); break;
-                case "maxUnfinishedBytesPerConnection": maxUnfinishedBytesPerConnection = Long.parseLong(v); break;
-                case "maxUnfinishedBytes": maxUnfinishedBytes = Long.parseLong(v); break;
-                default: throw new IllegalArgumentException("unknown configuration key '" + key + "'");
+            int id;
+            try {
+                id = Integer.parseInt(key.substring(5));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(key + ": '" + key.substring(5) + "' is not a node id");
             }
+            nodes.put(id, v.trim());
+        } else if (key.startsWith("native.")) {
+            nativeConfig.put(key.substring(7), v.trim());
+        } else {
+            ConfigKey k = key(key);
+            if (k == null) {
+                throw new IllegalArgumentException("unknown configuration key '" + key + "'" + suggestion(key));
+            }
+            k.set(this, v);
+            given.add(key);
         }
     }
 
-    private static boolean parseBoolean(String key, String v) {
-        if (v.equals("true") || v.equals("false")) {
-            return Boolean.parseBoolean(v);
+    /** " (did you mean 'x'?)" for the known key nearest to {@code unknown}, if one is close. */
+    private static String suggestion(String unknown) {
+        String best = null;
+        int bestDistance = Integer.MAX_VALUE;
+        for (ConfigKey k : KEYS) {
+            int d = ConfigKey.distance(unknown, k.name);
+            if (d < bestDistance) {
+                best = k.name;
+                bestDistance = d;
+            }
         }
-        throw new IllegalArgumentException(key + " = '" + v + "' is not true or false");
+        return bestDistance <= Math.max(2, best.length() / 3) ? " (did you mean '" + best + "'?)" : "";
     }
 
     /**
@@ -217,65 +295,105 @@ public final class DXNetConfig {
         return io.ibdxnet.transport.AuthKey.load(authKeyFile);
     }
 
-    /** Checks every field; the message names the field. */
+    /** The file {@link #load} read, or null. */
+    public Path source() {
+        return source;
+    }
+
+    /**
+     * Checks every key's range, then the rules relating keys; the message
+     * names the key, its value and (for a loaded configuration) the file.
+     */
     public void validate() {
-        if (nodeId < 0 || nodeId > 0xFFFE) {
-            throw new IllegalArgumentException("nodeId " + nodeId + " is not in 0..65534");
+        try {
+            for (ConfigKey k : KEYS) {
+                k.check(this);
+            }
+            if (idleTimeoutMs <= keepAliveMs) {
+                throw new IllegalArgumentException("idleTimeoutMs = " + idleTimeoutMs + " must be more than keepAliveMs = "
+                        + keepAliveMs);
+            }
+            if (maxUnfinishedBytesPerConnection < maxMessageSize) {
+                throw new IllegalArgumentException("maxUnfinishedBytesPerConnection = " + maxUnfinishedBytesPerConnection
+                        + " must be at least maxMessageSize = " + maxMessageSize);
+            }
+            if (maxUnfinishedBytes < maxUnfinishedBytesPerConnection) {
+                throw new IllegalArgumentException("maxUnfinishedBytes = " + maxUnfinishedBytes
+                        + " must be at least maxUnfinishedBytesPerConnection = " + maxUnfinishedBytesPerConnection);
+            }
+            for (Map.Entry<Integer, String> n : nodes.entrySet()) {
+                if (n.getKey() < 0 || n.getKey() > 0xFFFE) {
+                    throw new IllegalArgumentException("node." + n.getKey() + ": not a node id in [0, 65534]");
+                }
+                String why = ConfigKey.addressError(n.getValue());
+                if (why != null) {
+                    throw new IllegalArgumentException("node." + n.getKey() + " = '" + n.getValue() + "' " + why);
+                }
+            }
+            nativeSettings(); // a native key contradicting its Java key
+            if (transport.equals("nio") || transport.equals("auto") || authKeyFile != null) {
+                authKey(); // the file's permissions and the key's length
+            }
+        } catch (IllegalArgumentException e) {
+            throw source == null ? e : new IllegalArgumentException(source + ": " + e.getMessage(), e);
         }
-        if (!TRANSPORTS.contains(transport)) {
-            throw new IllegalArgumentException("transport '" + transport + "' is not one of " + TRANSPORTS);
-        }
-        if (listen != null && listen.lastIndexOf(':') < 1) {
-            throw new IllegalArgumentException("listen = '" + listen + "' is not host:port");
-        }
-        if (maxConnections < 1) {
-            throw new IllegalArgumentException("maxConnections must be at least 1");
-        }
-        if (nioBufferSize < 4096 || nioBufferCount < 2) {
-            throw new IllegalArgumentException("nioBufferSize must be at least 4096 and nioBufferCount at least 2");
-        }
-        if (nioRingSize < 8192 || Integer.bitCount(nioRingSize) != 1) {
-            throw new IllegalArgumentException("nioRingSize must be a power of two of at least 8192");
-        }
-        if (keepAliveMs <= 0 || idleTimeoutMs <= keepAliveMs) {
-            throw new IllegalArgumentException("keepAliveMs must be positive and idleTimeoutMs larger than keepAliveMs");
-        }
-        if (handlerThreads < 1) {
-            throw new IllegalArgumentException("handlerThreads must be at least 1");
-        }
-        if (handlerQueueSize < 1) {
-            throw new IllegalArgumentException("handlerQueueSize must be at least 1");
-        }
-        if (requestTimeoutMs <= 0 || sendTimeoutMs <= 0 || connectTimeoutMs <= 0) {
-            throw new IllegalArgumentException("requestTimeoutMs, sendTimeoutMs and connectTimeoutMs must be positive");
-        }
-        if (flowControlWindow < 4096) {
-            throw new IllegalArgumentException("flowControlWindow must be at least 4096 bytes");
-        }
-        if (!(flowControlThreshold > 0 && flowControlThreshold <= 1)) {
-            throw new IllegalArgumentException("flowControlThreshold must be in (0, 1]");
-        }
-        if (ibqMaxBuffers < 1 || ibqMaxBytes < 1) {
-            throw new IllegalArgumentException("ibqMaxBuffers and ibqMaxBytes must be positive");
-        }
-        if (maxMessageSize < 1024) {
-            throw new IllegalArgumentException("maxMessageSize must be at least 1024 bytes");
-        }
-        if (maxUnfinishedBytesPerConnection < maxMessageSize) {
-            throw new IllegalArgumentException("maxUnfinishedBytesPerConnection (" + maxUnfinishedBytesPerConnection
-                    + ") must be at least maxMessageSize (" + maxMessageSize + ")");
-        }
-        if (maxUnfinishedBytes < maxUnfinishedBytesPerConnection) {
-            throw new IllegalArgumentException("maxUnfinishedBytes (" + maxUnfinishedBytes
-                    + ") must be at least maxUnfinishedBytesPerConnection (" + maxUnfinishedBytesPerConnection + ")");
-        }
-        for (Map.Entry<Integer, String> n : nodes.entrySet()) {
-            if (n.getValue().lastIndexOf(':') < 1) {
-                throw new IllegalArgumentException("node." + n.getKey() + " = '" + n.getValue() + "' is not host:port");
+    }
+
+    /**
+     * The native engine's settings: {@link #nativeConfig}, with the native
+     * keys of {@link ConfigKey#nativeKey} set from their Java keys and the
+     * node table. A native key that contradicts its Java key (one a file gave
+     * or that is not at its default) is an error naming both.
+     *
+     * @param listen the listen address the transport chose when {@link #listen} is empty
+     */
+    public Map<String, String> nativeSettings(String listen) {
+        Map<String, String> out = new LinkedHashMap<>(nativeConfig);
+        for (ConfigKey k : KEYS) {
+            if (k.nativeKey == null) {
+                continue;
+            }
+            String mine = k.text(this);
+            String theirs = nativeConfig.get(k.nativeKey);
+            boolean set = !k.isDefault(this) || given.contains(k.name) || k.name.equals("nodeId");
+            if (theirs != null && set && !theirs.trim().equals(mine)) {
+                throw new IllegalArgumentException(k.name + " = '" + mine + "' and native." + k.nativeKey + " = '"
+                        + theirs.trim() + "' contradict each other: " + k.name + " sets native." + k.nativeKey
+                        + "; give only " + k.name);
+            }
+            if (theirs == null && !mine.isEmpty()) {
+                out.put(k.nativeKey, mine);
             }
         }
-        if (transport.equals("nio") || transport.equals("auto") || authKeyFile != null) {
-            authKey(); // the file's permissions and the key's length
+        if (!out.containsKey("listen") && listen != null) {
+            out.put("listen", listen);
         }
+        // The node table goes in before the engine reads its first packet: a
+        // peer's packets sent while this node starts are not dropped as foreign.
+        for (Map.Entry<Integer, String> n : nodes.entrySet()) {
+            if (n.getKey() != nodeId) {
+                out.putIfAbsent("node." + n.getKey(), n.getValue());
+            }
+        }
+        return out;
+    }
+
+    private void nativeSettings() {
+        nativeSettings(null);
+    }
+
+    /** The README's table of these keys (Markdown). */
+    public static String markdownTable() {
+        StringBuilder s = new StringBuilder("| key | type | default | range | meaning |\n|---|---|---|---|---|\n");
+        for (ConfigKey k : KEYS) {
+            String dflt = k.defaultText.isEmpty() ? "—" : "`" + k.defaultText + "`";
+            String doc = k.nativeKey == null ? k.doc : k.doc + " (sets `native." + k.nativeKey + "`)";
+            s.append("| `").append(k.name).append("` | ").append(k.type).append(" | ").append(dflt).append(" | ")
+                    .append(k.range).append(" | ").append(doc).append(" |\n");
+        }
+        s.append("| `node.<id>` | host:port | — | | the node table: where node `<id>` listens (nio) or its connection "
+                + "manager (ib) |\n");
+        s.append("| `native.<key>` | | | | a key of the native engine (table below), for transport `ib` |\n");
+        return s.toString();
     }
 }

@@ -1,20 +1,46 @@
 package io.ibdxnet;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 public class DXNetConfigTest {
+    @Rule
+    public final Timeout timeout = Timeout.seconds(60);
+
     private static Path write(String name, String text) throws Exception {
         Path dir = Files.createTempDirectory("dxnet-config");
         Path f = dir.resolve(name);
         Files.write(f, text.getBytes(StandardCharsets.UTF_8));
         return f;
+    }
+
+    /** The message of the IllegalArgumentException {@code r} throws. */
+    private static String refusal(String what, ThrowingRunnable r) throws Exception {
+        try {
+            r.run();
+        } catch (IllegalArgumentException e) {
+            return e.getMessage();
+        }
+        fail(what + " was accepted");
+        return null;
+    }
+
+    private interface ThrowingRunnable {
+        void run() throws Exception;
     }
 
     @Test
@@ -37,24 +63,213 @@ public class DXNetConfigTest {
     }
 
     @Test
+    public void defaultsAreTheTablesAndValid() {
+        DXNetConfig c = new DXNetConfig(7);
+        assertEquals(7, c.nodeId);
+        for (ConfigKey k : DXNetConfig.KEYS) {
+            if (!k.name.equals("nodeId")) {
+                assertEquals(k.name, k.defaultText, k.text(c));
+            }
+        }
+        assertEquals(100, c.maxConnections);
+        assertEquals("auto", c.transport);
+        assertNull(c.listen);
+        c.validate();
+        // The nio transport's settings are the configuration's, not a second set of defaults.
+        io.ibdxnet.nio.NioTransport.Settings s = new io.ibdxnet.nio.NioTransport.Settings();
+        assertEquals(c.nioRingSize, s.ringSize);
+        assertEquals(c.idleTimeoutMs, s.idleTimeoutMs);
+        assertEquals(c.flowControlWindow, s.flowControlWindow);
+        assertEquals(c.checkPeerAddress, s.checkPeerAddress);
+    }
+
+    @Test
     public void errorsNameTheFileAndKey() throws Exception {
-        try {
-            DXNetConfig.load(write("bad.json", "{\"nodeId\": 1, \"handlerThreadz\": 2}"));
-            fail("unknown key accepted");
-        } catch (IllegalArgumentException e) {
-            assertTrue(e.getMessage(), e.getMessage().contains("handlerThreadz"));
+        String e = refusal("unknown key", () -> DXNetConfig.load(write("bad.json", "{\"nodeId\": 1, \"handlerThreadz\": 2}")));
+        assertTrue(e, e.contains("bad.json") && e.contains("'handlerThreadz'") && e.contains("did you mean 'handlerThreads'"));
+        e = refusal("bad number", () -> DXNetConfig.load(write("bad.conf", "nodeId=1\nhandlerThreads=two\n")));
+        assertTrue(e, e.contains("bad.conf") && e.contains("handlerThreads = 'two'"));
+        e = refusal("broken JSON", () -> DXNetConfig.load(write("broken.json", "{nodeId")));
+        assertTrue(e, e.contains("broken.json"));
+        e = refusal("a JSON array", () -> DXNetConfig.load(write("array.json", "[1]")));
+        assertTrue(e, e.contains("array.json"));
+        e = refusal("nested value", () -> DXNetConfig.load(write("nested.json", "{\"nodeId\": 1, \"listen\": {\"a\": 1}}")));
+        assertTrue(e, e.contains("nested.json") && e.contains("listen"));
+        e = refusal("nodes not an object", () -> DXNetConfig.load(write("nodes.json", "{\"nodeId\": 1, \"nodes\": 3}")));
+        assertTrue(e, e.contains("nodes.json") && e.contains("nodes"));
+        e = refusal("no nodeId", () -> DXNetConfig.load(write("empty.conf", "handlerThreads=3\n")));
+        assertTrue(e, e.contains("empty.conf") && e.contains("nodeId"));
+        e = refusal("bad node id", () -> DXNetConfig.load(write("node.conf", "nodeId=1\nnode.x=h:1\n")));
+        assertTrue(e, e.contains("node.conf") && e.contains("node.x"));
+        // Out of range: found by validate, which names the file too.
+        DXNetConfig c = DXNetConfig.load(write("range.conf", "nodeId=1\nkeepAliveMs=0\n"));
+        e = refusal("keepAliveMs = 0", c::validate);
+        assertTrue(e, e.startsWith(c.source() + ": keepAliveMs = 0 must be in [1, "));
+    }
+
+    /** Values of the wrong type for each key. */
+    private static final Map<String, List<String>> WRONG_TYPE = new LinkedHashMap<>();
+    /** Values out of range for each key (refused by {@link DXNetConfig#validate}). */
+    private static final Map<String, List<String>> OUT_OF_RANGE = new LinkedHashMap<>();
+
+    private static void cases(String key, List<String> wrongType, List<String> outOfRange) {
+        WRONG_TYPE.put(key, wrongType);
+        OUT_OF_RANGE.put(key, outOfRange);
+    }
+
+    static {
+        List<String> none = Arrays.asList();
+        cases("nodeId", Arrays.asList("x", "1.5"), Arrays.asList("-1", "65535"));
+        cases("transport", none, Arrays.asList("tcp", "IB"));
+        cases("listen", none, Arrays.asList("nohost", "h:port", "h:65536"));
+        cases("maxConnections", Arrays.asList("many", "1e3"), Arrays.asList("0", "65535"));
+        cases("handlerThreads", Arrays.asList("two"), Arrays.asList("0", "1025"));
+        cases("orderPerSender", Arrays.asList("yes", "1"), none);
+        cases("handlerQueueSize", Arrays.asList("2147483648"), Arrays.asList("0"));
+        cases("requestTimeoutMs", Arrays.asList("10s"), Arrays.asList("0", "86400001"));
+        cases("sendTimeoutMs", Arrays.asList("soon"), Arrays.asList("-1", "86400001"));
+        cases("connectTimeoutMs", Arrays.asList("1.0"), Arrays.asList("0", "86400001"));
+        cases("flowControlWindow", Arrays.asList("16M"), Arrays.asList("4095"));
+        cases("flowControlThreshold", Arrays.asList("half"), Arrays.asList("0", "1.5", "NaN"));
+        cases("ibqMaxBuffers", Arrays.asList("lots"), Arrays.asList("0"));
+        cases("ibqMaxBytes", Arrays.asList("1 MB"), Arrays.asList("0"));
+        cases("nioBufferSize", Arrays.asList("64k"), Arrays.asList("4095"));
+        cases("nioBufferCount", Arrays.asList("x"), Arrays.asList("1"));
+        cases("nioRingSize", Arrays.asList("4M"), Arrays.asList("4096", "12288", "2147483647"));
+        cases("keepAliveMs", Arrays.asList("1s"), Arrays.asList("0", "86400001"));
+        cases("idleTimeoutMs", Arrays.asList("10s"), Arrays.asList("1", "86400001"));
+        cases("maxMessageSize", Arrays.asList("64MiB"), Arrays.asList("1023"));
+        cases("maxUnfinishedBytesPerConnection", Arrays.asList("x"), Arrays.asList("1023"));
+        cases("maxUnfinishedBytes", Arrays.asList("9223372036854775808"), Arrays.asList("1023"));
+        cases("checkPeerAddress", Arrays.asList("TRUE"), none);
+        cases("authKeyFile", none, Arrays.asList("/nonexistent/ibdxnet.key"));
+    }
+
+    @Test
+    public void theCasesCoverEveryKey() {
+        for (ConfigKey k : DXNetConfig.KEYS) {
+            assertTrue("no cases for " + k.name, WRONG_TYPE.containsKey(k.name));
+            if (k.type.equals("integer") || k.type.equals("number")) {
+                assertTrue("no wrong-type case for " + k.name, !WRONG_TYPE.get(k.name).isEmpty());
+                assertTrue("no out-of-range case for " + k.name, !OUT_OF_RANGE.get(k.name).isEmpty());
+            }
         }
-        try {
-            DXNetConfig.load(write("bad.conf", "nodeId=1\nhandlerThreads=two\n"));
-            fail("bad number accepted");
-        } catch (IllegalArgumentException e) {
-            assertTrue(e.getMessage(), e.getMessage().contains("bad.conf") && e.getMessage().contains("handlerThreads"));
+        assertEquals(DXNetConfig.KEYS.size(), WRONG_TYPE.size());
+    }
+
+    /** Each bad value, from a file, is refused by loading or validation naming the file, the key and the value. */
+    @Test
+    public void everyBadValueIsRefusedNamingItsKey() throws Exception {
+        for (boolean wrongType : new boolean[] {true, false}) {
+            for (Map.Entry<String, List<String>> e : (wrongType ? WRONG_TYPE : OUT_OF_RANGE).entrySet()) {
+                String key = e.getKey();
+                for (String bad : e.getValue()) {
+                    String first = key.equals("nodeId") ? "" : "nodeId=1\ntransport=loopback\n";
+                    Path f = write("case.conf", first + key + "=" + bad + "\n");
+                    String msg = refusal(key + "=" + bad, () -> DXNetConfig.load(f).validate());
+                    assertTrue(key + "=" + bad + ": " + msg, msg.contains(f.toString()) && msg.contains(key)
+                            && msg.contains(bad));
+                }
+            }
         }
-        try {
-            DXNetConfig.load(write("broken.json", "{nodeId"));
-            fail("broken JSON accepted");
-        } catch (IllegalArgumentException e) {
-            assertTrue(e.getMessage(), e.getMessage().contains("broken.json"));
+    }
+
+    @Test
+    public void crossKeyRulesNameBothKeys() throws Exception {
+        DXNetConfig c = new DXNetConfig(1);
+        c.transport = "loopback";
+        c.keepAliveMs = 5_000;
+        c.idleTimeoutMs = 5_000;
+        String e = refusal("idle = keep-alive", c::validate);
+        assertEquals("idleTimeoutMs = 5000 must be more than keepAliveMs = 5000", e);
+        c = new DXNetConfig(1);
+        c.transport = "loopback";
+        c.maxUnfinishedBytesPerConnection = c.maxMessageSize - 1;
+        e = refusal("unfinished < message", c::validate);
+        assertTrue(e, e.contains("maxUnfinishedBytesPerConnection") && e.contains("maxMessageSize"));
+    }
+
+    /** A Java key sets its native key; a native key contradicting it is an error naming both. */
+    @Test
+    public void overlappingNativeKeysComeFromTheJavaKeyAndContradictionsAreRefused() throws Exception {
+        DXNetConfig c = new DXNetConfig(2);
+        c.connectTimeoutMs = 2_000;
+        c.maxConnections = 7;
+        c.authKeyFile = "/k";
+        c.nodes.put(3, "10.0.0.3:5730");
+        Map<String, String> n = c.nativeSettings("0.0.0.0:5730");
+        assertEquals("2", n.get("node_id"));
+        assertEquals("2000", n.get("connect_timeout_ms"));
+        assertEquals("7", n.get("max_connections"));
+        assertEquals("/k", n.get("auth_key_file"));
+        assertEquals("0.0.0.0:5730", n.get("listen"));
+        assertEquals("10.0.0.3:5730", n.get("node.3"));
+        c.listen = "127.0.0.1:9";
+        assertEquals("127.0.0.1:9", c.nativeSettings("0.0.0.0:5730").get("listen"));
+        // The same value twice is no contradiction; a native key alone (Java key at its default) is used.
+        c.nativeConfig.put("max_connections", "7");
+        c.nativeSettings(null);
+        DXNetConfig d = new DXNetConfig(2);
+        d.nativeConfig.put("connect_timeout_ms", "500");
+        assertEquals("500", d.nativeSettings(null).get("connect_timeout_ms"));
+        // Contradictions, programmatic and from a file (even with the Java key at its default value).
+        c.nativeConfig.put("connect_timeout_ms", "5000");
+        String e = refusal("contradiction", c::validate);
+        assertEquals("connectTimeoutMs = '2000' and native.connect_timeout_ms = '5000' contradict each other: "
+                + "connectTimeoutMs sets native.connect_timeout_ms; give only connectTimeoutMs", e);
+        Path f = write("both.conf", "nodeId=1\ntransport=loopback\nmaxConnections=100\nnative.max_connections=50\n");
+        e = refusal("contradiction in a file", () -> DXNetConfig.load(f).validate());
+        assertTrue(e, e.startsWith(f + ": maxConnections = '100' and native.max_connections = '50'"));
+        DXNetConfig g = new DXNetConfig(4);
+        g.nativeConfig.put("node_id", "5");
+        e = refusal("node id twice", g::validate);
+        assertTrue(e, e.contains("nodeId = '4'") && e.contains("native.node_id = '5'"));
+        DXNetConfig h = new DXNetConfig(4);
+        h.listen = "127.0.0.1:1";
+        h.nativeConfig.put("listen", "127.0.0.1:2");
+        e = refusal("listen twice", h::validate);
+        assertTrue(e, e.contains("listen = '127.0.0.1:1'") && e.contains("native.listen = '127.0.0.1:2'"));
+    }
+
+    /**
+     * A native key the engine refuses, from line 3 of a file: the error names
+     * the file and the key as the user wrote it ({@code native.sq_size}), not
+     * a line of the text Java builds for the engine.
+     */
+    @Test
+    public void nativeErrorsNameTheFileAndTheNativeKey() throws Exception {
+        Path f = write("ib.conf", "nodeId=1\ntransport=ib\nnative.sq_size=abc\nnative.fabric=sim\nnative.listen=127.0.0.1:0\n");
+        String e = refusal("native.sq_size=abc", () -> DXNet.start(f).close());
+        assertEquals(f + ": native.sq_size = 'abc': not a non-negative integer (invalid digit found in string)", e);
+        Path g = write("ib2.conf", "nodeId=1\ntransport=ib\nnative.fabric=sim\nnative.listen=127.0.0.1:0\nnative.sq_size=8\n"
+                + "native.signal_interval=9\n");
+        e = refusal("signal_interval > sq_size", () -> DXNet.start(g).close());
+        assertEquals(g + ": native.signal_interval = 9 must be at most native.sq_size = 8", e);
+        Path h = write("ib3.conf", "nodeId=1\ntransport=ib\nnative.fabric=sim\nnative.sq_sise=8\n");
+        e = refusal("native.sq_sise", () -> DXNet.start(h).close());
+        assertTrue(e, e.startsWith(h + ": unknown configuration key 'native.sq_sise' (did you mean 'native.sq_size'?)"));
+    }
+
+    /** README.md's table of these keys is {@link DXNetConfig#markdownTable}; IBDXNET_UPDATE_README=1 rewrites it. */
+    @Test
+    public void readmeTableIsGeneratedFromKeys() throws Exception {
+        Path readme = Paths.get("README.md").toAbsolutePath();
+        String text = new String(Files.readAllBytes(readme), StandardCharsets.UTF_8);
+        String begin = "<!-- java-config-keys: begin -->\n";
+        String end = "<!-- java-config-keys: end -->";
+        int start = text.indexOf(begin);
+        assertTrue("README.md has the begin marker", start >= 0);
+        start += begin.length();
+        int stop = text.indexOf(end, start);
+        assertTrue("README.md has the end marker", stop >= 0);
+        String want = DXNetConfig.markdownTable();
+        if (!text.substring(start, stop).equals(want)) {
+            if (System.getenv("IBDXNET_UPDATE_README") != null) {
+                Files.write(readme, (text.substring(0, start) + want + text.substring(stop)).getBytes(StandardCharsets.UTF_8));
+                return;
+            }
+            fail("README.md's Java configuration table differs from DXNetConfig.KEYS; rerun with "
+                    + "IBDXNET_UPDATE_README=1 to regenerate:\n" + want);
         }
     }
 }

@@ -35,24 +35,44 @@ import java.util.concurrent.TimeoutException;
  * touches no socket itself.
  */
 public final class NioTransport implements Transport {
-    /** Settings of one transport instance. */
+    /** Settings of one transport instance: the keys of {@link io.ibdxnet.DXNetConfig} it reads. */
     public static final class Settings {
         public int nodeId;
         public String listenHost = "0.0.0.0";
         public int listenPort;
-        public long flowControlWindow = 16L << 20;
-        public double flowControlThreshold = 0.1;
-        public int connectTimeoutMs = 10_000;
-        public int maxConnections = 100;
-        public int bufferSize = 64 << 10;
-        public int bufferCount = 512;
-        public int ringSize = 4 << 20;
-        public int keepAliveMs = 1_000;
-        public int idleTimeoutMs = 10_000;
+        public long flowControlWindow;
+        public double flowControlThreshold;
+        public int connectTimeoutMs;
+        public int maxConnections;
+        public int bufferSize;
+        public int bufferCount;
+        public int ringSize;
+        public int keepAliveMs;
+        public int idleTimeoutMs;
         /** Accept a hello only from an address the node table gives for the claimed node. */
-        public boolean checkPeerAddress = true;
+        public boolean checkPeerAddress;
         /** The pre-shared key, or null: with one, connections start with a mutual challenge–response. */
         public AuthKey authKey;
+
+        /** The defaults of {@link io.ibdxnet.DXNetConfig} (node 0, any port, no key). */
+        public Settings() {
+            this(new io.ibdxnet.DXNetConfig(0));
+        }
+
+        /** {@code c}'s values (listen address and key are set by the caller). */
+        public Settings(io.ibdxnet.DXNetConfig c) {
+            nodeId = c.nodeId;
+            flowControlWindow = c.flowControlWindow;
+            flowControlThreshold = c.flowControlThreshold;
+            connectTimeoutMs = c.connectTimeoutMs;
+            maxConnections = c.maxConnections;
+            bufferSize = c.nioBufferSize;
+            bufferCount = c.nioBufferCount;
+            ringSize = c.nioRingSize;
+            keepAliveMs = c.keepAliveMs;
+            idleTimeoutMs = c.idleTimeoutMs;
+            checkPeerAddress = c.checkPeerAddress;
+        }
     }
 
     private final Settings settings;

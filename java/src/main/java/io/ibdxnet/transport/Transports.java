@@ -6,7 +6,6 @@ import io.ibdxnet.ib.IbException;
 import io.ibdxnet.ib.IbTransport;
 import io.ibdxnet.loopback.LoopbackTransport;
 import io.ibdxnet.nio.NioTransport;
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /** Opens the transport a configuration names ({@link DXNetConfig#transport}). */
@@ -35,20 +34,9 @@ public final class Transports {
             case "ib":
                 return openIb(config, listener, listen);
             case "nio":
-                NioTransport.Settings s = new NioTransport.Settings();
-                s.nodeId = config.nodeId;
+                NioTransport.Settings s = new NioTransport.Settings(config);
                 s.listenHost = host;
                 s.listenPort = port;
-                s.flowControlWindow = config.flowControlWindow;
-                s.flowControlThreshold = config.flowControlThreshold;
-                s.connectTimeoutMs = config.connectTimeoutMs;
-                s.maxConnections = config.maxConnections;
-                s.bufferSize = config.nioBufferSize;
-                s.bufferCount = config.nioBufferCount;
-                s.ringSize = config.nioRingSize;
-                s.keepAliveMs = config.keepAliveMs;
-                s.idleTimeoutMs = config.idleTimeoutMs;
-                s.checkPeerAddress = config.checkPeerAddress;
                 s.authKey = config.authKey();
                 return new NioTransport(s, listener);
             case "loopback":
@@ -72,23 +60,14 @@ public final class Transports {
     }
 
     private static Transport openIb(DXNetConfig config, TransportListener listener, String listen) throws NetworkException {
-        Map<String, String> nativeConfig = new LinkedHashMap<>(config.nativeConfig);
-        nativeConfig.put("node_id", Integer.toString(config.nodeId));
-        nativeConfig.putIfAbsent("listen", listen);
-        nativeConfig.putIfAbsent("max_connections", Integer.toString(config.maxConnections));
-        // The node table goes in before the engine reads its first packet: a
-        // peer's packets sent while this node starts are not dropped as foreign.
-        for (Map.Entry<Integer, String> n : config.nodes.entrySet()) {
-            if (n.getKey() != config.nodeId) {
-                nativeConfig.putIfAbsent("node." + n.getKey(), n.getValue());
-            }
-        }
-        if (config.authKeyFile != null) {
-            nativeConfig.putIfAbsent("auth_key_file", config.authKeyFile);
-        }
+        Map<String, String> nativeConfig = config.nativeSettings(listen);
+        int connectTimeoutMs = Integer.parseInt(nativeConfig.get("connect_timeout_ms"));
         try {
             return new IbTransport(nativeConfig, config.flowControlWindow, config.flowControlThreshold,
-                    config.connectTimeoutMs, listener);
+                    connectTimeoutMs, listener);
+        } catch (IllegalArgumentException e) {
+            // The engine refused a native key (named native.<key>): say which file it came from.
+            throw config.source() == null ? e : new IllegalArgumentException(config.source() + ": " + e.getMessage(), e);
         } catch (IbException e) {
             throw new NetworkException("cannot start the InfiniBand transport: " + e.getMessage(), e);
         }

@@ -1,0 +1,255 @@
+//! Engine configuration: one struct, validated before any thread starts.
+//! Its keys (type, default, range, meaning) are defined once, in [`KEYS`];
+//! the rules that relate several keys are [`EngineConfig::validate`]'s code.
+
+mod keys;
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::con::node::resolve_address;
+use crate::con::{AuthKey, NodeId};
+use crate::fabric::{FabricConfig, FabricKind};
+use crate::sys::parking::ParkingConfig;
+
+pub use keys::{key, markdown_table, nearest, Key, Range, KEYS, MAX_INLINE_LIMIT, MAX_INTERVAL_MS, MAX_TIMEOUT_MS};
+
+/// Default UDP port of the connection manager.
+pub const DEFAULT_UDP_PORT: u16 = 5730;
+
+/// Everything an engine instance needs. The fields set by a key are
+/// described in [`KEYS`] (key names in parentheses).
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// (`node_id`)
+    pub node_id: NodeId,
+    /// (`listen`)
+    pub listen: SocketAddr,
+    /// (`fabric`)
+    pub fabric: FabricKind,
+    /// (`device`, `port`, `gid_index`) and the sim options.
+    pub device: FabricConfig,
+    /// (`max_connections`)
+    pub max_connections: u32,
+    /// (`send_ring_size`)
+    pub send_ring_size: u32,
+    /// (`sq_size`)
+    pub sq_size: u32,
+    /// (`srq_size`)
+    pub srq_size: u32,
+    /// (`recv_buffer_size`)
+    pub recv_buffer_size: u32,
+    /// (`recv_sges_per_wr`)
+    pub recv_sges_per_wr: u32,
+    /// (`recv_buffer_count`)
+    pub recv_buffer_count: u32,
+    /// (`incoming_ring_size`)
+    pub incoming_ring_size: u32,
+    /// (`signal_interval`)
+    pub signal_interval: u32,
+    /// (`max_inline`)
+    pub max_inline: u32,
+    /// (`poll_batch`)
+    pub poll_batch: u32,
+    /// (`connect_timeout_ms`)
+    pub connect_timeout: Duration,
+    /// (`exchange_retry_ms`)
+    pub exchange_retry: Duration,
+    /// (`discovery_interval_ms`)
+    pub discovery_interval: Duration,
+    /// (`parking_yield_after_ms`, `parking_park_after_ms`, `parking_park_for_ns`)
+    pub parking: ParkingConfig,
+    /// (`auth_key_file`)
+    pub auth_key_file: Option<PathBuf>,
+    /// The key itself; [`crate::msgrc::Engine::start`] reads it from
+    /// `auth_key_file` or the environment when `None`. Not in the text form.
+    pub auth_key: Option<AuthKey>,
+    /// The node table at start (`node.<id> = host:port` in the text form):
+    /// in the table before the connection manager reads its first packet,
+    /// so packets of peers that already know this node are not dropped as
+    /// foreign while it starts. Not in [`EngineConfig::to_text`] (no default).
+    pub nodes: Vec<(NodeId, SocketAddr)>,
+}
+
+/// How errors name a key: as in the engine's text form (`sq_size`), or with
+/// the prefix the Java configuration gives engine keys (`native.sq_size`).
+#[derive(Debug, Clone, Copy)]
+struct Names<'a> {
+    prefix: &'a str,
+}
+
+impl Names<'_> {
+    fn of(self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+}
+
+const PLAIN: Names<'static> = Names { prefix: "" };
+
+impl EngineConfig {
+    /// The defaults of [`KEYS`] for node `node_id` listening on `listen`.
+    pub fn new(node_id: NodeId, listen: SocketAddr) -> Self {
+        // Placeholders only: every key's default is applied below.
+        let mut c = EngineConfig {
+            node_id,
+            listen,
+            fabric: FabricKind::Auto,
+            device: FabricConfig::default(),
+            max_connections: 0,
+            send_ring_size: 0,
+            sq_size: 0,
+            srq_size: 0,
+            recv_buffer_size: 0,
+            recv_sges_per_wr: 0,
+            recv_buffer_count: 0,
+            incoming_ring_size: 0,
+            signal_interval: 0,
+            max_inline: 0,
+            poll_batch: 0,
+            connect_timeout: Duration::ZERO,
+            exchange_retry: Duration::ZERO,
+            discovery_interval: Duration::ZERO,
+            parking: ParkingConfig::default(),
+            auth_key_file: None,
+            auth_key: None,
+            nodes: Vec::new(),
+        };
+        for k in KEYS.iter().filter(|k| k.name != "node_id" && k.name != "listen") {
+            // The defaults are constants, checked by `every_default_parses_and_is_valid`.
+            (k.set)(&mut c, k.default).unwrap_or_else(|e| panic!("default of {}: {e}", k.name));
+        }
+        c
+    }
+
+    /// Largest payload of one send request: what one receive request holds.
+    pub fn max_wr_bytes(&self) -> u32 {
+        self.recv_buffer_size.saturating_mul(self.recv_sges_per_wr)
+    }
+
+    /// Checks every key's range, then the rules relating keys; the error
+    /// names the key (as in the text form) and its value.
+    pub fn validate(&self) -> Result<(), String> {
+        self.validate_named(PLAIN)
+    }
+
+    fn validate_named(&self, n: Names) -> Result<(), String> {
+        for k in KEYS {
+            if let Some(v) = (k.number)(self) {
+                k.range.check(v).map_err(|e| format!("{} = {v} {e}", n.of(k.name)))?;
+            }
+        }
+        let wr = u64::from(self.recv_buffer_size) * u64::from(self.recv_sges_per_wr);
+        if wr > 1 << 31 {
+            return Err(format!(
+                "{} = {} × {} = {} = {wr} must be at most 2^31 (the bytes of one receive request)",
+                n.of("recv_buffer_size"),
+                self.recv_buffer_size,
+                n.of("recv_sges_per_wr"),
+                self.recv_sges_per_wr
+            ));
+        }
+        let in_srq = u64::from(self.srq_size) * u64::from(self.recv_sges_per_wr);
+        if u64::from(self.recv_buffer_count) <= in_srq {
+            return Err(format!(
+                "{} = {} must be more than {} × {} = {in_srq} (the buffers the SRQ alone holds)",
+                n.of("recv_buffer_count"),
+                self.recv_buffer_count,
+                n.of("srq_size"),
+                n.of("recv_sges_per_wr")
+            ));
+        }
+        let pool = u64::from(self.recv_buffer_count) * u64::from(self.recv_buffer_size);
+        if pool > 1 << 36 {
+            return Err(format!(
+                "{} = {} × {} = {} is {pool} bytes of receive pool, more than 64 GiB",
+                n.of("recv_buffer_count"),
+                self.recv_buffer_count,
+                n.of("recv_buffer_size"),
+                self.recv_buffer_size
+            ));
+        }
+        if self.signal_interval > self.sq_size {
+            return Err(format!(
+                "{} = {} must be at most {} = {}",
+                n.of("signal_interval"),
+                self.signal_interval,
+                n.of("sq_size"),
+                self.sq_size
+            ));
+        }
+        if self.parking.park_after < self.parking.yield_after {
+            return Err(format!(
+                "{} = {} must not be less than {} = {}",
+                n.of("parking_park_after_ms"),
+                self.parking.park_after.as_millis(),
+                n.of("parking_yield_after_ms"),
+                self.parking.yield_after.as_millis()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Text form of the configuration: `key=value` lines (for Java, files and
+/// command lines), with the keys of [`KEYS`] and `node.<id>=host:port`.
+impl EngineConfig {
+    /// Sets one key from its text form; the error names the key and value.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        self.set_named(key, value, PLAIN)
+    }
+
+    fn set_named(&mut self, key: &str, value: &str, n: Names) -> Result<(), String> {
+        let (key, v) = (key.trim(), value.trim());
+        if let Some(k) = keys::key(key) {
+            return (k.set)(self, v).map_err(|e| format!("{} = '{v}': {e}", n.of(key)));
+        }
+        if let Some(id) = key.strip_prefix("node.") {
+            let id = id
+                .parse::<u16>()
+                .ok()
+                .and_then(NodeId::new)
+                .ok_or(format!("{}: '{id}' is not a node id in [0, 65534]", n.of(key)))?;
+            let addr = resolve_address(v).map_err(|e| format!("{} = '{v}': {e}", n.of(key)))?;
+            self.nodes.retain(|n| n.0 != id);
+            self.nodes.push((id, addr));
+            return Ok(());
+        }
+        let hint = keys::nearest(key).map(|k| format!(" (did you mean '{}'?)", n.of(k))).unwrap_or_default();
+        Err(format!("unknown configuration key '{}'{hint}", n.of(key)))
+    }
+
+    /// Applies the `key=value` lines of a file (blank lines and `#`
+    /// comments ignored), then validates; an error from a line names it.
+    pub fn apply_text(&mut self, text: &str) -> Result<(), String> {
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (k, v) = line.split_once('=').ok_or_else(|| format!("line {}: '{line}' is not key=value", i + 1))?;
+            self.set(k, v).map_err(|e| format!("line {}: {e}", i + 1))?;
+        }
+        self.validate()
+    }
+
+    /// Applies `key=value` lines built by a program from its own settings
+    /// (the Java configuration), then validates. Errors name the key as that
+    /// program does, `prefix` + key (`native.sq_size`), and no line: the
+    /// lines are not the user's.
+    pub fn apply_keys(&mut self, text: &str, prefix: &str) -> Result<(), String> {
+        let n = Names { prefix };
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let (k, v) = line.split_once('=').ok_or_else(|| format!("'{prefix}{line}' is not key=value"))?;
+            self.set_named(k, v, n)?;
+        }
+        self.validate_named(n)
+    }
+
+    /// Every key as `key=value` lines, in the order of [`KEYS`].
+    pub fn to_text(&self) -> String {
+        KEYS.iter().map(|k| format!("{}={}\n", k.name, (k.get)(self))).collect()
+    }
+}

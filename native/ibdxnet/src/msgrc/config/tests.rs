@@ -1,0 +1,135 @@
+use super::*;
+
+fn cfg() -> EngineConfig {
+    EngineConfig::new(NodeId(1), "127.0.0.1:5730".parse().unwrap())
+}
+
+#[test]
+fn defaults_are_valid_and_follow_table_2() {
+    let c = cfg();
+    c.validate().unwrap();
+    assert_eq!(
+        (c.sq_size, c.srq_size, c.recv_buffer_size, c.recv_sges_per_wr, c.max_connections),
+        (20, 2000, 32768, 4, 100)
+    );
+    assert_eq!(c.parking, ParkingConfig::default(), "the table and ParkingConfig agree on the paper's values");
+}
+
+#[test]
+fn every_default_parses_and_is_its_own_text_form() {
+    let c = cfg();
+    for k in KEYS {
+        let mut d = cfg();
+        (k.set)(&mut d, k.default).unwrap_or_else(|e| panic!("{}: {e}", k.name));
+        if k.name != "node_id" && k.name != "listen" {
+            assert_eq!((k.get)(&c), k.default, "{}: the text form of the default", k.name);
+        }
+    }
+}
+
+#[test]
+fn each_bad_field_is_named() {
+    type Change = Box<dyn Fn(&mut EngineConfig)>;
+    let cases: Vec<(&str, Change)> = vec![
+        ("node_id", Box::new(|c| c.node_id = NodeId::INVALID)),
+        ("send_ring_size", Box::new(|c| c.send_ring_size = 5000)),
+        ("sq_size", Box::new(|c| c.sq_size = 0)),
+        ("recv_buffer_count", Box::new(|c| c.recv_buffer_count = 100)),
+        ("incoming_ring_size", Box::new(|c| c.incoming_ring_size = 3)),
+        ("signal_interval", Box::new(|c| c.signal_interval = 21)),
+        ("recv_sges_per_wr", Box::new(|c| c.recv_sges_per_wr = 33)),
+        ("max_connections", Box::new(|c| c.max_connections = 0)),
+    ];
+    for (field, change) in cases {
+        let mut c = cfg();
+        change(&mut c);
+        let e = c.validate().unwrap_err();
+        assert!(e.contains(field), "{field}: {e}");
+    }
+}
+
+/// Each ranged key: one below and one above its range is refused naming
+/// the key and the value, from a file and from the Java path.
+#[test]
+fn every_range_is_checked_naming_key_and_value() {
+    for k in KEYS {
+        let (min, max) = match k.range {
+            Range::Any => continue,
+            Range::Int(min, max) | Range::Pow2(min, max) => (min, max),
+        };
+        let below = min.checked_sub(1).map(|v| v.to_string());
+        for bad in below.into_iter().chain([(max + 1).to_string()]) {
+            let text = format!("{}={bad}\n", k.name);
+            let e = cfg().apply_text(&text).expect_err(&text);
+            assert!(e.contains(k.name) && e.contains(&bad), "{text}: {e}");
+            let e = cfg().apply_keys(&text, "native.").expect_err(&text);
+            assert!(e.contains(&format!("native.{}", k.name)) && e.contains(&bad), "{text}: {e}");
+            assert!(!e.starts_with("line"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn start_nodes_are_parsed_and_bad_ones_named() {
+    let mut c = cfg();
+    c.apply_text("node.3=127.0.0.1:7000\nnode.4=127.0.0.1:7001\nnode.3=127.0.0.1:7002\n").unwrap();
+    let want: Vec<(NodeId, std::net::SocketAddr)> =
+        vec![(NodeId(4), "127.0.0.1:7001".parse().unwrap()), (NodeId(3), "127.0.0.1:7002".parse().unwrap())];
+    assert_eq!(c.nodes, want, "the last entry of an id wins");
+    let e = cfg().apply_text("node.65535=127.0.0.1:7000").unwrap_err();
+    assert!(e.contains("node.65535") && e.contains("is not a node id"), "{e}");
+    let e = cfg().apply_text("\nnode.2=nowhere").unwrap_err();
+    assert!(e.starts_with("line 2: node.2 = 'nowhere': ") && e.contains("host:port"), "{e}");
+}
+
+#[test]
+fn text_round_trips_and_errors_name_the_line_and_key() {
+    let mut c = EngineConfig::new(NodeId(4), "127.0.0.1:5730".parse().unwrap());
+    c.sq_size = 33;
+    c.device.gid_index = Some(1);
+    let mut d = EngineConfig::new(NodeId(0), "0.0.0.0:1".parse().unwrap());
+    d.apply_text(&c.to_text()).unwrap();
+    assert_eq!(d.to_text(), c.to_text());
+    assert_eq!(c.to_text().lines().count(), KEYS.len());
+    let e = d.apply_text("# comment\n\nsq_size=abc\n").unwrap_err();
+    assert!(e.starts_with("line 3: sq_size = 'abc': not a non-negative integer"), "{e}");
+    assert!(d.apply_text("bogus=1").unwrap_err().contains("unknown configuration key 'bogus'"));
+    assert!(d.apply_text("node_id=65535").unwrap_err().contains("node_id = '65535'"));
+    assert!(d.apply_text("sq_size=0").unwrap_err().contains("sq_size = 0"), "validated after applying");
+}
+
+/// From Java the lines are built by the program: an error names the key
+/// as the user wrote it there (`native.<key>`), never a line.
+#[test]
+fn errors_from_the_java_path_name_the_native_key_without_a_line() {
+    let e = cfg().apply_keys("node_id=1\nsq_size=abc\n", "native.").unwrap_err();
+    assert_eq!(e, "native.sq_size = 'abc': not a non-negative integer (invalid digit found in string)");
+    let e = cfg().apply_keys("sq_size=8\nsignal_interval=9\n", "native.").unwrap_err();
+    assert_eq!(e, "native.signal_interval = 9 must be at most native.sq_size = 8");
+    let e = cfg().apply_keys("sq_sise=8\n", "native.").unwrap_err();
+    assert_eq!(e, "unknown configuration key 'native.sq_sise' (did you mean 'native.sq_size'?)");
+    let e = cfg().apply_text("parking_yield_after=0").unwrap_err();
+    assert!(e.ends_with("(did you mean 'parking_yield_after_ms'?)"), "{e}");
+    assert!(!cfg().apply_text("zzz=1").unwrap_err().contains("did you mean"));
+}
+
+/// The README's engine table is [`markdown_table`]; with
+/// `IBDXNET_UPDATE_README=1` this test rewrites it instead of failing.
+#[test]
+fn readme_table_is_generated_from_keys() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = ("<!-- native-config-keys: begin -->\n", "<!-- native-config-keys: end -->");
+    let start = readme.find(begin).expect("README has the begin marker") + begin.len();
+    let stop = start + readme[start..].find(end).expect("README has the end marker");
+    let want = markdown_table();
+    if readme[start..stop] != want {
+        if std::env::var_os("IBDXNET_UPDATE_README").is_some() {
+            std::fs::write(&path, format!("{}{want}{}", &readme[..start], &readme[stop..])).unwrap();
+            return;
+        }
+        panic!(
+            "README.md's engine configuration table differs from KEYS; run with IBDXNET_UPDATE_README=1 to regenerate:\n{want}"
+        );
+    }
+}
