@@ -1,8 +1,8 @@
 package io.ibdxnet.ib;
 
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.core.OutgoingRingBuffer;
-import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.transport.OutgoingRingBuffer;
+import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;

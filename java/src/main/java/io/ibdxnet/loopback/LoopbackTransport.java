@@ -1,8 +1,8 @@
 package io.ibdxnet.loopback;
 
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.core.OutgoingRingBuffer;
-import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.transport.OutgoingRingBuffer;
+import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;

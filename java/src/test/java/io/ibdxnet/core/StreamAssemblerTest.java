@@ -6,6 +6,7 @@ import static org.junit.Assert.assertEquals;
 import io.ibdxnet.Codec;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.memory.NativeBlocks;
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;

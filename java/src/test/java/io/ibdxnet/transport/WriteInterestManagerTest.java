@@ -1,4 +1,4 @@
-package io.ibdxnet.core;
+package io.ibdxnet.transport;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
