@@ -9,7 +9,6 @@ import io.ibdxnet.core.ReceiveLimits;
 import io.ibdxnet.core.StreamAssembler;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
-import io.ibdxnet.transport.Transports;
 import io.ibdxnet.transport.TransportListener;
 import java.lang.reflect.Constructor;
 import java.util.ArrayList;

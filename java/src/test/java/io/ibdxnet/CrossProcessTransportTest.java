@@ -144,7 +144,7 @@ public class CrossProcessTransportTest {
         Process p = peer(log, "node.0=" + a0, "node.1=" + a1);
         awaitOutput(p, log, "peer ready");
         List<String> said = new CopyOnWriteArrayList<>();
-        Logger choice = Logger.getLogger("io.ibdxnet.transport.Transports");
+        Logger choice = Logger.getLogger("io.ibdxnet.Transports");
         Handler h = new Handler() {
             @Override
             public void publish(LogRecord r) {

@@ -12,7 +12,6 @@ import io.ibdxnet.core.FrameMutator;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
-import io.ibdxnet.transport.Transports;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
