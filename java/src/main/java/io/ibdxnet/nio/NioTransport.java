@@ -1,6 +1,7 @@
 package io.ibdxnet.nio;
 
 import io.ibdxnet.NetworkException;
+import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
@@ -48,7 +49,7 @@ import java.util.logging.Logger;
 public final class NioTransport implements Transport {
     private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
     private final io.ibdxnet.core.RateLimitedLog failureLog = new io.ibdxnet.core.RateLimitedLog(LOG, 1_000);
-    private static final int NODES = 1 << 16;
+    private static final int NODES = NodeId.COUNT;
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
     private static final long IDLE_POLL_NANOS = 50_000;
     /** Incoming connections in their handshake at most; more are closed at once (each holds a socket until its timeout). */
