@@ -7,9 +7,14 @@ import static org.junit.Assert.fail;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 public class DXNetConfigTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     private static Path write(String name, String text) throws Exception {
         Path dir = Files.createTempDirectory("dxnet-config");
         Path f = dir.resolve(name);

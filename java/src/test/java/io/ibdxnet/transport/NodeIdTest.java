@@ -4,9 +4,15 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.TestSupport;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 public class NodeIdTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     @Test
     public void everySixteenBitIdHasASlotAndAllOnesIsNoNode() {
         assertEquals(65536, NodeId.COUNT);
