@@ -8,8 +8,8 @@ import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.core.ReceiveLimits;
 import io.ibdxnet.core.StreamAssembler;
 import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.Transport;
-import io.ibdxnet.transport.Transports;
 import io.ibdxnet.transport.TransportListener;
 import java.lang.reflect.Constructor;
 import java.util.ArrayList;
@@ -63,7 +63,7 @@ public final class DXNet implements AutoCloseable {
     private final java.util.concurrent.ScheduledExecutorService timeouts;
     private final AtomicInteger nextRequestId = new AtomicInteger(1);
     private final AtomicInteger nextMessageId = new AtomicInteger();
-    private final AtomicReferenceArray<StreamAssembler> assemblers = new AtomicReferenceArray<>(1 << 16);
+    private final AtomicReferenceArray<StreamAssembler> assemblers = new AtomicReferenceArray<>(NodeId.COUNT);
     private final AtomicLong dropped = new AtomicLong();
     private final ReceiveLimits limits;
     private final AtomicLong violations = new AtomicLong();
@@ -381,7 +381,7 @@ public final class DXNet implements AutoCloseable {
             throw new NetworkException("DXNet is closed");
         }
         int dest = m.getDestination();
-        if (dest < 0 || dest > 0xFFFE) {
+        if (!NodeId.isValid(dest)) {
             throw new IllegalArgumentException("message has no valid destination (" + dest + ")");
         }
         if (m instanceof Response) {

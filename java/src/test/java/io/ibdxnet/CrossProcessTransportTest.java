@@ -1,10 +1,14 @@
 package io.ibdxnet;
 
+import static io.ibdxnet.TestSupport.bytesOf;
+import static io.ibdxnet.TestSupport.longsOf;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
 import io.ibdxnet.ib.NativeEngine;
 import java.io.File;
 import java.io.IOException;
@@ -75,14 +79,14 @@ public class CrossProcessTransportTest {
             AtomicLong received = new AtomicLong();
             java.util.concurrent.CountDownLatch quit = new java.util.concurrent.CountDownLatch(1);
             n.register(DXNetTest.TYPE, DXNetTest.DATA, m -> received.incrementAndGet());
-            n.register(DXNetTest.TYPE, DXNetTest.ECHO_REQ, m -> {
-                DXNetTest.EchoRequest r = (DXNetTest.EchoRequest) m;
-                boolean last = r.values.length == 1 && r.values[0] == -1;
+            n.register(BytesRequest.TYPE, m -> {
+                BytesRequest r = (BytesRequest) m;
+                boolean last = longsOf(r.bytes).length == 1 && longsOf(r.bytes)[0] == -1;
                 if (last) {
-                    r.values = new long[] {received.get()};
+                    r.bytes = bytesOf(new long[] {received.get()});
                 }
                 try {
-                    n.sendMessage(new DXNetTest.EchoResponse(r));
+                    n.sendMessage(BytesResponse.echo(r));
                 } catch (NetworkException e) {
                     throw new IllegalStateException(e);
                 }
@@ -100,8 +104,8 @@ public class CrossProcessTransportTest {
 
     private static void register(DXNet n) {
         n.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DXNetTest.DataMessage.class);
-        n.registerMessageType(DXNetTest.TYPE, DXNetTest.ECHO_REQ, DXNetTest.EchoRequest.class);
-        n.registerMessageType(DXNetTest.TYPE, DXNetTest.ECHO_RESP, DXNetTest.EchoResponse.class);
+        n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
+        n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
     }
 
     private static int freePort() throws IOException {
@@ -144,7 +148,7 @@ public class CrossProcessTransportTest {
         Process p = peer(log, "node.0=" + a0, "node.1=" + a1);
         awaitOutput(p, log, "peer ready");
         List<String> said = new CopyOnWriteArrayList<>();
-        Logger choice = Logger.getLogger("io.ibdxnet.transport.Transports");
+        Logger choice = Logger.getLogger("io.ibdxnet.Transports");
         Handler h = new Handler() {
             @Override
             public void publish(LogRecord r) {
@@ -178,11 +182,11 @@ public class CrossProcessTransportTest {
         for (int i = 0; i < messages; i++) {
             node.sendMessage(new DXNetTest.DataMessage(1, 0, i, 100));
         }
-        DXNetTest.EchoResponse r = node.sendSync(new DXNetTest.EchoRequest(1, new long[] {42, 43}), 30_000);
-        assertArrayEquals(new long[] {42, 43}, r.values);
+        BytesResponse r = node.sendSync(new BytesRequest(1, bytesOf(new long[] {42, 43})), 30_000);
+        assertArrayEquals(new long[] {42, 43}, longsOf(r.bytes));
         assertEquals(1, r.getSource());
-        DXNetTest.EchoResponse count = node.sendSync(new DXNetTest.EchoRequest(1, new long[] {-1}), 30_000);
-        assertArrayEquals("messages the peer received", new long[] {messages}, count.values);
+        BytesResponse count = node.sendSync(new BytesRequest(1, bytesOf(new long[] {-1})), 30_000);
+        assertArrayEquals("messages the peer received", new long[] {messages}, longsOf(count.bytes));
         assertTrue("peer did not finish: " + read(log), p.waitFor(30, TimeUnit.SECONDS));
         assertEquals(read(log), 0, p.exitValue());
     }
@@ -216,7 +220,7 @@ public class CrossProcessTransportTest {
         register(node);
         AtomicLong toSelf = new AtomicLong();
         node.register(DXNetTest.TYPE, DXNetTest.DATA, m -> toSelf.incrementAndGet());
-        node.register(DXNetTest.TYPE, DXNetTest.ECHO_REQ, m -> toSelf.incrementAndGet());
+        node.register(BytesRequest.TYPE, m -> toSelf.incrementAndGet());
         String expected = "node 1 is not in this process's sim fabric";
         String fix = "sim connects nodes of one process only — use transport=nio, or an RDMA device";
         long t0 = System.nanoTime();
@@ -229,7 +233,7 @@ public class CrossProcessTransportTest {
         long sendMs = (System.nanoTime() - t0) / 1_000_000;
         t0 = System.nanoTime();
         try {
-            node.sendSync(new DXNetTest.EchoRequest(1, new long[] {1}), 30_000);
+            node.sendSync(new BytesRequest(1, bytesOf(new long[] {1})), 30_000);
             fail("a request to node 1 in another process was answered");
         } catch (RequestTimeoutException e) {
             throw new AssertionError("a timeout instead of the fabric error", e);

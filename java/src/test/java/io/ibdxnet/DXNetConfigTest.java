@@ -19,7 +19,7 @@ import org.junit.rules.Timeout;
 
 public class DXNetConfigTest {
     @Rule
-    public final Timeout timeout = Timeout.seconds(60);
+    public final Timeout timeout = TestSupport.minutes(5);
 
     private static Path write(String name, String text) throws Exception {
         Path dir = Files.createTempDirectory("dxnet-config");

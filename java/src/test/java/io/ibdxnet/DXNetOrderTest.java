@@ -1,11 +1,16 @@
 package io.ibdxnet;
 
+import static io.ibdxnet.TestSupport.bytesOf;
+import static io.ibdxnet.TestSupport.longsOf;
+import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import io.ibdxnet.DXNetTest.DataMessage;
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -15,7 +20,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.junit.After;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 import org.junit.runner.RunWith;
 import org.junit.runners.Parameterized;
 
@@ -26,6 +33,9 @@ import org.junit.runners.Parameterized;
  */
 @RunWith(Parameterized.class)
 public class DXNetOrderTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     @Parameterized.Parameters(name = "{0}")
     public static Object[] transports() {
         return new Object[] {"ib", "nio", "loopback"};
@@ -53,7 +63,7 @@ public class DXNetOrderTest {
             DXNetTest.smallSimNode(c);
             tune.accept(c);
             DXNet n = DXNet.start(c);
-            n.registerMessageType(DXNetTest.TYPE, DXNetTest.ECHO_RESP, DXNetTest.EchoResponse.class);
+            n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
             out.add(n);
             nodes.add(n);
         }
@@ -65,16 +75,6 @@ public class DXNetOrderTest {
             }
         }
         return out;
-    }
-
-    private static void waitFor(String what, java.util.function.BooleanSupplier c) throws InterruptedException {
-        long end = System.nanoTime() + 60_000_000_000L;
-        while (!c.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                fail("timed out waiting for " + what);
-            }
-            Thread.sleep(2);
-        }
     }
 
     /** 10^5 messages from one sender, four handler threads, nothing else configured: handled in order, never two at once. */
@@ -153,11 +153,11 @@ public class DXNetOrderTest {
     @Test
     public void aHandlerCanWaitForAResponseFromTheNodeWhoseMessageItHandles() throws Exception {
         List<DXNet> n = start(2, c -> c.handlerThreads = 1);
-        n.get(0).register(DXNetTest.EchoRequest.class, req -> n.get(0).reply(req, new DXNetTest.EchoResponse(req)));
+        n.get(0).register(BytesRequest.class, req -> n.get(0).reply(req, BytesResponse.echo(req)));
         AtomicReference<Object> answer = new AtomicReference<>();
         n.get(1).register(DataMessage.class, d -> {
-            DXNetTest.EchoResponse r = n.get(1).sendSync(new DXNetTest.EchoRequest(0, new long[] {d.seq}), 10_000);
-            answer.set(r.values[0]);
+            BytesResponse r = n.get(1).sendSync(new BytesRequest(0, bytesOf(new long[] {d.seq})), 10_000);
+            answer.set(longsOf(r.bytes)[0]);
         });
         n.get(0).sendMessage(new DataMessage(1, 0, 77, 8));
         waitFor("the handler's answer", () -> answer.get() != null);

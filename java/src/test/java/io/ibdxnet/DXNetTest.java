@@ -1,11 +1,16 @@
 package io.ibdxnet;
 
+import static io.ibdxnet.TestSupport.bytesOf;
+import static io.ibdxnet.TestSupport.longsOf;
+import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -15,13 +20,18 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.After;
 import org.junit.Assume;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 import org.junit.runner.RunWith;
 import org.junit.runners.Parameterized;
 
 /** The messaging suite, run unchanged over every transport. */
 @RunWith(Parameterized.class)
 public class DXNetTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     @Parameterized.Parameters(name = "{0}")
     public static Object[] transports() {
         return new Object[] {"ib", "nio", "loopback"};
@@ -32,8 +42,6 @@ public class DXNetTest {
 
     public static final byte TYPE = 7;
     static final byte DATA = 1;
-    public static final byte ECHO_REQ = 2;
-    static final byte ECHO_RESP = 3;
     static final byte UNKNOWN = 9;
 
     /** A message with sender thread, sequence number and a payload checked on receipt. */
@@ -84,51 +92,6 @@ public class DXNetTest {
         }
     }
 
-    public static final class EchoRequest extends Request<EchoResponse> {
-        long[] values;
-
-        public EchoRequest() {
-            super(TYPE, ECHO_REQ);
-        }
-
-        public EchoRequest(int dest, long[] values) {
-            super(dest, TYPE, ECHO_REQ);
-            this.values = values;
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeLongArray(values);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            values = in.readLongArray();
-        }
-    }
-
-    public static final class EchoResponse extends Response {
-        long[] values;
-
-        public EchoResponse() {
-            super(TYPE, ECHO_RESP);
-        }
-
-        EchoResponse(EchoRequest req) {
-            super(req, TYPE, ECHO_RESP);
-            this.values = req.values;
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeLongArray(values);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            values = in.readLongArray();
-        }
-    }
 
     private final List<DXNet> nodes = new ArrayList<>();
 
@@ -159,8 +122,8 @@ public class DXNetTest {
             tune.accept(c);
             DXNet n = DXNet.start(c);
             n.registerMessageType(TYPE, DATA, DataMessage.class);
-            n.registerMessageType(TYPE, ECHO_REQ, EchoRequest.class);
-            n.registerMessageType(TYPE, ECHO_RESP, EchoResponse.class);
+            n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
+            n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
             out.add(n);
             nodes.add(n);
         }
@@ -215,16 +178,6 @@ public class DXNetTest {
         }
         if (failure.get() != null) {
             throw new AssertionError(failure.get());
-        }
-    }
-
-    private static void waitFor(String what, java.util.function.BooleanSupplier c) throws InterruptedException {
-        long end = System.nanoTime() + 60_000_000_000L;
-        while (!c.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                fail("timed out waiting for " + what);
-            }
-            Thread.sleep(2);
         }
     }
 
@@ -317,10 +270,10 @@ public class DXNetTest {
     public void nodeShutDownMidStreamFailsSendersAndRequestsOnly() throws Exception {
         List<DXNet> n = start(3);
         AtomicLong toTwo = new AtomicLong();
-        n.get(1).register(TYPE, ECHO_REQ, m -> {});
+        n.get(1).register(BytesRequest.TYPE, m -> {});
         n.get(2).register(TYPE, DATA, m -> toTwo.incrementAndGet());
         n.get(1).register(TYPE, DATA, m -> {});
-        java.util.concurrent.CompletableFuture<EchoResponse> waiting = n.get(0).sendAsync(new EchoRequest(1, new long[] {7}));
+        java.util.concurrent.CompletableFuture<BytesResponse> waiting = n.get(0).sendAsync(new BytesRequest(1, bytesOf(new long[] {7})));
         java.util.concurrent.CopyOnWriteArrayList<Integer> lossReports = new java.util.concurrent.CopyOnWriteArrayList<>();
         n.get(0).setLossListener((node, bytes, reason) -> lossReports.add(node));
         AtomicReference<Throwable> senderError = new AtomicReference<>();
@@ -527,39 +480,39 @@ public class DXNetTest {
     public void aResponseFromAnotherNodeThanTheRequestWentToIsRefused() throws Exception {
         List<DXNet> n = start(3);
         java.util.concurrent.CountDownLatch forged = new java.util.concurrent.CountDownLatch(1);
-        n.get(1).register(TYPE, ECHO_REQ, m -> {
+        n.get(1).register(BytesRequest.TYPE, m -> {
             try {
                 forged.await(10, java.util.concurrent.TimeUnit.SECONDS); // answers after node 2 tried
-                n.get(1).sendMessage(new EchoResponse((EchoRequest) m));
+                n.get(1).sendMessage(BytesResponse.echo((BytesRequest) m));
             } catch (NetworkException | InterruptedException e) {
                 throw new IllegalStateException(e);
             }
         });
-        EchoRequest req = new EchoRequest(1, new long[] {1, 2, 3});
-        java.util.concurrent.CompletableFuture<EchoResponse> f = n.get(0).sendAsync(req);
+        BytesRequest req = new BytesRequest(1, bytesOf(new long[] {1, 2, 3}));
+        java.util.concurrent.CompletableFuture<BytesResponse> f = n.get(0).sendAsync(req);
         // Node 2 guesses the request id (they are sequential) and answers first.
-        EchoRequest guess = new EchoRequest(0, null);
-        guess.source = 0;
-        guess.requestId = req.requestId;
-        EchoResponse fake = new EchoResponse(guess);
-        fake.values = new long[] {666};
+        BytesRequest guess = new BytesRequest(0, new byte[0]);
+        ((Message) guess).source = 0; // package-private fields, reached through the io.ibdxnet types
+        ((Request<?>) guess).requestId = ((Request<?>) req).requestId;
+        BytesResponse fake = BytesResponse.echo(guess);
+        fake.bytes = bytesOf(new long[] {666});
         n.get(2).sendMessage(fake);
         waitFor("the forged response refused", () -> n.get(0).transportStats().get("responses_from_wrong_node") == 1);
         assertFalse(f.isDone());
         forged.countDown();
-        EchoResponse real = f.get(10, java.util.concurrent.TimeUnit.SECONDS);
-        assertArrayEquals(new long[] {1, 2, 3}, real.values);
+        BytesResponse real = f.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertArrayEquals(new long[] {1, 2, 3}, longsOf(real.bytes));
     }
 
     @Test
     public void requestsGetTheirResponses() throws Exception {
         List<DXNet> n = start(2);
-        n.get(1).register(EchoRequest.class, req -> n.get(1).reply(req, new EchoResponse(req)));
+        n.get(1).register(BytesRequest.class, req -> n.get(1).reply(req, BytesResponse.echo(req)));
         long t0 = System.nanoTime();
         for (int i = 0; i < 500; i++) {
             long[] v = {i, -i, Long.MAX_VALUE - i};
-            EchoResponse r = n.get(0).sendSync(new EchoRequest(1, v), 10_000);
-            assertArrayEquals(v, r.values);
+            BytesResponse r = n.get(0).sendSync(new BytesRequest(1, bytesOf(v)), 10_000);
+            assertArrayEquals(v, longsOf(r.bytes));
             assertEquals(1, r.getSource());
         }
         System.err.println(transport + ": 500 requests: " + (System.nanoTime() - t0) / 500 / 1000 + " us per round trip");
@@ -568,10 +521,10 @@ public class DXNetTest {
     @Test
     public void unansweredRequestTimesOut() throws Exception {
         List<DXNet> n = start(2);
-        n.get(1).register(TYPE, ECHO_REQ, m -> {});
+        n.get(1).register(BytesRequest.TYPE, m -> {});
         long t0 = System.nanoTime();
         try {
-            n.get(0).sendSync(new EchoRequest(1, new long[] {1}), 300);
+            n.get(0).sendSync(new BytesRequest(1, bytesOf(new long[] {1})), 300);
             fail("no response expected");
         } catch (RequestTimeoutException expected) {
             assertTrue(System.nanoTime() - t0 >= 300_000_000L);
@@ -581,11 +534,11 @@ public class DXNetTest {
     @Test
     public void requestTimeoutMsEndsAsyncRequestsAndEmptiesThePendingMap() throws Exception {
         List<DXNet> n = start(2, "100", c -> c.requestTimeoutMs = 300);
-        n.get(1).register(TYPE, ECHO_REQ, m -> {});
+        n.get(1).register(BytesRequest.TYPE, m -> {});
         long t0 = System.nanoTime();
-        java.util.concurrent.CompletableFuture<EchoResponse> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
+        java.util.concurrent.CompletableFuture<BytesResponse> f = n.get(0).sendAsync(new BytesRequest(1, bytesOf(new long[] {1})));
         // A caller that gives up first leaves nothing behind either.
-        java.util.concurrent.CompletableFuture<EchoResponse> abandoned = n.get(0).sendAsync(new EchoRequest(1, new long[] {2}));
+        java.util.concurrent.CompletableFuture<BytesResponse> abandoned = n.get(0).sendAsync(new BytesRequest(1, bytesOf(new long[] {2})));
         try {
             abandoned.get(20, java.util.concurrent.TimeUnit.MILLISECONDS);
             fail("no response expected");
@@ -609,14 +562,14 @@ public class DXNetTest {
     @Test
     public void aRemoteHandlerExceptionReachesTheRequester() throws Exception {
         List<DXNet> n = start(2);
-        n.get(1).register(EchoRequest.class, req -> {
-            throw new IllegalStateException("no such key: " + req.values[0]);
+        n.get(1).register(BytesRequest.class, req -> {
+            throw new IllegalStateException("no such key: " + longsOf(req.bytes)[0]);
         });
         long[] ms = new long[5];
         for (int i = 0; i < ms.length; i++) {
             long t0 = System.nanoTime();
             try {
-                n.get(0).sendSync(new EchoRequest(1, new long[] {42 + i}), 10_000);
+                n.get(0).sendSync(new BytesRequest(1, bytesOf(new long[] {42 + i})), 10_000);
                 fail("the handler throws");
             } catch (RemoteHandlerException e) {
                 ms[i] = (System.nanoTime() - t0) / 1_000_000;
@@ -634,8 +587,8 @@ public class DXNetTest {
     @Test
     public void pendingRequestsFailWhenThePeerGoesAway() throws Exception {
         List<DXNet> n = start(2);
-        n.get(1).register(TYPE, ECHO_REQ, m -> {});
-        java.util.concurrent.CompletableFuture<EchoResponse> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
+        n.get(1).register(BytesRequest.TYPE, m -> {});
+        java.util.concurrent.CompletableFuture<BytesResponse> f = n.get(0).sendAsync(new BytesRequest(1, bytesOf(new long[] {1})));
         n.get(1).close();
         try {
             f.get(30, java.util.concurrent.TimeUnit.SECONDS);

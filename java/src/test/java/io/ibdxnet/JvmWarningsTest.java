@@ -11,7 +11,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /**
  * What the JDK running the tests prints for a user's process: the demo over
@@ -23,6 +25,9 @@ import org.junit.Test;
  * memory methods, JEP 472 about JNI loading and FFM's restricted methods).
  */
 public class JvmWarningsTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     private static final String FLAG = "--enable-native-access=ALL-UNNAMED";
 
     private static String run(String transport, boolean withFlag) throws Exception {

@@ -5,10 +5,15 @@ import static org.junit.Assert.fail;
 
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.memory.NativeBlocks;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /** A payload that lies about its own lengths fails its import; nothing is read past its end. */
 public class MessageImporterTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     /** {@code length} bytes of native memory starting with the big-endian int {@code first}. */
     private static long nativePayload(int first, int length) {
         long mem = NativeBlocks.allocate(length);

@@ -10,7 +10,9 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /**
  * README.md quotes the examples project: each block after an
@@ -18,6 +20,9 @@ import org.junit.Test;
  * example's configuration files must load.
  */
 public class ReadmeExamplesTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     private static final Pattern EXCERPT = Pattern.compile("<!-- excerpt: (\\S+) -->\\n```[a-z]*\\n(.*?)\\n```", Pattern.DOTALL);
 
     private static String read(String path) throws IOException {

@@ -1,22 +1,29 @@
 package io.ibdxnet;
 
+import static io.ibdxnet.TestSupport.bytesOf;
+import static io.ibdxnet.TestSupport.longsOf;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
-import io.ibdxnet.DXNetTest.EchoRequest;
-import io.ibdxnet.DXNetTest.EchoResponse;
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.After;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /** The typed API on loopback: typed handlers and responses, reply, MessageType, readBytes. */
 public class TypedApiTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     static final MessageType OTHER = MessageType.of(7, 20);
     static final MessageType BIG = MessageType.of(7, 21);
     static final MessageType GENERIC_ASK = MessageType.of(7, 22);
@@ -56,7 +63,7 @@ public class TypedApiTest {
     }
 
     /** Binds {@code R} through {@link Ask}. */
-    public static final class EchoAsk extends Ask<EchoResponse> {
+    public static final class EchoAsk extends Ask<BytesResponse> {
         public EchoAsk() {
             super(GENERIC_ASK);
         }
@@ -67,7 +74,7 @@ public class TypedApiTest {
     }
 
     /** Binds {@code R} directly; {@link SubEcho} inherits it. */
-    public static class PlainEcho extends Request<EchoResponse> {
+    public static class PlainEcho extends Request<BytesResponse> {
         public PlainEcho() {
             super(GENERIC_ASK);
         }
@@ -79,7 +86,7 @@ public class TypedApiTest {
         protected void importPayload(MessageImporter in) {}
     }
 
-    /** A subclass that is not generic itself: R stays EchoResponse. */
+    /** A subclass that is not generic itself: R stays BytesResponse. */
     public static final class SubEcho extends PlainEcho {}
 
     /** A request declared without its response type (as before the typed API). */
@@ -113,7 +120,7 @@ public class TypedApiTest {
             c.maxMessageSize = maxMessageSize;
             c.maxUnfinishedBytesPerConnection = Math.max(c.maxUnfinishedBytesPerConnection, maxMessageSize);
             DXNet n = DXNet.start(c);
-            n.registerMessageType(DXNetTest.TYPE, DXNetTest.ECHO_RESP, EchoResponse.class);
+            n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
             n.registerMessageType(OTHER, OtherResponse.class);
             nodes.add(n);
         }
@@ -125,41 +132,41 @@ public class TypedApiTest {
     @Test
     public void aResponseOfAnotherClassFailsTheRequestNamingBothClasses() throws Exception {
         List<DXNet> n = start(64 << 20);
-        n.get(1).register(EchoRequest.class, req -> n.get(1).sendMessage(new OtherResponse(req)));
-        CompletableFuture<EchoResponse> f = n.get(0).sendAsync(new EchoRequest(1, new long[] {1}));
+        n.get(1).register(BytesRequest.class, req -> n.get(1).sendMessage(new OtherResponse(req)));
+        CompletableFuture<BytesResponse> f = n.get(0).sendAsync(new BytesRequest(1, bytesOf(new long[] {1})));
         try {
             f.get(10, TimeUnit.SECONDS);
             fail("completed with the wrong class");
         } catch (ExecutionException expected) {
             String msg = expected.getCause().getMessage();
             assertTrue(String.valueOf(expected.getCause()), expected.getCause() instanceof NetworkException);
-            assertTrue(msg, msg.contains("OtherResponse") && msg.contains("EchoResponse") && msg.contains("node 1"));
+            assertTrue(msg, msg.contains("OtherResponse") && msg.contains("BytesResponse") && msg.contains("node 1"));
         }
         assertEquals(0, n.get(0).pendingRequests());
     }
 
     @Test
     public void theResponseClassIsFoundThroughAGenericSuperclass() throws Exception {
-        assertEquals(EchoResponse.class, ResponseTypes.expected(new EchoAsk()));
-        assertEquals(EchoResponse.class, ResponseTypes.expected(new SubEcho()));
+        assertEquals(BytesResponse.class, ResponseTypes.expected(new EchoAsk()));
+        assertEquals(BytesResponse.class, ResponseTypes.expected(new SubEcho()));
         assertEquals("raw: nothing to check", Response.class, ResponseTypes.expected(new RawAsk()));
         List<DXNet> n = start(64 << 20);
-        n.get(1).register(EchoAsk.class, ask -> n.get(1).reply(ask, new EchoResponse(new EchoRequest(0, new long[] {5}))));
-        EchoResponse r = n.get(0).sendSync(new EchoAsk(1));
-        assertArrayEquals(new long[] {5}, r.values);
+        n.get(1).register(EchoAsk.class, ask -> n.get(1).reply(ask, BytesResponse.echo(new BytesRequest(0, bytesOf(new long[] {5})))));
+        BytesResponse r = n.get(0).sendSync(new EchoAsk(1));
+        assertArrayEquals(new long[] {5}, longsOf(r.bytes));
     }
 
     @Test
     public void aReplyTooLargeToSendReachesTheRequesterAsARemoteError() throws Exception {
         List<DXNet> n = start(4096);
-        n.get(1).register(EchoRequest.class, req -> {
-            EchoResponse big = new EchoResponse(req);
-            big.values = new long[4096]; // 32 KiB > maxMessageSize
+        n.get(1).register(BytesRequest.class, req -> {
+            BytesResponse big = BytesResponse.echo(req);
+            big.bytes = bytesOf(new long[4096]); // 32 KiB > maxMessageSize
             n.get(1).reply(req, big);
         });
         long t0 = System.nanoTime();
         try {
-            n.get(0).sendSync(new EchoRequest(1, new long[] {1}), 10_000);
+            n.get(0).sendSync(new BytesRequest(1, bytesOf(new long[] {1})), 10_000);
             fail("an unsendable reply succeeded");
         } catch (RemoteHandlerException expected) {
             assertEquals(IllegalArgumentException.class.getName(), expected.remoteClass());

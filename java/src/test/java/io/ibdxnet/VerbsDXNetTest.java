@@ -1,21 +1,30 @@
 package io.ibdxnet;
 
+import static io.ibdxnet.TestSupport.bytesOf;
+import static io.ibdxnet.TestSupport.longsOf;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.After;
 import org.junit.Assume;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /**
  * Two DXNet nodes on real verbs (Soft-RoCE in CI's VM). Skipped without an
  * RDMA device, unless IBDXNET_REQUIRE_RDMA=1.
  */
 public class VerbsDXNetTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(20);
+
     private final List<DXNet> nodes = new ArrayList<>();
 
     @After
@@ -41,8 +50,8 @@ public class VerbsDXNetTest {
         c.sendTimeoutMs = 120_000;
         DXNet n = DXNet.start(c);
         n.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DXNetTest.DataMessage.class);
-        n.registerMessageType(DXNetTest.TYPE, DXNetTest.ECHO_REQ, DXNetTest.EchoRequest.class);
-        n.registerMessageType(DXNetTest.TYPE, DXNetTest.ECHO_RESP, DXNetTest.EchoResponse.class);
+        n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
+        n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
         nodes.add(n);
         return n;
     }
@@ -73,7 +82,7 @@ public class VerbsDXNetTest {
             }
             received.incrementAndGet();
         });
-        b.register(DXNetTest.EchoRequest.class, req -> b.reply(req, new DXNetTest.EchoResponse(req)));
+        b.register(BytesRequest.class, req -> b.reply(req, BytesResponse.echo(req)));
         int count = 2000;
         for (int s = 0; s < count; s++) {
             try {
@@ -91,8 +100,8 @@ public class VerbsDXNetTest {
         assertEquals("in order and intact", count, next[0]);
         for (int i = 0; i < 100; i++) {
             long[] v = {i, -i};
-            DXNetTest.EchoResponse r = a.sendSync(new DXNetTest.EchoRequest(1, v), 30_000);
-            assertArrayEquals(v, r.values);
+            BytesResponse r = a.sendSync(new BytesRequest(1, bytesOf(v)), 30_000);
+            assertArrayEquals(v, longsOf(r.bytes));
         }
         if (!a.fabricName().startsWith("rxe") && !a.fabricName().startsWith("mlx")) {
             fail("expected a verbs device, got " + a.fabricName());

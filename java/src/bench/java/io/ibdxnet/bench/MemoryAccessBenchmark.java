@@ -1,7 +1,7 @@
 package io.ibdxnet.bench;
 
 import io.ibdxnet.core.Frame;
-import io.ibdxnet.core.OutgoingRingBuffer;
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.core.ProtocolViolation;
 import io.ibdxnet.core.ReceiveLimits;
 import io.ibdxnet.core.StreamAssembler;

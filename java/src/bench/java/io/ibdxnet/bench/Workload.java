@@ -2,12 +2,9 @@ package io.ibdxnet.bench;
 
 import io.ibdxnet.DXNet;
 import io.ibdxnet.DXNetConfig;
-import io.ibdxnet.Message;
-import io.ibdxnet.MessageExporter;
-import io.ibdxnet.MessageImporter;
-import io.ibdxnet.MessageType;
-import io.ibdxnet.Request;
-import io.ibdxnet.Response;
+import io.ibdxnet.app.BytesMessage;
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -27,70 +24,8 @@ import org.HdrHistogram.Histogram;
  * --native KEY=VALUE (engine settings, repeatable)</pre>
  */
 public final class Workload {
-    static final MessageType PAYLOAD = MessageType.of(3, 1);
-    static final MessageType ASK = MessageType.of(3, 2);
-    static final MessageType ANSWER = MessageType.of(3, 3);
-
-    /** Payload message. */
-    public static final class Payload extends Message {
-        byte[] data;
-
-        public Payload() {
-            super(PAYLOAD);
-        }
-
-        Payload(int dest, byte[] data) {
-            super(dest, PAYLOAD);
-            this.data = data;
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeByteArray(data);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            data = in.readByteArray();
-        }
-    }
-
-    /** Request with a payload; the response carries none. */
-    public static final class Ask extends Request<Answer> {
-        byte[] data;
-
-        public Ask() {
-            super(ASK);
-        }
-
-        Ask(int dest, byte[] data) {
-            super(dest, ASK);
-            this.data = data;
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeByteArray(data);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            data = in.readByteArray();
-        }
-    }
-
-    /** The answer. */
-    public static final class Answer extends Response {
-        public Answer() {
-            super(ANSWER);
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {}
-
-        @Override
-        protected void importPayload(MessageImporter in) {}
-    }
+    /** The answer to a request carries no bytes. */
+    private static final byte[] NO_BYTES = new byte[0];
 
     private Workload() {}
 
@@ -172,9 +107,9 @@ public final class Workload {
             c.nativeConfig.put("parking_yield_after_ms", "0");
             c.nativeConfig.putAll(nativeExtra);
             DXNet n = DXNet.start(c);
-            n.registerMessageType(ANSWER, Answer.class);
-            n.register(Payload.class, p -> RECEIVED.incrementAndGet());
-            n.register(Ask.class, ask -> n.reply(ask, new Answer()));
+            n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
+            n.register(BytesMessage.class, p -> RECEIVED.incrementAndGet());
+            n.register(BytesRequest.class, ask -> n.reply(ask, new BytesResponse(ask, NO_BYTES)));
             nodes.add(n);
         }
         for (DXNet a : nodes) {
@@ -217,10 +152,10 @@ public final class Workload {
                             int dest = (int) ((self + 1 + i % targets) % row.nodes);
                             if (row.pattern.equals("rtt")) {
                                 long s = System.nanoTime();
-                                from.sendSync(new Ask(1, payload), 60_000);
+                                from.sendSync(new BytesRequest(1, payload), 60_000);
                                 mine.recordValue(System.nanoTime() - s);
                             } else {
-                                from.sendMessage(new Payload(dest, payload));
+                                from.sendMessage(new BytesMessage(dest, payload));
                             }
                         }
                     } catch (Throwable e) {

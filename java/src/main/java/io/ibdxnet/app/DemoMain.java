@@ -2,13 +2,7 @@ package io.ibdxnet.app;
 
 import io.ibdxnet.DXNet;
 import io.ibdxnet.DXNetConfig;
-import io.ibdxnet.Message;
-import io.ibdxnet.MessageExporter;
-import io.ibdxnet.MessageImporter;
-import io.ibdxnet.MessageType;
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.Request;
-import io.ibdxnet.Response;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -24,91 +18,6 @@ import java.util.concurrent.CountDownLatch;
  * {@link #usage}.
  */
 public final class DemoMain {
-    /** Type ids of the demo's messages (also used by the two-process tests). */
-    public static final MessageType DATA = MessageType.of(1, 1);
-    /** Type id of {@link Ping}. */
-    public static final MessageType PING = MessageType.of(1, 2);
-    /** Type id of {@link Pong}. */
-    public static final MessageType PONG = MessageType.of(1, 3);
-
-    /** Payload message. */
-    public static final class Data extends Message {
-        public byte[] payload = new byte[0];
-
-        /** For receiving. */
-        public Data() {
-            super(DATA);
-        }
-
-        /** {@code payload} for node {@code dest}. */
-        public Data(int dest, byte[] payload) {
-            super(dest, DATA);
-            this.payload = payload;
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeByteArray(payload);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            payload = in.readByteArray();
-        }
-    }
-
-    /** Request carrying a timestamp. */
-    public static final class Ping extends Request<Pong> {
-        long sent;
-
-        /** For receiving. */
-        public Ping() {
-            super(PING);
-        }
-
-        /** A ping to node {@code dest} carrying {@code sent}. */
-        public Ping(int dest, long sent) {
-            super(dest, PING);
-            this.sent = sent;
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeLong(sent);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            sent = in.readLong();
-        }
-    }
-
-    /** The answer to a ping. */
-    public static final class Pong extends Response {
-        long sent;
-
-        /** For receiving. */
-        public Pong() {
-            super(PONG);
-        }
-
-        /** The answer to {@code p}, carrying its timestamp back. */
-        public Pong(Ping p) {
-            super(p, PONG);
-            sent = p.sent;
-        }
-
-        @Override
-        protected void exportPayload(MessageExporter out) {
-            out.writeLong(sent);
-        }
-
-        @Override
-        protected void importPayload(MessageImporter in) {
-            sent = in.readLong();
-        }
-    }
-
     private DemoMain() {}
 
     /** Runs the demo; see {@link #usage} for the options. Exits 1 on any failure. */
@@ -191,21 +100,21 @@ public final class DemoMain {
         // once the receiver has handled them all (one sender's messages are
         // handled in order by default).
         sendAll(a, 2_000, size, threads);
-        a.sendSync(new Ping(1, 0), 120_000);
+        a.sendSync(ping(), 120_000);
         long t0 = System.nanoTime();
         sendAll(a, messages, size, threads);
-        a.sendSync(new Ping(1, 0), 120_000);
+        a.sendSync(ping(), 120_000);
         double secs = (System.nanoTime() - t0) / 1e9;
         System.out.printf("messages: %d x %d B from %d threads in %.3f s: %.0f msg/s, %.1f MB/s payload%n",
                 messages, size, threads, secs, messages / secs, (double) messages * size / secs / 1e6);
         for (int i = 0; i < 1000; i++) {
-            a.sendSync(new Ping(1, System.nanoTime()), timeoutMs);
+            a.sendSync(ping(), timeoutMs);
         }
         long[] rtt = new long[requests];
         for (int i = 0; i < requests; i++) {
             long s = System.nanoTime();
-            Pong p = a.sendSync(new Ping(1, s), timeoutMs);
-            rtt[i] = System.nanoTime() - p.sent;
+            a.sendSync(ping(), timeoutMs);
+            rtt[i] = System.nanoTime() - s;
         }
         Arrays.sort(rtt);
         System.out.printf("request/response: %d round trips, RTT us: p50 %.1f  p95 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%n",
@@ -213,7 +122,7 @@ public final class DemoMain {
                 rtt[(int) (requests * 0.999)] / 1e3, rtt[requests - 1] / 1e3);
         System.out.println("transport counters node 0: " + a.transportStats());
         if (!role.equals("both")) {
-            a.sendSync(new Ping(1, QUIT), timeoutMs);
+            a.sendSync(new BytesRequest(1, new byte[0]), timeoutMs);
         }
         long dropped = 0;
         for (DXNet n : nodes) {
@@ -223,8 +132,15 @@ public final class DemoMain {
         System.out.println("dropped messages: " + dropped);
     }
 
-    /** A ping with this timestamp asks a receiver process to quit after answering. */
-    public static final long QUIT = -1;
+    /** A ping to node 1: 8 bytes (a timestamp's size); an empty one asks a receiver process to quit. */
+    private static BytesRequest ping() {
+        return new BytesRequest(1, new byte[8]);
+    }
+
+    /** A ping that asks a receiver process to quit after answering (it answers every message before it: order). */
+    public static BytesRequest quitPing(int node) {
+        return new BytesRequest(node, new byte[0]);
+    }
 
     /** Data messages the receiving node handled (printed when a receiver process quits). */
     private static final java.util.concurrent.atomic.AtomicLong DATA_HANDLED = new java.util.concurrent.atomic.AtomicLong();
@@ -251,19 +167,19 @@ public final class DemoMain {
         // Two nodes share this machine's cores: idle engine threads yield at once.
         c.nativeConfig.put("parking_yield_after_ms", "0");
         DXNet n = DXNet.start(c);
-        n.registerMessageType(DATA, Data.class);
-        n.registerMessageType(PING, Ping.class);
-        n.registerMessageType(PONG, Pong.class);
+        n.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
+        n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
+        n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
         return n;
     }
 
     /** The receiving node: counts data, answers pings; the latch opens on a quit ping. */
     private static CountDownLatch serve(DXNet b) {
         CountDownLatch quit = new CountDownLatch(1);
-        b.register(Data.class, d -> DATA_HANDLED.incrementAndGet());
-        b.register(Ping.class, ping -> {
-            b.reply(ping, new Pong(ping));
-            if (ping.sent == QUIT) {
+        b.register(BytesMessage.class, d -> DATA_HANDLED.incrementAndGet());
+        b.register(BytesRequest.class, ping -> {
+            b.reply(ping, BytesResponse.echo(ping));
+            if (ping.bytes.length == 0) {
                 quit.countDown();
             }
         });
@@ -282,7 +198,7 @@ public final class DemoMain {
                 byte[] payload = new byte[size];
                 try {
                     for (int i = 0; i < share; i++) {
-                        a.sendMessage(new Data(1, payload));
+                        a.sendMessage(new BytesMessage(1, payload));
                     }
                 } catch (NetworkException e) {
                     failed.compareAndSet(null, e);

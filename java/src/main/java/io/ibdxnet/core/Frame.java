@@ -1,5 +1,7 @@
 package io.ibdxnet.core;
 
+import io.ibdxnet.transport.OutgoingRingBuffer;
+
 /**
  * Frame header on the wire (20 bytes, big-endian). A message becomes one or
  * more frames; frames of different messages may interleave (many threads

@@ -1,5 +1,6 @@
 package io.ibdxnet.core;
 
+import io.ibdxnet.transport.NodeId;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
@@ -36,7 +37,7 @@ public final class HandlerDispatch {
     private final Semaphore room;
     private final int capacity;
     private final boolean ordered;
-    private final AtomicReferenceArray<Lane> lanes = new AtomicReferenceArray<>(1 << 16);
+    private final AtomicReferenceArray<Lane> lanes = new AtomicReferenceArray<>(NodeId.COUNT);
     private volatile boolean closed;
 
     /**
@@ -58,7 +59,7 @@ public final class HandlerDispatch {
     }
 
     /**
-     * Queues {@code task} of source node {@code source} (0..65535), waiting
+     * Queues {@code task} of source node {@code source} ({@link NodeId}), waiting
      * while {@code capacity} tasks wait. False if this dispatch was shut down
      * meanwhile (the task is dropped).
      */

@@ -1,6 +1,7 @@
 package io.ibdxnet.core;
 
 import io.ibdxnet.memory.Memory;
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import java.util.HashMap;
 import java.util.Map;
 

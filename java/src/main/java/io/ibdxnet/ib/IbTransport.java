@@ -1,8 +1,9 @@
 package io.ibdxnet.ib;
 
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.core.OutgoingRingBuffer;
-import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.OutgoingRingBuffer;
+import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
@@ -26,7 +27,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final NativeEngine engine;
     private final TransportListener listener;
     private final WriteInterestManager wim = new WriteInterestManager();
-    private final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(1 << 16);
+    private final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(NodeId.COUNT);
     private final Confirmations confirmations;
     /**
      * Per node: the connection its bytes last came on (receive thread writes).
@@ -34,7 +35,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
      * old one the core consumes later are not confirmed on the new one.
      */
     private final java.util.concurrent.atomic.AtomicIntegerArray incomingConnection =
-            new java.util.concurrent.atomic.AtomicIntegerArray(1 << 16);
+            new java.util.concurrent.atomic.AtomicIntegerArray(NodeId.COUNT);
     private final Object[] connectLocks = new Object[64];
     private final long window;
     private final int connectTimeoutMs;

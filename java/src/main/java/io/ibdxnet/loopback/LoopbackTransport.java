@@ -1,8 +1,9 @@
 package io.ibdxnet.loopback;
 
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.core.OutgoingRingBuffer;
-import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.OutgoingRingBuffer;
+import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
@@ -31,7 +32,7 @@ public final class LoopbackTransport implements Transport {
     private static final Map<Integer, LoopbackTransport> REGISTRY = new ConcurrentHashMap<>();
     private static final AtomicInteger NEXT_PORT = new AtomicInteger(1);
     private static final AtomicInteger NEXT_CONNECTION = new AtomicInteger();
-    private static final int NODES = 1 << 16;
+    private static final int NODES = NodeId.COUNT;
     private static final long IDLE_YIELD_NANOS = 50_000;
 
     private final int nodeId;

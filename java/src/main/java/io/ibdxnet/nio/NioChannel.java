@@ -1,6 +1,6 @@
 package io.ibdxnet.nio;
 
-import io.ibdxnet.core.OutgoingRingBuffer;
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.FlowWindow;

@@ -21,7 +21,7 @@ import java.util.logging.Logger;
  * core read the two marked as shared.
  */
 final class NioConnections {
-    static final int NODES = 1 << 16;
+    static final int NODES = io.ibdxnet.transport.NodeId.COUNT;
     private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
 
     private final RateLimitedLog failureLog = new RateLimitedLog(LOG, 1_000);

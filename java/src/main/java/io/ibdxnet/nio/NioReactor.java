@@ -1,7 +1,7 @@
 package io.ibdxnet.nio;
 
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.core.WriteInterestManager;
+import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;

@@ -9,7 +9,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * bytes each) owed to the sender. Never blocks.
  */
 public final class Confirmations {
-    private static final int NODES = 1 << 16;
+    private static final int NODES = NodeId.COUNT;
     private final long unit;
     private final AtomicLongArray unconfirmed = new AtomicLongArray(NODES);
     private final AtomicIntegerArray owed = new AtomicIntegerArray(NODES);

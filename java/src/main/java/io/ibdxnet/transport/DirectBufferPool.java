@@ -1,6 +1,5 @@
 package io.ibdxnet.transport;
 
-import io.ibdxnet.core.IntQueue;
 import io.ibdxnet.memory.Memory;
 import java.nio.ByteBuffer;
 

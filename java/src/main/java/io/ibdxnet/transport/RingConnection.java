@@ -1,7 +1,6 @@
 package io.ibdxnet.transport;
 
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.core.OutgoingRingBuffer;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -56,7 +55,7 @@ public class RingConnection {
         try {
             // What the record occupies on the wire (aligned), as the receiver counts it:
             // its final confirmation on shutdown is then exact to the byte.
-            flow.acquire(io.ibdxnet.core.OutgoingRingBuffer.aligned(header.length + length), deadlineNanos, node,
+            flow.acquire(io.ibdxnet.transport.OutgoingRingBuffer.aligned(header.length + length), deadlineNanos, node,
                     orb::isClosed);
             writers.incrementAndGet();
             try {

@@ -1,5 +1,6 @@
 package io.ibdxnet.core;
 
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import java.io.ByteArrayOutputStream;
 import java.util.Random;
 

@@ -4,14 +4,21 @@ import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 
 import io.ibdxnet.Codec;
+import io.ibdxnet.TestSupport;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.memory.NativeBlocks;
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 public class StreamAssemblerTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     private static final ReceiveLimits LIMITS = new ReceiveLimits(1 << 20, 4 << 20, 16 << 20);
     /** Every primitive type and array, written and read back through frames. */
     private static byte[] payload() {

@@ -4,16 +4,23 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.TestSupport;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.memory.NativeBlocks;
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /** A hostile stream: every broken header field is a {@link ProtocolViolation}, never anything worse. */
 public class StreamAssemblerViolationTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     private static final int MAX = 1 << 16;
 
     private static byte[] header(int length, int id, int flags, int request, int total) {

@@ -1,16 +1,23 @@
 package io.ibdxnet.ib;
 
+import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.TestSupport;
 import java.net.DatagramSocket;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.BooleanSupplier;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 public class NativeEngineTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     private static Map<String, String> config(int node) {
         Map<String, String> c = new HashMap<>();
         c.put("node_id", Integer.toString(node));
@@ -21,16 +28,6 @@ public class NativeEngineTest {
         c.put("recv_buffer_count", "1024");
         c.put("connect_timeout_ms", "10000");
         return c;
-    }
-
-    private static void waitFor(String what, BooleanSupplier cond) throws InterruptedException {
-        long end = System.nanoTime() + 60_000_000_000L;
-        while (!cond.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                fail("timed out waiting for " + what);
-            }
-            Thread.sleep(2);
-        }
     }
 
     @Test

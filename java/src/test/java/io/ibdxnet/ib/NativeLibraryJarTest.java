@@ -5,6 +5,7 @@ import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNotEquals;
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.TestSupport;
 import java.io.ByteArrayInputStream;
 import java.io.File;
 import java.io.IOException;
@@ -21,6 +22,7 @@ import java.util.regex.Pattern;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.TemporaryFolder;
+import org.junit.rules.Timeout;
 
 /**
  * The library as a user gets it: from the built jar, in a child JVM whose
@@ -28,6 +30,9 @@ import org.junit.rules.TemporaryFolder;
  * no library anywhere.
  */
 public class NativeLibraryJarTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     @Rule
     public TemporaryFolder tmp = new TemporaryFolder();
 

@@ -4,11 +4,14 @@ import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.TestSupport;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.junit.After;
 import org.junit.Before;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /**
  * Every {@link Memory} operation, run against whichever implementation this
@@ -17,6 +20,9 @@ import org.junit.Test;
  * volatile ints, copies to and from arrays at an index, fill, buffer addresses.
  */
 public class MemoryTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     private long mem;
 
     @Before

@@ -1,5 +1,6 @@
 package io.ibdxnet.nio;
 
+import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
@@ -8,8 +9,12 @@ import io.ibdxnet.DXNet;
 import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.Message;
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.app.DemoMain;
 import io.ibdxnet.Response;
+import io.ibdxnet.TestSupport;
+import io.ibdxnet.app.BytesMessage;
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
+import io.ibdxnet.app.DemoMain;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -25,10 +30,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.After;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /** The NIO transport's failure cases: refused, reset, half-open, garbage, unknown nodes, leaks. */
 public class NioFailureTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     static final byte TYPE = 1;
 
     private final List<AutoCloseable> open = new ArrayList<>();
@@ -50,9 +60,9 @@ public class NioFailureTest {
         c.sendTimeoutMs = 5_000;
         DXNet n = DXNet.start(c);
         // The demo's message types: the same node can talk to a demo process.
-        n.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
-        n.registerMessageType(TYPE, (byte) 2, DemoMain.Ping.class);
-        n.registerMessageType(TYPE, (byte) 3, DemoMain.Pong.class);
+        n.registerMessageType(TYPE, (byte) 1, BytesMessage.class);
+        n.registerMessageType(TYPE, (byte) 2, BytesRequest.class);
+        n.registerMessageType(TYPE, (byte) 3, BytesResponse.class);
         open.add(n);
         return n;
     }
@@ -138,7 +148,7 @@ public class NioFailureTest {
         for (int i = 0; i < 100; i++) {
             a.sendMessage(data(2, 10));
         }
-        waitFor(() -> got.get() == 100);
+        waitFor("got.get() == 100", 30_000, () -> got.get() == 100);
     }
 
     @Test
@@ -156,7 +166,7 @@ public class NioFailureTest {
         AtomicLong got = new AtomicLong();
         b.register(TYPE, (byte) 1, m -> got.incrementAndGet());
         a.sendMessage(data(1, 10));
-        waitFor(() -> got.get() == 1);
+        waitFor("got.get() == 1", 30_000, () -> got.get() == 1);
     }
 
     @Test
@@ -187,13 +197,13 @@ public class NioFailureTest {
         NioTransport r = countingReceiver(500, messages);
         DXNet a = sender(r, 10_000); // the sender does not give up during the receiver's pause
         a.sendMessage(data(1, 100));
-        waitFor(() -> messages.get() == 1);
+        waitFor("messages.get() == 1", 30_000, () -> messages.get() == 1);
         r.pauseForTest(1_500);
         Thread.sleep(100); // paused now
         for (int i = 0; i < 100; i++) {
             a.sendMessage(data(1, 100));
         }
-        waitFor(() -> messages.get() == 101);
+        waitFor("messages.get() == 101", 30_000, () -> messages.get() == 101);
         assertEquals("the connection was judged silent", 0L, (long) r.stats().get("failures"));
     }
 
@@ -210,13 +220,13 @@ public class NioFailureTest {
         java.util.concurrent.CopyOnWriteArrayList<String> losses = new java.util.concurrent.CopyOnWriteArrayList<>();
         a.setLossListener((node, bytes, reason) -> losses.add(node + ":" + bytes + ":" + reason));
         a.sendMessage(data(1, 100));
-        waitFor(() -> messages.get() == 1);
+        waitFor("messages.get() == 1", 30_000, () -> messages.get() == 1);
         r.pauseForTest(3_000);
         Thread.sleep(100);
         for (int i = 0; i < 100; i++) {
             a.sendMessage(data(1, 1000));
         }
-        waitFor(() -> !losses.isEmpty());
+        waitFor("!losses.isEmpty()", 30_000, () -> !losses.isEmpty());
         String loss = losses.get(0);
         assertTrue(loss, loss.startsWith("1:") && Long.parseLong(loss.split(":")[1]) >= 100 * 1000);
         assertEquals(1L, (long) a.transportStats().get("possible_losses"));
@@ -231,7 +241,7 @@ public class NioFailureTest {
         c.idleTimeoutMs = idleTimeoutMs;
         DXNet a = DXNet.start(c);
         open.add(a);
-        a.registerMessageType(TYPE, (byte) 1, DemoMain.Data.class);
+        a.registerMessageType(TYPE, (byte) 1, BytesMessage.class);
         a.addNode(1, "127.0.0.1:" + r.localPort());
         return a;
     }
@@ -318,7 +328,7 @@ public class NioFailureTest {
         });
         a.addNode(1, "127.0.0.1:" + fake.getLocalPort());
         long t0 = System.nanoTime();
-        CompletableFuture<DemoMain.Pong> f = a.sendAsync(new DemoMain.Ping(1, 0));
+        CompletableFuture<BytesResponse> f = a.sendAsync(new BytesRequest(1, new byte[8]));
         try {
             f.get(10, TimeUnit.SECONDS);
             fail("answered by a silent peer");
@@ -360,7 +370,7 @@ public class NioFailureTest {
             for (int i = 0; i < 100; i++) {
                 a.sendMessage(data(1, 100));
             }
-            waitFor(() -> got.get() == 100);
+            waitFor("got.get() == 100", 30_000, () -> got.get() == 100);
             a.close();
             b.close();
             open.clear();
@@ -377,17 +387,7 @@ public class NioFailureTest {
     }
 
     static Message data(int dest, int size) {
-        return new DemoMain.Data(dest, new byte[size]);
-    }
-
-    static void waitFor(java.util.function.BooleanSupplier c) throws InterruptedException {
-        long end = System.nanoTime() + 30_000_000_000L;
-        while (!c.getAsBoolean()) {
-            if (System.nanoTime() > end) {
-                fail("timed out");
-            }
-            Thread.sleep(2);
-        }
+        return new BytesMessage(dest, new byte[size]);
     }
 
     /** The kind a NIO connection failure carries to the sender's exception (through its causes), or null. */

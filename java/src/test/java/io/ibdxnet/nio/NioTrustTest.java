@@ -1,5 +1,6 @@
 package io.ibdxnet.nio;
 
+import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
@@ -198,7 +199,7 @@ public class NioTrustTest {
                 Echoed r = p[0].sendSync(new Echo(p[1].nodeId(), s * 1_000_003L), 10_000);
                 assertEquals(~(s * 1_000_003L), r.value);
             }
-            NioFailureTest.waitFor(() -> in.size() == 50);
+            waitFor("in.size() == 50", 30_000, () -> in.size() == 50);
             int s = 0;
             for (Blob m : in) {
                 assertEquals(s, m.seq);
@@ -340,7 +341,7 @@ public class NioTrustTest {
         NetworkException wrong = sendFails(a, 1);
         assertMentions(wrong, "node 1", "could not prove the pre-shared key");
         assertEquals(NioFailure.HANDSHAKE, NioFailureTest.kindOf(wrong));
-        NioFailureTest.waitFor(() -> stat(b, "hellos_refused_unauthenticated") == 1);
+        waitFor("stat(b, \"hellos_refused_unauthenticated\") == 1", 30_000, () -> stat(b, "hellos_refused_unauthenticated") == 1);
         assertEquals(1, stat(a, "handshakes_peer_unauthenticated"));
         DXNet c = keyed(2, keyFile(KEY));
         meet(b, c);
@@ -468,14 +469,14 @@ public class NioTrustTest {
             for (int i = 0; i < NioReactor.MAX_PENDING_HANDSHAKES + 5; i++) {
                 silent.add(new Socket("127.0.0.1", b.localPort()));
             }
-            NioFailureTest.waitFor(() -> stat(b, "hellos_refused_busy") == 5);
+            waitFor("stat(b, \"hellos_refused_busy\") == 5", 30_000, () -> stat(b, "hellos_refused_busy") == 5);
         } finally {
             for (Socket s : silent) {
                 s.close();
             }
         }
         // The silent ones went away: counted, not connection failures; an honest peer gets in.
-        NioFailureTest.waitFor(() -> stat(b, "handshakes_abandoned") == NioReactor.MAX_PENDING_HANDSHAKES);
+        waitFor("stat(b, \"handshakes_abandoned\") == NioReactor.MAX_PENDING_HANDSHAKES", 30_000, () -> stat(b, "handshakes_abandoned") == NioReactor.MAX_PENDING_HANDSHAKES);
         assertEquals(0, stat(b, "failures"));
         honest(a, b);
     }

@@ -9,6 +9,10 @@ import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.Request;
 import io.ibdxnet.Response;
+import io.ibdxnet.TestSupport;
+import io.ibdxnet.app.BytesMessage;
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
 import io.ibdxnet.app.DemoMain;
 import java.io.File;
 import java.io.IOException;
@@ -24,7 +28,9 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.After;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /**
  * Nodes in separate processes, including a peer killed with SIGKILL: over
@@ -32,6 +38,9 @@ import org.junit.Test;
  * ({@code -Dtest.twoProcessTransport=ib}, see {@code ./ibdxnet vm-test}).
  */
 public class TwoProcessTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(10);
+
     private static final String TRANSPORT = System.getProperty("test.twoProcessTransport", "nio");
     /** The demo's message count (smaller in the emulated VM, where each costs ~100x more). */
     private static final int DEMO_MESSAGES = Integer.getInteger("test.demoMessages", 20_000);
@@ -139,7 +148,7 @@ public class TwoProcessTest {
         int failed = 0;
         while (true) {
             try {
-                assertEquals(1, node.sendSync(new DemoMain.Ping(1, 0), 10_000).getSource());
+                assertEquals(1, node.sendSync(new BytesRequest(1, new byte[8]), 10_000).getSource());
                 System.err.printf("%s: reachable after %d ms (%d connect attempts timed out)%n", what,
                         (System.nanoTime() - t0) / 1_000_000, failed);
                 return;
@@ -176,16 +185,16 @@ public class TwoProcessTest {
         c.flowControlWindow = 4 << 20;
         c.sendTimeoutMs = TIMEOUT_MS;
         node = DXNet.start(c);
-        node.registerMessageType((byte) 1, (byte) 1, DemoMain.Data.class);
-        node.registerMessageType((byte) 1, (byte) 2, DemoMain.Ping.class);
-        node.registerMessageType((byte) 1, (byte) 3, DemoMain.Pong.class);
+        node.registerMessageType((byte) 1, (byte) 1, BytesMessage.class);
+        node.registerMessageType((byte) 1, (byte) 2, BytesRequest.class);
+        node.registerMessageType((byte) 1, (byte) 3, BytesResponse.class);
         node.addNode(0, n0);
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.atomic.AtomicLong bigs = new java.util.concurrent.atomic.AtomicLong();
         java.util.concurrent.atomic.AtomicLong smalls = new java.util.concurrent.atomic.AtomicLong();
         java.util.concurrent.atomic.AtomicLong bad = new java.util.concurrent.atomic.AtomicLong();
         node.register((byte) 1, (byte) 1, m -> {
-            byte[] p = ((DemoMain.Data) m).payload;
+            byte[] p = ((BytesMessage) m).bytes;
             for (byte b : p) {
                 if (b != 0) {
                     bad.incrementAndGet();
@@ -206,7 +215,7 @@ public class TwoProcessTest {
         });
         node.register((byte) 1, (byte) 2, m -> {
             try {
-                node.sendMessage(new DemoMain.Pong((DemoMain.Ping) m));
+                node.sendMessage(BytesResponse.echo((BytesRequest) m));
             } catch (NetworkException e) {
                 throw new IllegalStateException(e);
             }
@@ -265,9 +274,9 @@ public class TwoProcessTest {
         c.connectTimeoutMs = 2_000;
         c.sendTimeoutMs = TIMEOUT_MS;
         node = DXNet.start(c);
-        node.registerMessageType(DemoMain.DATA, DemoMain.Data.class);
-        node.registerMessageType(DemoMain.PING, DemoMain.Ping.class);
-        node.registerMessageType(DemoMain.PONG, DemoMain.Pong.class);
+        node.registerMessageType((byte) 1, (byte) 1, BytesMessage.class);
+        node.registerMessageType((byte) 1, (byte) 2, BytesRequest.class);
+        node.registerMessageType((byte) 1, (byte) 3, BytesResponse.class);
         node.addNode(1, n1);
         java.util.concurrent.atomic.AtomicLong losses = new java.util.concurrent.atomic.AtomicLong();
         node.setLossListener((n, bytes, why) -> {
@@ -303,7 +312,7 @@ public class TwoProcessTest {
             node.sendMessage(NioFailureTest.data(1, 1000));
             sent++;
         }
-        node.sendSync(new DemoMain.Ping(1, DemoMain.QUIT), TIMEOUT_MS); // handled after every data message (order)
+        node.sendSync(DemoMain.quitPing(1), TIMEOUT_MS); // handled after every data message (order)
         assertTrue("the receiver did not quit", peer.waitFor(60, TimeUnit.SECONDS));
         String out = read(log);
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("receiver: done, (\\d+) data messages handled").matcher(out);
@@ -327,9 +336,9 @@ public class TwoProcessTest {
         c.sendTimeoutMs = 30_000;
         c.connectTimeoutMs = 2_000; // a send to the dead peer fails within this
         node = DXNet.start(c);
-        node.registerMessageType((byte) 1, (byte) 1, DemoMain.Data.class);
-        node.registerMessageType((byte) 1, (byte) 2, DemoMain.Ping.class);
-        node.registerMessageType((byte) 1, (byte) 3, DemoMain.Pong.class);
+        node.registerMessageType((byte) 1, (byte) 1, BytesMessage.class);
+        node.registerMessageType((byte) 1, (byte) 2, BytesRequest.class);
+        node.registerMessageType((byte) 1, (byte) 3, BytesResponse.class);
         node.addNode(1, n1);
         String[] args = {"--transport", TRANSPORT, "--role", "receiver", "--node0", "127.0.0.1:" + port0, "--node1", n1};
         File log = File.createTempFile("receiver", ".log");

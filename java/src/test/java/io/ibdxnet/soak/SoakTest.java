@@ -3,10 +3,16 @@ package io.ibdxnet.soak;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.TestSupport;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /** The no-loss soak, short (the long one: ./ibdxnet bench soak). */
 public class SoakTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(20);
+
     private static Soak.Report soak(String transport) throws Exception {
         return check(transport, Soak.run(transport, 3, 300_000, 42));
     }

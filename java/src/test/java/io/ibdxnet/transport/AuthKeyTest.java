@@ -1,5 +1,6 @@
 package io.ibdxnet.transport;
 
+import static io.ibdxnet.TestSupport.bytesOf;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
@@ -8,6 +9,7 @@ import static org.junit.Assert.fail;
 
 import io.ibdxnet.DXNet;
 import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.app.BytesRequest;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -127,8 +129,8 @@ public class AuthKeyTest {
             a.addNode(2, "127.0.0.1:" + plain.localPort());
             plain.addNode(0, "127.0.0.1:" + a.localPort());
             java.util.concurrent.atomic.AtomicInteger got = new java.util.concurrent.atomic.AtomicInteger();
-            b.register(io.ibdxnet.DXNetTest.TYPE, io.ibdxnet.DXNetTest.ECHO_REQ, m -> got.incrementAndGet());
-            a.sendMessage(new io.ibdxnet.DXNetTest.EchoRequest(1, new long[] {1}));
+            b.register(BytesRequest.TYPE, m -> got.incrementAndGet());
+            a.sendMessage(new BytesRequest(1, bytesOf(new long[] {1})));
             long end = System.nanoTime() + 10_000_000_000L;
             while (got.get() == 0 && System.nanoTime() < end) {
                 Thread.sleep(5);
@@ -136,7 +138,7 @@ public class AuthKeyTest {
             assertEquals(1, got.get());
             assertTrue(a.transportStats().toString(), a.transportStats().get("auth_instances_admitted") >= 1);
             try {
-                plain.sendMessage(new io.ibdxnet.DXNetTest.EchoRequest(0, new long[] {1}));
+                plain.sendMessage(new BytesRequest(0, bytesOf(new long[] {1})));
                 fail("an unkeyed node connected to a keyed one");
             } catch (io.ibdxnet.NetworkException e) {
                 assertTrue(e.getMessage(), e.getMessage().contains("node 0") || e.getMessage().contains("0x0000"));
@@ -159,7 +161,7 @@ public class AuthKeyTest {
         c.nativeConfig.put("parking_yield_after_ms", "0");
         c.authKeyFile = key == null ? null : key.toString();
         io.ibdxnet.DXNet n = io.ibdxnet.DXNet.start(c);
-        n.registerMessageType(io.ibdxnet.DXNetTest.TYPE, io.ibdxnet.DXNetTest.ECHO_REQ, io.ibdxnet.DXNetTest.EchoRequest.class);
+        n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
         return n;
     }
 

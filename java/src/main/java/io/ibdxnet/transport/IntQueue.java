@@ -1,4 +1,4 @@
-package io.ibdxnet.core;
+package io.ibdxnet.transport;
 
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;

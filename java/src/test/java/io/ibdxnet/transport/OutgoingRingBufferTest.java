@@ -1,18 +1,24 @@
-package io.ibdxnet.core;
+package io.ibdxnet.transport;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.TestSupport;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.memory.NativeBlocks;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 public class OutgoingRingBufferTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     private static final long FOREVER = System.nanoTime() + 3_600_000_000_000L;
 
     private static int readLength(long mem, long pos, int capacity) {

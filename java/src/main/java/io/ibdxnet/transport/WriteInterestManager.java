@@ -1,4 +1,4 @@
-package io.ibdxnet.core;
+package io.ibdxnet.transport;
 
 import java.util.concurrent.atomic.AtomicIntegerArray;
 
@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
  * round-robin in the order they became ready.
  */
 public final class WriteInterestManager {
-    private static final int NODES = 1 << 16;
+    private static final int NODES = NodeId.COUNT;
     private final IntQueue queue = new IntQueue(NODES);
     private final AtomicIntegerArray queued = new AtomicIntegerArray(NODES);
     private final AtomicIntegerArray data = new AtomicIntegerArray(NODES);

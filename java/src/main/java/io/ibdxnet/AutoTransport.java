@@ -1,4 +1,4 @@
-package io.ibdxnet.transport;
+package io.ibdxnet;
 
 import io.ibdxnet.ib.IbException;
 import io.ibdxnet.ib.NativeEngine;

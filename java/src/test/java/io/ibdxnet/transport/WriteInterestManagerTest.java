@@ -1,15 +1,21 @@
-package io.ibdxnet.core;
+package io.ibdxnet.transport;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.TestSupport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 public class WriteInterestManagerTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
     @Test
     public void nodesAreQueuedOnceAndServedInOrder() {
         WriteInterestManager w = new WriteInterestManager();

@@ -1,20 +1,24 @@
-package io.ibdxnet.transport;
+package io.ibdxnet;
 
-import io.ibdxnet.DXNetConfig;
-import io.ibdxnet.NetworkException;
 import io.ibdxnet.ib.IbException;
 import io.ibdxnet.ib.IbTransport;
 import io.ibdxnet.loopback.LoopbackTransport;
 import io.ibdxnet.nio.NioTransport;
+import io.ibdxnet.transport.Transport;
+import io.ibdxnet.transport.TransportListener;
 import java.util.Map;
 
-/** Opens the transport a configuration names ({@link DXNetConfig#transport}). */
-public final class Transports {
+/**
+ * Opens the transport a configuration names ({@link DXNetConfig#transport}).
+ * It sits beside {@link DXNet}, above the implementations, so the SPI package
+ * {@code transport} imports none of them.
+ */
+final class Transports {
     private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(Transports.class.getName());
 
     private Transports() {}
 
-    public static Transport open(DXNetConfig config, TransportListener listener) throws NetworkException {
+    static Transport open(DXNetConfig config, TransportListener listener) throws NetworkException {
         String listen = listenAddress(config);
         int colon = listen.lastIndexOf(':');
         String host = listen.substring(0, colon);

@@ -1,4 +1,4 @@
-package io.ibdxnet.core;
+package io.ibdxnet.transport;
 
 import io.ibdxnet.memory.Memory;
 import java.util.concurrent.atomic.AtomicLong;

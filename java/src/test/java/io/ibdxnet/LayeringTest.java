@@ -1,0 +1,277 @@
+package io.ibdxnet;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.Timeout;
+
+/**
+ * The Java layering, checked over the sources: each package may use only the
+ * packages {@link #ALLOWED} lists (all of them lower), and the packages the
+ * code really uses form no cycle. A new package fails until it is placed here.
+ */
+public class LayeringTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
+    private static final String ROOT = "io.ibdxnet";
+    /**
+     * The API's exception: thrown by the transports and DXNet alike, so it is
+     * a node of its own under everything (it imports nothing of ours), not part
+     * of the root package's place at the top.
+     */
+    private static final String EXCEPTION = ROOT + ".NetworkException";
+
+    /** Package (or {@link #EXCEPTION}) to the packages it may use; bottom first. */
+    static final Map<String, Set<String>> ALLOWED = new TreeMap<>();
+
+    static {
+        allow("memory");
+        allow(EXCEPTION);
+        allow("transport", "memory", EXCEPTION);
+        allow("core", "memory", "transport");
+        for (String impl : new String[] {"ib", "nio", "loopback"}) {
+            allow(impl, "memory", "transport", "core", EXCEPTION);
+        }
+        allow(ROOT, "memory", "transport", "core", "ib", "nio", "loopback", EXCEPTION);
+        allow("app", ROOT, EXCEPTION);
+    }
+
+    private static void allow(String pkg, String... uses) {
+        ALLOWED.put(qualify(pkg), Arrays.stream(uses).map(LayeringTest::qualify).collect(Collectors.toCollection(TreeSet::new)));
+    }
+
+    private static String qualify(String p) {
+        return p.startsWith(ROOT) ? p : ROOT + "." + p;
+    }
+
+    /** A reference to a class of ours: the package, then the first capitalized segment (or a wildcard). */
+    private static final Pattern REFERENCE = Pattern.compile("\\bio\\.ibdxnet((?:\\.[a-z_][a-z0-9_]*)*)\\.([A-Z]\\w*|\\*)");
+
+    /** One use of a package by a file. */
+    static final class Use {
+        final String from;
+        final String to;
+        final String where;
+
+        Use(String from, String to, String where) {
+            this.from = from;
+            this.to = to;
+            this.where = where;
+        }
+    }
+
+    @Test
+    public void everyPackageUsesOnlyTheLayersBelowIt() throws IOException {
+        List<Use> uses = scan(Paths.get("java/src/main/java"), Paths.get("java/src/main/java22"));
+        Set<String> seen = new TreeSet<>();
+        List<String> wrong = new ArrayList<>();
+        for (Use u : uses) {
+            seen.add(u.from);
+            Set<String> allowed = ALLOWED.get(u.from);
+            if (allowed == null) {
+                wrong.add(u.where + ": package " + u.from + " is not in LayeringTest.ALLOWED (place it in a layer)");
+            } else if (!allowed.contains(u.to)) {
+                wrong.add(u.where + ": " + u.from + " uses " + u.to + ", but may use only " + allowed);
+            }
+        }
+        assertTrue("no package may use an upper or sibling layer:\n" + String.join("\n", wrong), wrong.isEmpty());
+        // The scan saw the code (a wrong directory would pass vacuously).
+        assertTrue("scanned packages: " + seen, seen.containsAll(Arrays.asList(ROOT, ROOT + ".transport", ROOT + ".ib")));
+    }
+
+    @Test
+    public void thePackagesFormNoCycle() throws IOException {
+        Map<String, Set<String>> graph = new TreeMap<>();
+        for (Use u : scan(Paths.get("java/src/main/java"), Paths.get("java/src/main/java22"))) {
+            graph.computeIfAbsent(u.from, k -> new TreeSet<>()).add(u.to);
+        }
+        List<String> cycle = findCycle(graph);
+        assertTrue("import cycle: " + String.join(" -> ", cycle) + "\ngraph: " + graph, cycle.isEmpty());
+        // The allowed table is a layering too: no arrow in it may close a cycle.
+        List<String> tableCycle = findCycle(ALLOWED);
+        assertTrue("LayeringTest.ALLOWED has a cycle: " + String.join(" -> ", tableCycle), tableCycle.isEmpty());
+    }
+
+    @Test
+    public void theCycleFinderFindsACycle() {
+        Map<String, Set<String>> g = new TreeMap<>();
+        g.put("a", new TreeSet<>(Arrays.asList("b")));
+        g.put("b", new TreeSet<>(Arrays.asList("c")));
+        g.put("c", new TreeSet<>(Arrays.asList("a")));
+        assertEquals(Arrays.asList("a", "b", "c", "a"), findCycle(g));
+        g.put("c", new TreeSet<>());
+        assertEquals(new ArrayList<String>(), findCycle(g));
+    }
+
+    @Test
+    public void aReferenceUpwardIsReportedWithItsLine() throws IOException {
+        Path dir = Files.createTempDirectory("layering");
+        try {
+            Path f = Files.createDirectories(dir.resolve("io/ibdxnet/transport")).resolve("Bad.java");
+            Files.write(f, ("package io.ibdxnet.transport;\n\n// io.ibdxnet.nio.InComment is no use\n"
+                    + "import io.ibdxnet.nio.NioTransport;\n"
+                    + "class Bad { String s = \"io.ibdxnet.ib.InString\"; io.ibdxnet.core.Frame f; }\n")
+                    .getBytes(StandardCharsets.UTF_8));
+            List<Use> uses = scan(dir);
+            assertEquals(2, uses.size());
+            assertEquals("io.ibdxnet.nio", uses.get(0).to);
+            assertTrue(uses.get(0).where, uses.get(0).where.endsWith("Bad.java:4"));
+            assertEquals("io.ibdxnet.core", uses.get(1).to);
+            assertTrue(uses.get(1).where, uses.get(1).where.endsWith("Bad.java:5"));
+        } finally {
+            try (Stream<Path> s = Files.walk(dir)) {
+                s.sorted((a, b) -> b.compareTo(a)).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    @Test
+    public void everyTestClassHasATimeout() throws IOException {
+        List<String> missing = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(Paths.get("java/src/test/java"))) {
+            for (Path f : (Iterable<Path>) files.filter(p -> p.toString().endsWith(".java"))::iterator) {
+                String src = new String(Files.readAllBytes(f), StandardCharsets.UTF_8);
+                if (src.contains("@Test") && !src.contains("org.junit.rules.Timeout")) {
+                    missing.add(f.toString());
+                }
+            }
+        }
+        assertTrue("test classes without a Timeout rule (a hung join would hang CI): " + missing, missing.isEmpty());
+    }
+
+    /** The uses of our packages in the sources below {@code roots} (missing roots are skipped). */
+    static List<Use> scan(Path... roots) throws IOException {
+        List<Use> uses = new ArrayList<>();
+        for (Path root : roots) {
+            if (!Files.isDirectory(root)) {
+                continue;
+            }
+            try (Stream<Path> files = Files.walk(root)) {
+                files.filter(p -> p.toString().endsWith(".java")).sorted().forEach(f -> {
+                    try {
+                        scanFile(root, f, uses);
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                });
+            }
+        }
+        return uses;
+    }
+
+    private static void scanFile(Path root, Path f, List<Use> uses) throws IOException {
+        String rel = root.relativize(f).toString().replace('\\', '/');
+        String pkg = rel.contains("/") ? rel.substring(0, rel.lastIndexOf('/')).replace('/', '.') : "";
+        String self = (pkg + "." + rel.substring(rel.lastIndexOf('/') + 1).replace(".java", "")).equals(EXCEPTION)
+                ? EXCEPTION : pkg;
+        String code = stripCommentsAndStrings(new String(Files.readAllBytes(f), StandardCharsets.UTF_8));
+        Matcher m = REFERENCE.matcher(code);
+        Set<String> once = new HashSet<>();
+        while (m.find()) {
+            String target = ROOT + m.group(1);
+            if (target.equals(ROOT) && m.group(2).equals("NetworkException")) {
+                target = EXCEPTION;
+            }
+            if (target.equals(self) || target.equals(pkg) && !self.equals(EXCEPTION)) {
+                continue;
+            }
+            int line = 1 + (int) code.substring(0, m.start()).chars().filter(c -> c == '\n').count();
+            if (once.add(target + "@" + line)) {
+                uses.add(new Use(self, target, root + "/" + rel + ":" + line));
+            }
+        }
+    }
+
+    /** {@code src} with comments and string/char literals blanked (line breaks kept, so line numbers hold). */
+    static String stripCommentsAndStrings(String src) {
+        StringBuilder out = new StringBuilder(src.length());
+        int i = 0;
+        while (i < src.length()) {
+            char c = src.charAt(i);
+            if (src.startsWith("//", i)) {
+                while (i < src.length() && src.charAt(i) != '\n') {
+                    i++;
+                }
+            } else if (src.startsWith("/*", i)) {
+                int end = src.indexOf("*/", i + 2);
+                end = end < 0 ? src.length() : end + 2;
+                blankKeepingLines(src, i, end, out);
+                i = end;
+            } else if (c == '"' || c == '\'') {
+                int j = i + 1;
+                while (j < src.length() && src.charAt(j) != c) {
+                    j += src.charAt(j) == '\\' ? 2 : 1;
+                }
+                int end = Math.min(j + 1, src.length());
+                blankKeepingLines(src, i, end, out);
+                i = end;
+            } else {
+                out.append(c);
+                i++;
+            }
+        }
+        return out.toString();
+    }
+
+    private static void blankKeepingLines(String src, int from, int to, StringBuilder out) {
+        for (int k = from; k < to; k++) {
+            out.append(src.charAt(k) == '\n' ? '\n' : ' ');
+        }
+    }
+
+    /** A cycle in {@code graph} as a path that ends where it starts, or an empty list. */
+    static List<String> findCycle(Map<String, Set<String>> graph) {
+        Set<String> done = new HashSet<>();
+        for (String start : graph.keySet()) {
+            List<String> found = visit(start, graph, new LinkedHashSet<>(), done);
+            if (!found.isEmpty()) {
+                return found;
+            }
+        }
+        return new ArrayList<>();
+    }
+
+    private static List<String> visit(String node, Map<String, Set<String>> graph, LinkedHashSet<String> path,
+            Set<String> done) {
+        if (path.contains(node)) {
+            List<String> cycle = new ArrayList<>(path);
+            cycle = new ArrayList<>(cycle.subList(cycle.indexOf(node), cycle.size()));
+            cycle.add(node);
+            return cycle;
+        }
+        if (!done.add(node)) {
+            return new ArrayList<>();
+        }
+        path.add(node);
+        for (String next : graph.getOrDefault(node, new TreeSet<>())) {
+            List<String> found = visit(next, graph, path, done);
+            if (!found.isEmpty()) {
+                return found;
+            }
+        }
+        path.remove(node);
+        return new ArrayList<>();
+    }
+}

@@ -1,0 +1,51 @@
+package io.ibdxnet;
+
+import static org.junit.Assert.fail;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.rules.Timeout;
+
+/** What the tests share: waiting for a condition, the per-class timeout, longs carried as bytes. */
+public final class TestSupport {
+    private TestSupport() {}
+
+    /** Polls {@code condition} every 2 ms; fails naming {@code what} after 60 s. */
+    public static void waitFor(String what, BooleanSupplier condition) throws InterruptedException {
+        waitFor(what, 60_000, condition);
+    }
+
+    /** Polls {@code condition} every 2 ms; fails naming {@code what} after {@code timeoutMs}. */
+    public static void waitFor(String what, long timeoutMs, BooleanSupplier condition) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                fail("timed out after " + timeoutMs + " ms waiting for " + what);
+            }
+            Thread.sleep(2);
+        }
+    }
+
+    /**
+     * Each test of a class gets at most {@code minutes}: a hung join fails the
+     * test (with the stuck thread's stack) instead of hanging CI.
+     */
+    public static Timeout minutes(int minutes) {
+        return Timeout.builder().withTimeout(minutes, TimeUnit.MINUTES).withLookingForStuckThread(true).build();
+    }
+
+    /** {@code values} as the bytes of an {@link io.ibdxnet.app.BytesRequest} (big-endian). */
+    public static byte[] bytesOf(long... values) {
+        ByteBuffer b = ByteBuffer.allocate(values.length * Long.BYTES);
+        b.asLongBuffer().put(values);
+        return b.array();
+    }
+
+    /** The longs {@link #bytesOf} wrote. */
+    public static long[] longsOf(byte[] bytes) {
+        long[] v = new long[bytes.length / Long.BYTES];
+        ByteBuffer.wrap(bytes).asLongBuffer().get(v);
+        return v;
+    }
+}
