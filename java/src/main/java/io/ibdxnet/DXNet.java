@@ -78,6 +78,8 @@ public final class DXNet implements AutoCloseable {
     private final RateLimitedLog warnings = new RateLimitedLog(LOG, 1_000);
     /** Why a thread of the core died (null while healthy): the node would otherwise go deaf silently. */
     private volatile Throwable failure;
+    /** The coordinator consumed bytes whose messages never reached a handler (stopped or closed meanwhile). */
+    private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
 
     private DXNet(DXNetConfig config) throws NetworkException {
@@ -496,9 +498,11 @@ public final class DXNet implements AutoCloseable {
             if (!batch.messages.isEmpty()) {
                 try {
                     if (!handlers.submit(b.source, batch)) {
+                        consumedNotHandled = true;
                         return;
                     }
                 } catch (InterruptedException e) {
+                    consumedNotHandled = true;
                     return;
                 }
                 batch = new Batch();
@@ -629,10 +633,12 @@ public final class DXNet implements AutoCloseable {
             try {
                 if (!handlers.submit(source, b)) {
                     dropped.incrementAndGet(); // closed meanwhile
+                    consumedNotHandled = true;
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 dropped.incrementAndGet();
+                consumedNotHandled = true;
             }
         }
     }
@@ -760,7 +766,20 @@ public final class DXNet implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        transport.close();
+        // Let the handlers finish what the coordinator handed them (up to the
+        // request timeout): then the peers can be told exactly what was handled.
+        boolean exact = !coordinator.isAlive() && !consumedNotHandled;
+        try {
+            exact = exact && handlers.awaitIdle(config.requestTimeoutMs);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            exact = false;
+        }
+        if (exact) {
+            transport.closeAfterHandlingEverythingConsumed();
+        } else {
+            transport.close();
+        }
         handlers.shutdown();
         timeouts.shutdownNow();
         for (Pending p : pending.values()) {

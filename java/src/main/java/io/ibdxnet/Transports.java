@@ -38,7 +38,7 @@ final class Transports {
             case "ib":
                 return openIb(config, listener, listen);
             case "nio":
-                NioTransport.Settings s = new NioTransport.Settings(config);
+                NioTransport.Settings s = nioSettings(config);
                 s.listenHost = host;
                 s.listenPort = port;
                 s.authKey = config.authKey();
@@ -75,5 +75,22 @@ final class Transports {
         } catch (IbException e) {
             throw new NetworkException("cannot start the InfiniBand transport: " + e.getMessage(), e);
         }
+    }
+
+    /** The NIO transport's settings from {@code c} (listen address and key are set by the caller). */
+    static NioTransport.Settings nioSettings(DXNetConfig c) {
+        NioTransport.Settings s = new NioTransport.Settings();
+        s.nodeId = c.nodeId;
+        s.flowControlWindow = c.flowControlWindow;
+        s.flowControlThreshold = c.flowControlThreshold;
+        s.connectTimeoutMs = c.connectTimeoutMs;
+        s.maxConnections = c.maxConnections;
+        s.bufferSize = c.nioBufferSize;
+        s.bufferCount = c.nioBufferCount;
+        s.ringSize = c.nioRingSize;
+        s.keepAliveMs = c.keepAliveMs;
+        s.idleTimeoutMs = c.idleTimeoutMs;
+        s.checkPeerAddress = c.checkPeerAddress;
+        return s;
     }
 }

@@ -48,4 +48,9 @@ public final class TestSupport {
         ByteBuffer.wrap(bytes).asLongBuffer().get(v);
         return v;
     }
+
+    /** A bare NIO transport's settings from {@code c}, as DXNet would make them. */
+    public static io.ibdxnet.nio.NioTransport.Settings nioSettings(DXNetConfig c) {
+        return Transports.nioSettings(c);
+    }
 }

@@ -39,6 +39,8 @@ public final class HandlerDispatch {
     private final boolean ordered;
     private final AtomicReferenceArray<Lane> lanes = new AtomicReferenceArray<>(NodeId.COUNT);
     private volatile boolean closed;
+    /** Tasks submitted and not yet finished. */
+    private final java.util.concurrent.atomic.AtomicLong unfinished = new java.util.concurrent.atomic.AtomicLong();
 
     /**
      * {@code threads} handler threads named {@code name + index} (daemons);
@@ -69,6 +71,7 @@ public final class HandlerDispatch {
                 return false;
             }
         }
+        unfinished.incrementAndGet();
         if (!ordered) {
             pool.execute(() -> {
                 room.release();
@@ -102,12 +105,29 @@ public final class HandlerDispatch {
         pool.shutdown();
     }
 
-    private static void runGuarded(Runnable task) {
+    private void runGuarded(Runnable task) {
         try {
             task.run();
         } catch (Throwable e) { // tasks catch their handlers' failures; this is a bug, but the thread lives on
             LOG.log(Level.SEVERE, "a message handler task failed", e);
+        } finally {
+            unfinished.decrementAndGet();
         }
+    }
+
+    /**
+     * Waits until every submitted task has run, at most {@code timeoutMs};
+     * true if they all did (call it after the last submit).
+     */
+    public boolean awaitIdle(long timeoutMs) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        while (unfinished.get() > 0) {
+            if (System.nanoTime() - end > 0) {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+        return true;
     }
 
     /** One source's tasks: runs on at most one pool thread at a time. */

@@ -420,6 +420,15 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void close() {
+        close(false);
+    }
+
+    @Override
+    public void closeAfterHandlingEverythingConsumed() {
+        close(true);
+    }
+
+    private void close(boolean tellHandled) {
         // The engine's shutdown reports disconnects; they must not call back into it.
         closing = true;
         // A resend writes into a native ring: it must end before the engine frees them.
@@ -438,10 +447,10 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 }
             }
         }
-        // The core handles nothing more: tell each sender exactly what of its
-        // current connection we handled beyond our confirmations (our Leave
-        // carries it), so it can tell handled from lost without guessing.
-        for (int node = 0; node < incomingConnection.length(); node++) {
+        // The core handled everything it consumed: tell each sender exactly what
+        // of its current connection we handled beyond our confirmations (our
+        // Leave carries it), so it can tell handled from lost without guessing.
+        for (int node = 0; tellHandled && node < incomingConnection.length(); node++) {
             int qpn = incomingConnection.get(node);
             if (qpn != 0) {
                 try {

@@ -184,6 +184,14 @@ final class NioConnections {
         outgoing.compareAndSet(c.peer(), c, null);
     }
 
+    /**
+     * Set before the reactor stops when the core handled everything it
+     * consumed: only then do the senders to us get the exact count (FINAL);
+     * otherwise they see the close as a failure and report what we did not
+     * confirm.
+     */
+    volatile boolean tellHandled;
+
     /** This node shuts down: tells the peers of open connections, then closes every channel. */
     void closeAll(NioException why) {
         long now = System.nanoTime();
@@ -211,7 +219,7 @@ final class NioConnections {
             if (c.control.remaining() >= 4) {
                 c.control.putInt(NioWire.LEAVING);
             }
-        } else if (incomingId.get(c.peer()) == c.id() && c.control.remaining() >= 16) {
+        } else if (tellHandled && incomingId.get(c.peer()) == c.id() && c.control.remaining() >= 16) {
             int units = confirmations.owed(c.peer(), NioWire.MAX_UNITS);
             if (units > 0) {
                 c.control.putInt(NioWire.confirmation(units));

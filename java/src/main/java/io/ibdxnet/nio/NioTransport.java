@@ -35,7 +35,10 @@ import java.util.concurrent.TimeoutException;
  * touches no socket itself.
  */
 public final class NioTransport implements Transport {
-    /** Settings of one transport instance: the keys of {@link io.ibdxnet.DXNetConfig} it reads. */
+    /**
+     * Settings of one transport instance; the factory beside {@code DXNet}
+     * fills them from the configuration (this package sits below it).
+     */
     public static final class Settings {
         public int nodeId;
         public String listenHost = "0.0.0.0";
@@ -53,26 +56,6 @@ public final class NioTransport implements Transport {
         public boolean checkPeerAddress;
         /** The pre-shared key, or null: with one, connections start with a mutual challenge–response. */
         public AuthKey authKey;
-
-        /** The defaults of {@link io.ibdxnet.DXNetConfig} (node 0, any port, no key). */
-        public Settings() {
-            this(new io.ibdxnet.DXNetConfig(0));
-        }
-
-        /** {@code c}'s values (listen address and key are set by the caller). */
-        public Settings(io.ibdxnet.DXNetConfig c) {
-            nodeId = c.nodeId;
-            flowControlWindow = c.flowControlWindow;
-            flowControlThreshold = c.flowControlThreshold;
-            connectTimeoutMs = c.connectTimeoutMs;
-            maxConnections = c.maxConnections;
-            bufferSize = c.nioBufferSize;
-            bufferCount = c.nioBufferCount;
-            ringSize = c.nioRingSize;
-            keepAliveMs = c.keepAliveMs;
-            idleTimeoutMs = c.idleTimeoutMs;
-            checkPeerAddress = c.checkPeerAddress;
-        }
     }
 
     private final Settings settings;
@@ -235,6 +218,12 @@ public final class NioTransport implements Transport {
 
     @Override
     public void close() {
+        reactor.stop();
+    }
+
+    @Override
+    public void closeAfterHandlingEverythingConsumed() {
+        conns.tellHandled = true;
         reactor.stop();
     }
 }

@@ -42,6 +42,20 @@ public interface Transport extends AutoCloseable {
     /** Counters (connections, bytes, errors …) by name. */
     java.util.Map<String, Long> stats();
 
+    /**
+     * Closes; the peers see a failure for every open connection (what they
+     * sent us and we did not confirm is a possible loss on their side).
+     */
     @Override
     void close();
+
+    /**
+     * Closes after the core handled everything it consumed: the peers that
+     * sent to us learn exactly how many of their bytes were handled beyond our
+     * last confirmation, so only the rest counts as a possible loss for them.
+     * Only call it when that is true ({@code close()} otherwise).
+     */
+    default void closeAfterHandlingEverythingConsumed() {
+        close();
+    }
 }
