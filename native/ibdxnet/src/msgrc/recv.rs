@@ -8,10 +8,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::config::EngineConfig;
-use super::engine::{EngineHandler, EngineStats};
+use super::handler::EngineHandler;
+use super::imm;
 use super::recv_pool::RecvPool;
-use super::send::imm;
 use super::shared::IncomingRing;
+use super::stats::EngineStats;
 use super::structs::{IncomingEntry, NO_BUFFER};
 use crate::con::ConManager;
 use crate::fabric::{CompletionQueue, Fabric, RecvBatch, Sge, SharedReceiveQueue, WcStatus, WorkCompletion};
