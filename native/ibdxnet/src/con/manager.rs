@@ -1,19 +1,19 @@
 //! The connection manager (paper §7.1): its API and the job thread's loop.
 //! One job thread owns every change of the connection table. Other threads
-//! read the table (established connections, lock-shared) and post [`Job`]s
+//! read the table (established connections, lock-shared) and post jobs
 //! into a bounded lock-free queue.
 //!
 //! Queue pair exchange over UDP converges to one connection per node pair,
 //! also when both ends start at once: each side has at most one queue pair
 //! per peer and connects it to whatever endpoint the peer announces. The
 //! concerns live in child modules:
-//! - [`exchange`]: creating connections, the exchange state machine, eviction;
-//! - [`close`]: the ways a connection ends ([`close::CloseKind`]), the
+//! - `exchange`: creating connections, the exchange state machine, eviction;
+//! - `close`: the ways a connection ends (`CloseKind`), the
 //!   two-phase orderly close and the record of recent closes;
-//! - [`wire`]: sending and receiving packets, their validation and the
+//! - `wire`: sending and receiving packets, their validation and the
 //!   authentication hook;
-//! - [`foreign`]: peers on another fabric instance;
-//! - [`job`]: the jobs other threads post; [`qpns`]: which node a local
+//! - `foreign`: peers on another fabric instance;
+//! - `job`: the jobs other threads post; `qpns`: which node a local
 //!   queue pair belongs to.
 
 use std::collections::{HashMap, HashSet};

@@ -150,9 +150,7 @@ pub fn resolve_address(text: &str) -> Result<SocketAddr, AddressError> {
         return Ok(a);
     }
     let (host, port) = t.rsplit_once(':').ok_or_else(|| AddressError::NotHostPort(t.to_owned()))?;
-    let port = port
-        .parse::<u16>()
-        .map_err(|_| AddressError::BadPort { text: t.to_owned(), port: port.to_owned() })?;
+    let port = port.parse::<u16>().map_err(|_| AddressError::BadPort { text: t.to_owned(), port: port.to_owned() })?;
     resolve_host(host, port)
 }
 

@@ -20,6 +20,6 @@ pub mod structs;
 pub use config::EngineConfig;
 pub use engine::{Engine, EngineError};
 pub use handler::{EngineHandler, ThreadRole};
-pub use stats::EngineStats;
 pub use shared::{CompletedList, IncomingRing};
+pub use stats::EngineStats;
 pub use structs::*;

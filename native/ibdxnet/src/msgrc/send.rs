@@ -151,6 +151,8 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             (self.mgr.imm_source(), self.sq_size, self.max_wr_bytes, self.signal_interval, self.max_inline);
         let Some(ns) = node_state(&mut self.nodes, &mut self.draining, &self.mgr, node) else {
             // Not connected (yet): everything stays unposted; creation is asynchronous.
+            // A full job queue (the only error) is counted (`jobs_dropped`) and
+            // logged by the manager; the next package for the node asks again.
             let _ = self.mgr.request_create(node);
             return 0;
         };

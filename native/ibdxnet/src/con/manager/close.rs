@@ -198,12 +198,8 @@ impl<F: Fabric> ConManager<F> {
     ) {
         let orderly = kind.orderly();
         // Only the peer instance our queue pair is connected to can close it.
-        let current = self
-            .table
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&node)
-            .is_some_and(|c| c.is_peer(instance, qpn));
+        let current =
+            self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).is_some_and(|c| c.is_peer(instance, qpn));
         let closing = st.closing.iter().position(|e| e.conn.node() == node && e.conn.is_peer(instance, qpn));
         if current {
             // Close: the peer posts nothing more and keeps its queue pair

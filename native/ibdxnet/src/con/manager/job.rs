@@ -58,7 +58,8 @@ mod tests {
     #[test]
     fn every_job_survives_the_queue() {
         for n in [NodeId(0), NodeId(7), NodeId(0xFFFE)] {
-            for job in [Job::Create(n), Job::Close(n), Job::CloseForce(n), Job::NodeRemoved(n), Job::Lost(n), Job::Wake] {
+            for job in [Job::Create(n), Job::Close(n), Job::CloseForce(n), Job::NodeRemoved(n), Job::Lost(n), Job::Wake]
+            {
                 assert_eq!(Job::decode(job.encode()), Some(job));
             }
         }
