@@ -212,9 +212,11 @@ fn with_a_key_packets_of_a_previous_instance_are_refused() {
     c.listen = SocketAddr::V4(a1);
     let restarted: Node<SimFabric> = start_nodes(1, opts, |_| c.clone()).pop().unwrap();
     restarted.engine.add_node(NodeId(0), SocketAddr::V4(a0)).unwrap();
-    // Node 0 learns the restart only through node 1's new instance.
+    // Node 0 hears node 1 leave (its `Leave` at shutdown, `Left`) or, if
+    // that packet is lost, learns the restart through node 1's new instance
+    // (`Disconnected`).
     wait_until("node 0 sees the restart", || {
-        nodes[0].handler.events().iter().any(|e| matches!(e, NodeEvent::Disconnected(_)))
+        nodes[0].handler.events().iter().any(|e| matches!(e, NodeEvent::Disconnected(_) | NodeEvent::Left { .. }))
     });
     let c1 = restarted.engine.connect(NodeId(0)).expect("connect after restart");
     wait_until("node 0 established", || nodes[0].engine.manager().established(NodeId(1)).is_some());

@@ -137,7 +137,7 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
     for (i, (e, _)) in engines.iter().enumerate() {
         for (j, addr) in addrs.iter().enumerate() {
             if i != j {
-                e.add_node(NodeId(j as u16), *addr)?;
+                e.add_node(NodeId(j as u16), *addr).map_err(|err| err.to_string())?;
             }
         }
     }

@@ -36,6 +36,69 @@ impl fmt::Display for NodeId {
     }
 }
 
+/// Why a node cannot be added to the node table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeError {
+    /// [`NodeId::INVALID`] names no node.
+    #[error("node id 65535 (0xFFFF) is reserved as invalid")]
+    Reserved,
+    /// The id is in the table with another address.
+    #[error(
+        "node id {id} ({}) is already in the node table at {old}; {new} would use it twice \
+         (remove the node first to move it)",
+        id.0
+    )]
+    Duplicate {
+        /// The node id.
+        id: NodeId,
+        /// Its address in the table.
+        old: SocketAddr,
+        /// The address refused.
+        new: SocketAddr,
+    },
+    /// The id is this node's own.
+    #[error("node id {0} ({}) is this node's own id (node_id); it cannot be added as a peer", .0.0)]
+    OwnId(NodeId),
+    /// The address is this node's own listen address.
+    #[error("node {id}: address {addr} is this node's own listen address")]
+    OwnAddress {
+        /// The node id.
+        id: NodeId,
+        /// The address refused.
+        addr: SocketAddr,
+    },
+}
+
+/// Why a node's address could not be had from its text.
+#[derive(Debug, thiserror::Error)]
+pub enum AddressError {
+    /// No `:` separates host and port.
+    #[error("'{0}' is not host:port")]
+    NotHostPort(String),
+    /// The port is not a number in range.
+    #[error("'{text}': port '{port}' is not in [0, 65535]")]
+    BadPort {
+        /// The whole text.
+        text: String,
+        /// The port part.
+        port: String,
+    },
+    /// Nothing before the port.
+    #[error("':{0}': the host is empty")]
+    EmptyHost(u16),
+    /// Name resolution failed.
+    #[error("host '{host}' does not resolve: {source}")]
+    DoesNotResolve {
+        /// The host.
+        host: String,
+        /// The resolver's error.
+        source: std::io::Error,
+    },
+    /// Name resolution returned nothing.
+    #[error("host '{0}' resolves to no address")]
+    NoAddress(String),
+}
+
 /// Node id → UDP address of its connection manager.
 #[derive(Debug, Default)]
 pub struct NodeTable {
@@ -44,31 +107,26 @@ pub struct NodeTable {
 
 impl NodeTable {
     /// Adds or updates a node; returns the previous address.
-    pub fn add(&self, id: NodeId, addr: SocketAddr) -> Result<Option<SocketAddr>, String> {
+    pub fn add(&self, id: NodeId, addr: SocketAddr) -> Result<Option<SocketAddr>, NodeError> {
         if !id.is_valid() {
-            return Err("node id 0xFFFF is reserved as invalid".into());
+            return Err(NodeError::Reserved);
         }
         Ok(self.nodes.write().unwrap_or_else(|p| p.into_inner()).insert(id, addr))
     }
     /// Adds a node; the same id again is accepted only with the same address.
-    pub fn add_unique(&self, id: NodeId, addr: SocketAddr) -> Result<(), String> {
+    pub fn add_unique(&self, id: NodeId, addr: SocketAddr) -> Result<(), NodeError> {
         if !id.is_valid() {
-            return Err("node id 65535 (0xFFFF) is reserved as invalid".into());
+            return Err(NodeError::Reserved);
         }
         let mut nodes = self.nodes.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(old) = nodes.get(&id) {
-            return if *old == addr {
+        match nodes.get(&id) {
+            Some(old) if *old == addr => Ok(()),
+            Some(old) => Err(NodeError::Duplicate { id, old: *old, new: addr }),
+            None => {
+                nodes.insert(id, addr);
                 Ok(())
-            } else {
-                Err(format!(
-                    "node id {id} ({}) is already in the node table at {old}; {addr} would use it twice \
-                     (remove the node first to move it)",
-                    id.0
-                ))
-            };
+            }
         }
-        nodes.insert(id, addr);
-        Ok(())
     }
     /// Removes a node; returns its address if it was known.
     pub fn remove(&self, id: NodeId) -> Option<SocketAddr> {
@@ -86,28 +144,30 @@ impl NodeTable {
 
 /// Parses `ip:port`, or resolves `host:port` (an IPv4 address if the host
 /// has one, else its first address). The error says what did not work.
-pub fn resolve_address(text: &str) -> Result<SocketAddr, String> {
+pub fn resolve_address(text: &str) -> Result<SocketAddr, AddressError> {
     let t = text.trim();
     if let Ok(a) = t.parse::<SocketAddr>() {
         return Ok(a);
     }
-    let (host, port) = t.rsplit_once(':').ok_or_else(|| format!("'{t}' is not host:port"))?;
-    let port = port.parse::<u16>().map_err(|_| format!("'{t}': port '{port}' is not in [0, 65535]"))?;
+    let (host, port) = t.rsplit_once(':').ok_or_else(|| AddressError::NotHostPort(t.to_owned()))?;
+    let port = port.parse::<u16>().map_err(|_| AddressError::BadPort { text: t.to_owned(), port: port.to_owned() })?;
     resolve_host(host, port)
 }
 
 /// Resolves `host` (a name or an IP address) with `port`, preferring IPv4.
-pub fn resolve_host(host: &str, port: u16) -> Result<SocketAddr, String> {
+pub fn resolve_host(host: &str, port: u16) -> Result<SocketAddr, AddressError> {
     let host = host.trim().trim_start_matches('[').trim_end_matches(']');
     if host.is_empty() {
-        return Err(format!("':{port}': the host is empty"));
+        return Err(AddressError::EmptyHost(port));
     }
-    let addrs: Vec<SocketAddr> =
-        (host, port).to_socket_addrs().map_err(|e| format!("host '{host}' does not resolve: {e}"))?.collect();
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|source| AddressError::DoesNotResolve { host: host.to_owned(), source })?
+        .collect();
     addrs
         .iter()
         .find(|a| a.is_ipv4())
         .or(addrs.first())
         .copied()
-        .ok_or_else(|| format!("host '{host}' resolves to no address"))
+        .ok_or_else(|| AddressError::NoAddress(host.to_owned()))
 }

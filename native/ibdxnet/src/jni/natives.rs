@@ -207,7 +207,7 @@ extern "system" fn add_node<'l>(
             return Err(Throw::arg(format!("address {host}:{port} has no IPv4 address")));
         }
         let id = node(id)?;
-        with_native!(engine(handle)?, |n| n.engine.add_node(id, addr)).map_err(Throw::arg)
+        with_native!(engine(handle)?, |n| n.engine.add_node(id, addr)).map_err(|e| Throw::arg(e.to_string()))
     })
 }
 

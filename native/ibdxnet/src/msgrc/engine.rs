@@ -1,90 +1,23 @@
 //! The msgrc engine (paper §7.2): one instance per node, with a job thread
 //! (connection manager), a send thread and a receive thread, all generic
-//! over the fabric. Its user implements [`EngineHandler`].
+//! over the fabric. Its user implements [`EngineHandler`]. This module
+//! starts and stops the threads and checks the configuration against the
+//! device; the threads' work is in `send` and `recv`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::config::EngineConfig;
+use super::handler::{EngineHandler, ThreadRole};
 use super::recv::RecvThread;
 use super::recv_pool::{RecvPool, ReturnError};
 use super::send::SendThread;
-use super::shared::{CompletedList, IncomingRing};
-use super::structs::{NextWorkPackage, PrevWorkResults};
-use crate::con::{ConError, ConManager, Connection, NodeEvent, NodeId, QueueSet};
+use super::stats::EngineStats;
+use crate::con::{ConConfig, ConError, ConManager, Connection, EventSink, NodeError, NodeEvent, NodeId, QueueSet};
 use crate::fabric::{Fabric, FabricError, QpCaps};
 use crate::sys::parking::Parking;
-
-/// The engine's threads, as named in [`EngineHandler::thread_started`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ThreadRole {
-    /// Connection manager job thread.
-    Job,
-    /// Send thread.
-    Send,
-    /// Receive thread.
-    Recv,
-}
-
-impl ThreadRole {
-    /// Short name used in thread names.
-    pub fn name(self) -> &'static str {
-        match self {
-            ThreadRole::Job => "job",
-            ThreadRole::Send => "send",
-            ThreadRole::Recv => "recv",
-        }
-    }
-}
-
-/// The engine's user (paper Listings 1–2). Called from the engine's threads.
-pub trait EngineHandler: Send + Sync + 'static {
-    /// Send thread, once per iteration: the outcome of the previous package
-    /// and the confirmations since; returns the next package (flags 0 = none).
-    fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage;
-    /// Receive thread: new entries in `ring`; returns how many entries, from
-    /// the front, were consumed (their buffers are returned later).
-    fn received(&self, ring: &IncomingRing) -> u32;
-    /// Job thread: a node was discovered, invalidated or disconnected.
-    fn node_event(&self, event: NodeEvent);
-    /// Called first on each engine thread (e.g. to attach it to a JVM).
-    fn thread_started(&self, _role: ThreadRole) {}
-    /// Called last on each engine thread.
-    fn thread_stopping(&self, _role: ThreadRole) {}
-}
-
-/// Engine counters.
-#[derive(Debug, Default)]
-pub struct EngineStats {
-    /// Send WRs posted.
-    pub wrs_sent: AtomicU64,
-    /// Payload bytes posted.
-    pub bytes_sent: AtomicU64,
-    /// Payload bytes received.
-    pub bytes_received: AtomicU64,
-    /// Receive completions.
-    pub messages_received: AtomicU64,
-    /// Failed completions and polls.
-    pub errors: AtomicU64,
-    /// Threads that ended by a panic.
-    pub thread_panics: AtomicU64,
-    /// Messages whose immediate data named another node than the one of
-    /// their queue pair (each closes that connection).
-    pub protocol_violations: AtomicU64,
-}
-
-impl EngineStats {
-    pub(crate) fn add_sent(&self, wrs: u64, bytes: u64) {
-        self.wrs_sent.fetch_add(wrs, Ordering::Relaxed);
-        self.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
-    }
-    pub(crate) fn add_received(&self, bytes: u64) {
-        self.messages_received.fetch_add(1, Ordering::Relaxed);
-        self.bytes_received.fetch_add(bytes, Ordering::Relaxed);
-    }
-}
 
 /// Why an engine could not start.
 #[derive(Debug)]
@@ -160,6 +93,20 @@ fn check_device_limits(cfg: &EngineConfig, info: &crate::fabric::DeviceInfo) -> 
     Ok(())
 }
 
+/// What the connection manager needs of the engine's configuration.
+fn con_config(cfg: &EngineConfig) -> ConConfig {
+    ConConfig {
+        node_id: cfg.node_id,
+        listen: cfg.listen,
+        auth_key: cfg.auth_key.clone(),
+        max_connections: cfg.max_connections,
+        send_ring_size: cfg.send_ring_size,
+        connect_timeout: cfg.connect_timeout,
+        exchange_retry: cfg.exchange_retry,
+        discovery_interval: cfg.discovery_interval,
+    }
+}
+
 /// The loop of the send and receive threads: work, then idle by the amount
 /// of work done, until the engine stops.
 fn agent_loop(running: &AtomicBool, parking: crate::sys::parking::ParkingConfig, mut work: impl FnMut() -> usize) {
@@ -191,8 +138,8 @@ impl<F: Fabric> Engine<F> {
     pub fn start<H: EngineHandler>(mut cfg: EngineConfig, handler: Arc<H>) -> Result<Engine<F>, EngineError> {
         cfg.validate().map_err(EngineError::Config)?;
         if cfg.auth_key.is_none() {
-            cfg.auth_key =
-                crate::con::AuthKey::from_config(cfg.auth_key_file.as_deref()).map_err(EngineError::Config)?;
+            cfg.auth_key = crate::con::AuthKey::from_config(cfg.auth_key_file.as_deref())
+                .map_err(|e| EngineError::Config(e.to_string()))?;
         }
         let cfg = Arc::new(cfg);
         // The UDP address first: a bad or busy `listen` is a configuration
@@ -219,9 +166,9 @@ impl<F: Fabric> Engine<F> {
         let queues = Arc::new(QueueSet { fabric, send_cq, recv_cq, srq, caps });
         let events = {
             let h = handler.clone();
-            Arc::new(move |e: NodeEvent| h.node_event(e)) as crate::con::manager::EventSink
+            Arc::new(move |e: NodeEvent| h.node_event(e)) as EventSink
         };
-        let mgr = Arc::new(ConManager::with_socket(cfg.clone(), queues, events, socket)?);
+        let mgr = Arc::new(ConManager::with_socket(con_config(&cfg), queues, events, socket)?);
         // Before the job thread reads the socket: packets that peers sent
         // while this engine started (queued in the socket) find them.
         for &(id, addr) in cfg.nodes.iter().filter(|n| n.0 != cfg.node_id) {
@@ -293,7 +240,7 @@ impl<F: Fabric> Engine<F> {
         self.running.load(Ordering::Acquire)
     }
     /// Adds a node to the node table.
-    pub fn add_node(&self, id: NodeId, addr: std::net::SocketAddr) -> Result<(), String> {
+    pub fn add_node(&self, id: NodeId, addr: std::net::SocketAddr) -> Result<(), NodeError> {
         self.mgr.add_node(id, addr)
     }
     /// Removes a node (closes its connection, reports `Invalidated`).
@@ -321,17 +268,7 @@ impl<F: Fabric> Engine<F> {
     /// ([`ConManager::stats_map`]) and the free receive buffers. This is the
     /// statistics map Java reads (`NativeEngine.stats()`).
     pub fn stats_map(&self) -> Vec<(&'static str, u64)> {
-        let s = &self.stats;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let mut m = vec![
-            ("wrs_sent", l(&s.wrs_sent)),
-            ("bytes_sent", l(&s.bytes_sent)),
-            ("bytes_received", l(&s.bytes_received)),
-            ("messages_received", l(&s.messages_received)),
-            ("errors", l(&s.errors)),
-            ("thread_panics", l(&s.thread_panics)),
-            ("protocol_violations", l(&s.protocol_violations)),
-        ];
+        let mut m = self.stats.entries().to_vec();
         m.extend(self.mgr.stats_map());
         m.push(("free_buffers", self.pool.available() as u64));
         m

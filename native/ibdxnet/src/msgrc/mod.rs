@@ -1,16 +1,25 @@
 //! msgrc (paper §7.2): the messaging engine over RC queue pairs with one
 //! send thread, one receive thread, a shared receive queue and shared
 //! completion queues.
+//!
+//! Modules, lowest first (each uses only those above it in this list):
+//! `structs`, `shared`, `recv_pool`, `imm`, `stats`, `handler`, `config`;
+//! then the threads `send` and `recv`; then `engine`, which starts them.
 
 pub mod config;
 pub mod engine;
+pub mod handler;
+pub mod imm;
 pub mod recv;
 pub mod recv_pool;
 pub mod send;
 pub mod shared;
+pub mod stats;
 pub mod structs;
 
 pub use config::EngineConfig;
-pub use engine::{Engine, EngineError, EngineHandler, EngineStats, ThreadRole};
+pub use engine::{Engine, EngineError};
+pub use handler::{EngineHandler, ThreadRole};
 pub use shared::{CompletedList, IncomingRing};
+pub use stats::EngineStats;
 pub use structs::*;

@@ -8,10 +8,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::config::EngineConfig;
-use super::engine::{EngineHandler, EngineStats};
+use super::handler::EngineHandler;
+use super::imm;
 use super::recv_pool::RecvPool;
-use super::send::imm;
 use super::shared::IncomingRing;
+use super::stats::EngineStats;
 use super::structs::{IncomingEntry, NO_BUFFER};
 use crate::con::ConManager;
 use crate::fabric::{CompletionQueue, Fabric, RecvBatch, Sge, SharedReceiveQueue, WcStatus, WorkCompletion};
@@ -115,7 +116,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             if bufs.len() < self.sges_per_wr as usize {
                 // Pool exhausted: put the partial set back and try later.
                 for id in bufs.drain(..) {
-                    let _ = self.pool.give_back(id);
+                    Self::give_back(&self.pool, &self.stats, &self.mgr, id);
                 }
                 break;
             }
@@ -138,7 +139,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         };
         for &slot in &taken[accepted..] {
             for id in self.slots[slot as usize].drain(..) {
-                let _ = self.pool.give_back(id);
+                Self::give_back(&self.pool, &self.stats, &self.mgr, id);
             }
             self.free_slots.push(slot);
         }
@@ -208,7 +209,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             }
         }
         for &id in &bufs[used..] {
-            let _ = self.pool.give_back(id);
+            Self::give_back(&self.pool, &self.stats, &self.mgr, id);
         }
         bufs.clear();
         self.slots[slot] = bufs;
@@ -252,11 +253,21 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         self.ring.consume(consumed) as usize
     }
 
+    /// Returns a buffer this thread holds to the pool. A refusal means the
+    /// buffer was handed out twice, a bug: logged and counted as an error.
+    /// (Takes fields, not `self`: callers hold a slot of `self.slots`.)
+    fn give_back(pool: &RecvPool<F>, stats: &EngineStats, mgr: &ConManager<F>, id: u32) {
+        if let Err(e) = pool.give_back(id) {
+            stats.errors.fetch_add(1, Ordering::Relaxed);
+            log::error!("node {}: {e} (held by the receive thread)", mgr.node_id());
+        }
+    }
+
     /// Returns every buffer still held (ring entries not consumed).
     pub(crate) fn drain(&mut self) {
         while let Some(e) = self.ring.get(0) {
             if e.buffer_id != NO_BUFFER {
-                let _ = self.pool.give_back(e.buffer_id);
+                Self::give_back(&self.pool, &self.stats, &self.mgr, e.buffer_id);
             }
             self.ring.consume(1);
         }

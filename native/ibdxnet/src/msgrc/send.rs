@@ -15,28 +15,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::config::EngineConfig;
-use super::engine::{EngineHandler, EngineStats};
+use super::handler::EngineHandler;
+use super::imm;
 use super::shared::CompletedList;
+use super::stats::EngineStats;
 use super::structs::{NextWorkPackage, PrevWorkResults, NWP_VALID};
 use crate::con::{ConManager, ConState, Connection, NodeId};
 use crate::fabric::{CompletionQueue, Fabric, QueuePair, SendBatch, SendFlags, Sge, WcStatus, WorkCompletion};
-
-/// Immediate data layout (host order; the fabric sends it big-endian):
-/// bits 31–16 source node id, 15–8 flow-control data, 7–0 reserved (0).
-pub mod imm {
-    /// Packs source node and flow-control byte.
-    pub fn pack(source: u16, fc: u8) -> u32 {
-        (u32::from(source) << 16) | (u32::from(fc) << 8)
-    }
-    /// Source node id.
-    pub fn source(imm: u32) -> u16 {
-        (imm >> 16) as u16
-    }
-    /// Flow-control byte.
-    pub fn fc(imm: u32) -> u8 {
-        (imm >> 8) as u8
-    }
-}
 
 const SEQ_BITS: u32 = 48;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
@@ -166,6 +151,8 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             (self.mgr.imm_source(), self.sq_size, self.max_wr_bytes, self.signal_interval, self.max_inline);
         let Some(ns) = node_state(&mut self.nodes, &mut self.draining, &self.mgr, node) else {
             // Not connected (yet): everything stays unposted; creation is asynchronous.
+            // A full job queue (the only error) is counted (`jobs_dropped`) and
+            // logged by the manager; the next package for the node asks again.
             let _ = self.mgr.request_create(node);
             return 0;
         };

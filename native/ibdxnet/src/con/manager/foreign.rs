@@ -11,7 +11,10 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use super::{ConError, ConManager, ConState, JobState};
+use super::close::CloseKind;
+use super::{ConManager, JobState};
+use crate::con::connection::ConState;
+use crate::con::error::ConError;
 use crate::con::node::NodeId;
 use crate::con::proto::Body;
 use crate::fabric::{foreign_reason, Fabric};
@@ -65,7 +68,7 @@ impl<F: Fabric> ConManager<F> {
         self.note_foreign(node, instance, theirs, "its queue pair was refused");
         self.send(node, Body::WrongFabric { sim_network: self.sim_network() }, &mut st.buf);
         // A connection we may have started to it cannot come up: close it.
-        self.close_now(node, true, false, st);
+        self.close_conn(node, CloseKind::Abort, st);
         self.notify();
     }
 
@@ -77,7 +80,7 @@ impl<F: Fabric> ConManager<F> {
             return;
         }
         self.note_foreign(node, instance, theirs, "it refused our queue pair");
-        self.close_now(node, true, false, st);
+        self.close_conn(node, CloseKind::Abort, st);
         self.notify();
     }
 

@@ -1,0 +1,58 @@
+//! The connection manager's counters ([`ConStats`]) and their names in the
+//! engine's statistics map.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters of the connection manager.
+#[derive(Debug, Default)]
+pub struct ConStats {
+    /// Packets received and accepted.
+    pub packets_in: AtomicU64,
+    /// Packets sent.
+    pub packets_out: AtomicU64,
+    /// Packets dropped as malformed (bad magic, version, type, lengths, fields).
+    pub dropped_malformed: AtomicU64,
+    /// Packets dropped because of an unknown source or a wrong destination.
+    pub dropped_foreign: AtomicU64,
+    /// Packets naming a known source node but not sent from that node's
+    /// address in the node table (forged source, or a forged instance id).
+    pub dropped_spoofed: AtomicU64,
+    /// Close packets that match no current connection (wrong queue pair or
+    /// instance id of the peer, e.g. late from a previous instance).
+    pub dropped_stale: AtomicU64,
+    /// Connections created.
+    pub created: AtomicU64,
+    /// Connections closed.
+    pub closed: AtomicU64,
+    /// Orderly closes completed by both sides' `Done` (nothing left in flight).
+    pub closes_drained: AtomicU64,
+    /// Orderly closes the peer did not complete within the connect timeout
+    /// (taken down anyway; a loss shows as `Lost` or `Disconnected`).
+    pub closes_timed_out: AtomicU64,
+    /// Jobs that did not fit the job queue.
+    pub jobs_dropped: AtomicU64,
+    /// Exchanges refused, and refusals received, because the peer is on
+    /// another fabric instance.
+    pub foreign_fabric: AtomicU64,
+}
+
+impl ConStats {
+    /// The counters by their names in the statistics map.
+    pub fn entries(&self) -> [(&'static str, u64); 12] {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        [
+            ("packets_in", l(&self.packets_in)),
+            ("packets_out", l(&self.packets_out)),
+            ("dropped_malformed", l(&self.dropped_malformed)),
+            ("dropped_foreign", l(&self.dropped_foreign)),
+            ("dropped_spoofed", l(&self.dropped_spoofed)),
+            ("dropped_stale", l(&self.dropped_stale)),
+            ("connections_created", l(&self.created)),
+            ("connections_closed", l(&self.closed)),
+            ("closes_drained", l(&self.closes_drained)),
+            ("closes_timed_out", l(&self.closes_timed_out)),
+            ("jobs_dropped", l(&self.jobs_dropped)),
+            ("foreign_fabric", l(&self.foreign_fabric)),
+        ]
+    }
+}

@@ -1,0 +1,45 @@
+//! The engine's user ([`EngineHandler`], paper Listings 1–2) and the names
+//! of the threads that call it ([`ThreadRole`]). The engine and both worker
+//! threads depend on this module; it depends on none of them.
+
+use super::shared::{CompletedList, IncomingRing};
+use super::structs::{NextWorkPackage, PrevWorkResults};
+use crate::con::NodeEvent;
+
+/// The engine's threads, as named in [`EngineHandler::thread_started`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadRole {
+    /// Connection manager job thread.
+    Job,
+    /// Send thread.
+    Send,
+    /// Receive thread.
+    Recv,
+}
+
+impl ThreadRole {
+    /// Short name used in thread names.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadRole::Job => "job",
+            ThreadRole::Send => "send",
+            ThreadRole::Recv => "recv",
+        }
+    }
+}
+
+/// The engine's user (paper Listings 1–2). Called from the engine's threads.
+pub trait EngineHandler: Send + Sync + 'static {
+    /// Send thread, once per iteration: the outcome of the previous package
+    /// and the confirmations since; returns the next package (flags 0 = none).
+    fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage;
+    /// Receive thread: new entries in `ring`; returns how many entries, from
+    /// the front, were consumed (their buffers are returned later).
+    fn received(&self, ring: &IncomingRing) -> u32;
+    /// Job thread: a node was discovered, invalidated or disconnected.
+    fn node_event(&self, event: NodeEvent);
+    /// Called first on each engine thread (e.g. to attach it to a JVM).
+    fn thread_started(&self, _role: ThreadRole) {}
+    /// Called last on each engine thread.
+    fn thread_stopping(&self, _role: ThreadRole) {}
+}
