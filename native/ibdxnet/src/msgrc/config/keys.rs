@@ -183,7 +183,7 @@ impl Codec for Addr {
     type T = SocketAddr;
     const KIND: &'static str = "host:port";
     fn parse(v: &str) -> Result<SocketAddr, String> {
-        resolve_address(v)
+        resolve_address(v).map_err(|e| e.to_string())
     }
     fn show(v: &SocketAddr) -> String {
         v.to_string()
