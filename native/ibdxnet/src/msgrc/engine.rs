@@ -12,7 +12,7 @@ use super::recv::RecvThread;
 use super::recv_pool::{RecvPool, ReturnError};
 use super::send::SendThread;
 use super::shared::{CompletedList, IncomingRing};
-use super::structs::{NextWorkPackage, PrevWorkResults};
+use crate::abi::{NextWorkPackage, PrevWorkResults};
 use crate::con::{ConError, ConManager, Connection, NodeEvent, NodeId, QueueSet};
 use crate::fabric::{Fabric, FabricError, QpCaps};
 use crate::sys::parking::Parking;

@@ -8,9 +8,13 @@ pub mod recv;
 pub mod recv_pool;
 pub mod send;
 pub mod shared;
-pub mod structs;
 
+/// The shared structs the engine's handler reads and writes (defined, with
+/// their constants, in [`crate::abi`]).
+pub use crate::abi::{
+    CompletedWork, CompletedWorkList, IncomingEntry, IncomingRingHeader, NextWorkPackage, PrevWorkResults, NO_BUFFER,
+    NWP_VALID,
+};
 pub use config::EngineConfig;
 pub use engine::{Engine, EngineError, EngineHandler, EngineStats, ThreadRole};
 pub use shared::{CompletedList, IncomingRing};
-pub use structs::*;

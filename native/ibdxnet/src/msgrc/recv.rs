@@ -12,7 +12,7 @@ use super::engine::{EngineHandler, EngineStats};
 use super::recv_pool::RecvPool;
 use super::send::imm;
 use super::shared::IncomingRing;
-use super::structs::{IncomingEntry, NO_BUFFER};
+use crate::abi::{IncomingEntry, NO_BUFFER};
 use crate::con::ConManager;
 use crate::fabric::{CompletionQueue, Fabric, RecvBatch, Sge, SharedReceiveQueue, WcStatus, WorkCompletion};
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::config::EngineConfig;
 use super::engine::{EngineHandler, EngineStats};
 use super::shared::CompletedList;
-use super::structs::{NextWorkPackage, PrevWorkResults, NWP_VALID};
+use crate::abi::{NextWorkPackage, PrevWorkResults, NWP_VALID};
 use crate::con::{ConManager, ConState, Connection, NodeId};
 use crate::fabric::{CompletionQueue, Fabric, QueuePair, SendBatch, SendFlags, Sge, WcStatus, WorkCompletion};
 

@@ -88,6 +88,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
     public IbTransport(Map<String, String> nativeConfig, long flowControlWindow, double flowControlThreshold,
             int connectTimeoutMs, TransportListener listener) throws IbException {
         this.confirmations = new Confirmations(Confirmations.unit(flowControlWindow, flowControlThreshold));
+        for (int i = 0; i < incomingConnection.length(); i++) {
+            incomingConnection.set(i, NextWorkPackage.CONNECTION_NONE); // no bytes from any node yet
+        }
         for (int i = 0; i < connectLocks.length; i++) {
             connectLocks[i] = new Object();
         }
@@ -150,8 +153,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
     /** Connects (under the node's connect lock) and wraps the native ring. */
     private Connection open(int node) throws NetworkException {
         try {
-            long ring = engine.connect(node, connectTimeoutMs);
-            return new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
+            NativeEngine.RingHandle ring = engine.connect(node, connectTimeoutMs);
+            return new Connection(node, new OutgoingRingBuffer(ring.ringAddress, engine.ringSize()), ring.connectionId,
                     new FlowWindow(window, confirmations.unit()));
         } catch (IbException e) {
             throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
@@ -207,7 +210,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     public void nextDataToSend(long prevAddress, long completedAddress, long nextAddress) {
         prev.wrap(prevAddress);
         int pn = prev.nodeId();
-        if (pn != 0xFFFF) {
+        if (pn != PrevWorkResults.NO_NODE) {
             Connection c = connections.get(pn);
             if (c != null && c.connectionId == packageConnection) {
                 c.orb.posted(prev.bytesPosted());
@@ -239,9 +242,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
         long ready = c == null ? 0 : Math.min(c.orb.readyToPost(), c.orb.capacity());
         int offset = c == null ? 0 : c.orb.postOffset();
-        int fc = confirmations.owed(node, 255);
+        int fc = confirmations.owed(node, NextWorkPackage.FC_DATA_MAX);
         if (ready > 0 || fc > 0) {
-            packageConnection = c == null ? 0 : c.connectionId;
+            packageConnection = c == null ? NextWorkPackage.CONNECTION_NONE : c.connectionId;
             next.wrap(nextAddress).set(node, fc, offset, ready, packageConnection);
         }
     }
@@ -442,7 +445,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         // carries it), so it can tell handled from lost without guessing.
         for (int node = 0; node < incomingConnection.length(); node++) {
             int qpn = incomingConnection.get(node);
-            if (qpn != 0) {
+            if (qpn != NextWorkPackage.CONNECTION_NONE) {
                 try {
                     engine.setHandledOnLeave(node, qpn, confirmations.residue(node));
                 } catch (RuntimeException e) {
