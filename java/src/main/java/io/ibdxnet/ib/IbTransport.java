@@ -42,7 +42,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private volatile boolean closing;
     /** Orderly closes that lost data: published but unposted, or lost in flight (reported as failures). */
     private final java.util.concurrent.atomic.AtomicLong lostOnClose = new java.util.concurrent.atomic.AtomicLong();
-    /** Connections whose peer shut down (EVENT_LEFT). */
+    /** Connections whose peer shut down (NodeEvents.LEFT). */
     private final java.util.concurrent.atomic.AtomicLong peerShutdowns = new java.util.concurrent.atomic.AtomicLong();
     // Send-thread state: flyweights, reused.
     private final PrevWorkResults prev = new PrevWorkResults();
@@ -285,18 +285,18 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void nodeEvent(int kind, int nodeId, long value) {
-        if (kind == EVENT_LOST) {
+        if (kind == NodeEvents.LOST) {
             lostOnClose.incrementAndGet();
             LOG.warning("data in flight to node " + nodeId + " on a connection closed in order did not arrive");
             listener.onPossibleLoss(nodeId, -1, "data in flight on a connection closed in order did not arrive");
             listener.onDisconnected(nodeId);
             return;
         }
-        if (kind != EVENT_DISCONNECTED && kind != EVENT_CLOSED && kind != EVENT_LEFT) {
+        if (kind != NodeEvents.DISCONNECTED && kind != NodeEvents.CLOSED && kind != NodeEvents.LEFT) {
             return;
         }
-        boolean failed = kind != EVENT_CLOSED;
-        boolean left = kind == EVENT_LEFT;
+        boolean failed = kind != NodeEvents.CLOSED;
+        boolean left = kind == NodeEvents.LEFT;
         if (left) {
             peerShutdowns.incrementAndGet();
         }

@@ -125,7 +125,7 @@ public final class NativeEngine implements AutoCloseable {
     /**
      * Before shutting down: of what {@code nodeId} sent on our queue pair
      * {@code qpn}, {@code bytes} were handled beyond the last flow-control
-     * confirmation; the Leave to it says so (see {@link EngineCallbacks#EVENT_LEFT}).
+     * confirmation; the Leave to it says so (see {@link NodeEvents#LEFT}).
      */
     public void setHandledOnLeave(int nodeId, int qpn, long bytes) {
         IbdxnetNative.setHandledOnLeave(handle(), nodeId, qpn, bytes);

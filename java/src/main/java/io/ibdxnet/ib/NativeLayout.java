@@ -94,13 +94,16 @@ public final class NativeLayout {
      * than in a callback on a native thread (where the exception is only logged).
      */
     static void requireAll() {
-        Class<?>[] readers = {EngineCallbacks.class, NativeEngine.class, NextWorkPackage.class, PrevWorkResults.class,
+        Class<?>[] readers = {NodeEvents.class, NativeEngine.class, NextWorkPackage.class, PrevWorkResults.class,
             CompletedWorkList.class, IncomingRing.class};
         for (Class<?> c : readers) {
             try {
                 Class.forName(c.getName(), true, c.getClassLoader());
             } catch (ExceptionInInitializerError e) {
-                throw e.getCause() instanceof RuntimeException ? (RuntimeException) e.getCause() : e;
+                if (e.getCause() instanceof RuntimeException) {
+                    throw (RuntimeException) e.getCause(); // names what the library lacks
+                }
+                throw e;
             } catch (ClassNotFoundException e) {
                 throw new AssertionError(e); // c is loaded already
             }

@@ -55,7 +55,7 @@ public class NativeEngineTest {
 
     @Test
     public void javaReadsTheConstantsFromTheNativeLibrary() {
-        assertEquals(6, EngineCallbacks.EVENT_LEFT);
+        assertEquals(6, NodeEvents.LEFT);
         assertEquals(-1, IncomingRing.NO_BUFFER); // u32::MAX, as an int
         assertEquals(0xFFFF, PrevWorkResults.NO_NODE);
         assertEquals(255, NextWorkPackage.FC_DATA_MAX);
