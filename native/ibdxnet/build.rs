@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 fn main() {
     let crate_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     native_abi(&crate_dir.join("../../gradle.properties"));
-    println!("cargo:rerun-if-changed=src/layout.rs");
+    println!("cargo:rerun-if-changed=src/abi");
     println!("cargo:rerun-if-changed=src/fabric/types.rs");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");

@@ -75,7 +75,7 @@ struct IbdxnetDeviceInfo {
    */
   uint8_t port;
   /**
-   * 1 = InfiniBand, 2 = Ethernet (RoCE), 3 = sim.
+   * `LINK_LAYER_INFINIBAND`, `LINK_LAYER_ETHERNET` (RoCE) or `LINK_LAYER_SIM` (see `abi::constants`).
    */
   uint8_t link_layer;
   /**
@@ -117,7 +117,7 @@ struct IbdxnetNextWorkPackage {
    */
   uint8_t fc_data;
   /**
-   * [`NWP_VALID`] or 0.
+   * `NWP_VALID` or 0 (see `abi::constants`).
    */
   uint8_t flags;
   /**
@@ -140,11 +140,11 @@ struct IbdxnetNextWorkPackage {
  * ```text
  * 0 node_id u16  2 fc_posted u8  3 fc_not_posted u8  4 bytes_posted u32  8 bytes_not_posted u32  12 reserved u32
  * ```
- * `node_id` is `0xFFFF` when there was no package.
+ * `node_id` is `NODE_ID_INVALID` when there was no package.
  */
 struct IbdxnetPrevWorkResults {
   /**
-   * Node of the previous package, or `0xFFFF`.
+   * Node of the previous package, or `NODE_ID_INVALID`.
    */
   uint16_t node_id;
   /**
@@ -215,7 +215,7 @@ struct IbdxnetCompletedWorkList {
  * ```text
  * 0 source_node_id u16  2 fc_data u8  3 reserved u8  4 data_length u32  8 buffer_id u32  12 connection u32  16 data_address u64
  * ```
- * `buffer_id` is `0xFFFF_FFFF` for an entry that carries only flow-control
+ * `buffer_id` is `NO_BUFFER` (see `abi::constants`) for an entry that carries only flow-control
  * data; every other buffer must be returned to the engine once processed.
  */
 struct IbdxnetIncomingEntry {

@@ -12,7 +12,8 @@
 //! * [`jni`]: the JNI binding for the Java transport.
 //! * [`loopback`]: a streaming engine user for benchmarks and tests.
 //! * [`sys`]: thread parking, a lock-free queue, registered memory.
-//! * [`layout`]: the `#[repr(C)]` structures shared with Java and C.
+//! * [`abi`]: the contract with Java and C: the `#[repr(C)]` structures they
+//!   share, their layout table and the constants they take.
 //!
 //! ## Quick start
 //! ```
@@ -33,10 +34,10 @@
 #![deny(improper_ctypes_definitions)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod abi;
 pub mod con;
 pub mod fabric;
 pub mod jni;
-pub mod layout;
 pub mod loopback;
 pub mod msgrc;
 pub mod sys;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ibdxnet::layout::{layout_of, layouts, IbdxnetDeviceInfo};
+use ibdxnet::abi::{layout_of, layouts, IbdxnetDeviceInfo};
 
 #[test]
 fn table_is_consistent() {

@@ -1,6 +1,7 @@
 //! Natives of `io.ibdxnet.bench.JniCost` for the JNI cost table (paper
-//! Figure 2). Registered only when that class is on the class path (the
-//! benchmark source set), so the product jar does not need it.
+//! Figure 2). Compiled only with the `bench-natives` feature (never in the
+//! product library) and registered only when that class is on the class
+//! path (the benchmark source set).
 
 use std::ffi::c_void;
 
@@ -35,8 +36,9 @@ extern "system" fn copy_in<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, array: JByte
 /// Runs `count` up-calls of `target.callback(long)` from a fresh native
 /// thread and returns the elapsed nanoseconds. `mode`: 0 = attached once,
 /// raw JNI call, no exception check; 1 = as 0 plus an exception check after
-/// each call (what the engine does); 2 = attach and detach around every call;
-/// 3 = attached once, through the jni crate's checked call.
+/// each call (what the engine's up-calls do); 2 = attach and detach around
+/// every call; 3 = attached once, through the jni crate's checked call (the
+/// alternative the engine does not use, for comparison).
 extern "system" fn upcalls<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,

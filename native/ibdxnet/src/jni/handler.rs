@@ -3,32 +3,34 @@
 //! struct addresses that Java reads and writes with `Unsafe`.
 //!
 //! The engine threads attach to the JVM once, as daemon threads named after
-//! their role and node. A Java exception thrown by an up-call is logged,
-//! cleared and treated as "nothing to send" / "nothing consumed".
+//! their role and node. Every up-call goes the same way ([`JniHandler::upcall`]):
+//! the raw JNI `Call<Type>MethodA` (one VM transition, no hidden exception
+//! check), then one `ExceptionCheck`. A Java exception is logged, cleared and
+//! treated as "nothing to send" / "nothing consumed".
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use jni::objects::{GlobalRef, JValue};
-use jni::signature::{Primitive, ReturnType};
+use jni::objects::{GlobalRef, JMethodID, JObject, JValue};
+use jni::sys::jvalue;
 
 use super::cached;
+use crate::abi::{
+    EVENT_CLOSED, EVENT_DISCONNECTED, EVENT_DISCOVERED, EVENT_INVALIDATED, EVENT_LEFT, EVENT_LOST, LEFT_HANDLED_UNKNOWN,
+};
 use crate::con::NodeEvent;
 use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, ThreadRole};
 
 /// Calls a `void` Java method through the raw JNI function table: one
-/// transition, no hidden exception check (the caller checks once).
+/// transition, no exception check (the caller checks once).
 ///
 /// # Safety
-/// `method` must be a `void` method of `obj`'s class taking `args`.
-pub(crate) unsafe fn raw_call_void(
-    env: &mut jni::JNIEnv,
-    obj: &jni::objects::JObject,
-    method: jni::objects::JMethodID,
-    args: &[jni::sys::jvalue],
-) {
+/// `env` must be the current thread's environment and `method` a `void`
+/// method of `obj`'s class whose parameters match `args`.
+pub(crate) unsafe fn raw_call_void(env: &mut jni::JNIEnv, obj: &JObject, method: JMethodID, args: &[jvalue]) {
     let raw = env.get_raw();
-    // SAFETY: `raw` is this thread's live JNIEnv; arguments as promised by the caller.
+    // SAFETY: `raw` is this thread's live JNIEnv (caller's promise), and the
+    // method, receiver and arguments agree (caller's promise).
     unsafe {
         if let Some(f) = (**raw).CallVoidMethodA {
             f(raw, obj.as_raw(), method.into_raw(), args.as_ptr());
@@ -36,16 +38,12 @@ pub(crate) unsafe fn raw_call_void(
     }
 }
 
-/// Calls an `int` Java method through the raw JNI function table.
+/// Calls an `int` Java method through the raw JNI function table (0 if the
+/// table has no such function, which a conforming JVM never lacks).
 ///
 /// # Safety
-/// `method` must be an `int` method of `obj`'s class taking `args`.
-pub(crate) unsafe fn raw_call_int(
-    env: &mut jni::JNIEnv,
-    obj: &jni::objects::JObject,
-    method: jni::objects::JMethodID,
-    args: &[jni::sys::jvalue],
-) -> i32 {
+/// As [`raw_call_void`], for an `int` method.
+pub(crate) unsafe fn raw_call_int(env: &mut jni::JNIEnv, obj: &JObject, method: JMethodID, args: &[jvalue]) -> i32 {
     let raw = env.get_raw();
     // SAFETY: as in raw_call_void.
     unsafe {
@@ -55,19 +53,6 @@ pub(crate) unsafe fn raw_call_int(
         }
     }
 }
-
-/// Node event kinds as Java sees them.
-pub const EVENT_DISCOVERED: i32 = 1;
-/// See [`EVENT_DISCOVERED`].
-pub const EVENT_INVALIDATED: i32 = 2;
-/// See [`EVENT_DISCOVERED`].
-pub const EVENT_DISCONNECTED: i32 = 3;
-/// An established connection was closed in order (eviction, replacement): not a failure.
-pub const EVENT_CLOSED: i32 = 4;
-/// Data in flight on a connection closed in order did not arrive.
-pub const EVENT_LOST: i32 = 5;
-/// See [`EVENT_DISCOVERED`]: the peer shut down (`NodeEvent::Left`).
-pub const EVENT_LEFT: i32 = 6;
 
 /// The struct Java fills in `nextDataToSend` (only the send thread touches it).
 struct NextSlot(UnsafeCell<NextWorkPackage>);
@@ -93,16 +78,17 @@ impl JniHandler {
         }
     }
 
-    /// Runs an up-call on the current (attached) thread; `None` if the
-    /// thread is not attached or Java threw.
+    /// Runs one up-call on the current (attached) thread, then checks for a
+    /// Java exception once: `None` if the thread is not attached or Java threw
+    /// (the exception is counted, logged and cleared).
     fn upcall<R>(
         &self,
         what: &str,
-        f: impl FnOnce(&mut jni::JNIEnv, &GlobalRef, &super::CallbackIds) -> jni::errors::Result<R>,
+        call: impl FnOnce(&mut jni::JNIEnv, &JObject, &super::CallbackIds) -> R,
     ) -> Option<R> {
         let c = cached()?;
         let mut env = c.vm.get_env().ok()?;
-        let r = f(&mut env, &self.callbacks, &c.ids);
+        let r = call(&mut env, self.callbacks.as_obj(), &c.ids);
         if env.exception_check().unwrap_or(false) {
             let n = self.exceptions.fetch_add(1, Ordering::Relaxed);
             // Describe the first few, then every 1000th: a buggy callback
@@ -114,7 +100,7 @@ impl JniHandler {
             let _ = env.exception_clear();
             return None;
         }
-        r.ok()
+        Some(r)
     }
 }
 
@@ -129,17 +115,9 @@ impl EngineHandler for JniHandler {
             JValue::Long(slot as i64).as_jni(),
         ];
         let called = self.upcall("nextDataToSend", |env, cb, ids| {
-            // SAFETY: the method ID belongs to EngineCallbacks, `cb` implements
-            // it, and the arguments match its (JJJ)V signature.
-            unsafe {
-                env.call_method_unchecked(
-                    cb.as_obj(),
-                    ids.next_data_to_send,
-                    ReturnType::Primitive(Primitive::Void),
-                    &args,
-                )
-            }
-            .map(|_| ())
+            // SAFETY: `env` is this attached thread's; `cb` implements
+            // EngineCallbacks, whose nextDataToSend(JJJ)V the ID names; three longs.
+            unsafe { raw_call_void(env, cb, ids.next_data_to_send, &args) }
         });
         match called {
             // SAFETY: as above; Java has returned, so the slot is ours again.
@@ -151,15 +129,16 @@ impl EngineHandler for JniHandler {
     fn received(&self, ring: &IncomingRing) -> u32 {
         let args = [JValue::Long(ring.address() as i64).as_jni()];
         let consumed = self.upcall("received", |env, cb, ids| {
-            // SAFETY: method ID of EngineCallbacks.received, signature (J)I.
-            Ok(unsafe { raw_call_int(env, cb.as_obj(), ids.received, &args) })
+            // SAFETY: `env` is this attached thread's; `cb` implements
+            // EngineCallbacks, whose received(J)I the ID names; one long.
+            unsafe { raw_call_int(env, cb, ids.received, &args) }
         });
         consumed.map_or(0, |n| n.max(0) as u32)
     }
 
     fn node_event(&self, event: NodeEvent) {
         // The value: for `Left`, the bytes the peer handled beyond its last
-        // confirmation (-1: not known); 0 for the others.
+        // confirmation (LEFT_HANDLED_UNKNOWN: not known); 0 for the others.
         let (kind, node, value) = match event {
             NodeEvent::Discovered(n) => (EVENT_DISCOVERED, n, 0),
             NodeEvent::Invalidated(n) => (EVENT_INVALIDATED, n, 0),
@@ -167,16 +146,15 @@ impl EngineHandler for JniHandler {
             NodeEvent::Closed(n) => (EVENT_CLOSED, n, 0),
             NodeEvent::Lost(n) => (EVENT_LOST, n, 0),
             NodeEvent::Left { node, handled } => {
-                (EVENT_LEFT, node, handled.and_then(|h| i64::try_from(h).ok()).unwrap_or(-1))
+                (EVENT_LEFT, node, handled.and_then(|h| i64::try_from(h).ok()).unwrap_or(LEFT_HANDLED_UNKNOWN))
             }
         };
         let args = [JValue::Int(kind).as_jni(), JValue::Int(i32::from(node.0)).as_jni(), JValue::Long(value).as_jni()];
-        let _ = self.upcall("nodeEvent", |env, cb, ids| {
-            // SAFETY: method ID of EngineCallbacks.nodeEvent, signature (IIJ)V, and args match it.
-            unsafe {
-                env.call_method_unchecked(cb.as_obj(), ids.node_event, ReturnType::Primitive(Primitive::Void), &args)
-            }
-            .map(|_| ())
+        // A Java exception was logged and cleared: the event is not retried.
+        let _: Option<()> = self.upcall("nodeEvent", |env, cb, ids| {
+            // SAFETY: `env` is this attached thread's; `cb` implements
+            // EngineCallbacks, whose nodeEvent(IIJ)V the ID names; int, int, long.
+            unsafe { raw_call_void(env, cb, ids.node_event, &args) }
         });
     }
 

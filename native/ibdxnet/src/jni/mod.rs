@@ -4,7 +4,12 @@
 //!
 //! Every native runs inside [`guarded`]: errors become Java exceptions and a
 //! panic becomes a `java.lang.Error`; nothing unwinds into the JVM.
+//!
+//! The natives of the JNI cost benchmark (`io.ibdxnet.bench.JniCost`) are
+//! compiled in only with the `bench-natives` feature, which only the JMH
+//! build (`gradle jmh`, `./ibdxnet bench jni`) turns on.
 
+#[cfg(feature = "bench-natives")]
 mod bench;
 mod handler;
 mod natives;
@@ -126,6 +131,7 @@ fn on_load(vm: JavaVM) -> Result<(), String> {
         node_event: env.get_method_id(&cb, "nodeEvent", "(IIJ)V").map_err(|e| e.to_string())?,
     };
     natives::register(&mut env).map_err(|e| format!("RegisterNatives on {NATIVE_CLASS}: {e}"))?;
+    #[cfg(feature = "bench-natives")]
     bench::register(&mut env);
     let _ = CACHED.set(Cached { vm, ids });
     Ok(())

@@ -8,16 +8,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jni::objects::{JClass, JObject, JString};
-use jni::sys::{jboolean, jint, jlong, jstring};
+use jni::sys::{jboolean, jint, jlong, jlongArray, jstring};
 use jni::{JNIEnv, NativeMethod};
 
 use super::handler::JniHandler;
 use super::{guarded, Throw, NATIVE_CLASS};
+use crate::abi;
 use crate::con::{Connection, NodeId};
 use crate::fabric::sim::SimFabric;
 use crate::fabric::verbs::VerbsFabric;
 use crate::fabric::{Fabric, FabricKind};
-use crate::layout::layouts;
 use crate::msgrc::{Engine, EngineConfig};
 use crate::util::lock;
 
@@ -98,19 +98,9 @@ fn text<'l>(env: &mut JNIEnv<'l>, s: String) -> Result<jstring, Throw> {
     Ok(env.new_string(s)?.into_raw())
 }
 
+/// The shared structs' layout and the constants ([`abi::table_text`]).
 extern "system" fn layouts_text<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
-    guarded(&mut env, std::ptr::null_mut(), |env| {
-        // One struct per line: "Name size align field:offset:size ...".
-        let mut s = String::new();
-        for l in layouts() {
-            s += &format!("{} {} {}", l.name, l.size, l.align);
-            for f in l.fields {
-                s += &format!(" {}:{}:{}", f.name, f.offset, f.size);
-            }
-            s.push('\n');
-        }
-        text(env, s)
-    })
+    guarded(&mut env, std::ptr::null_mut(), |env| text(env, abi::table_text()))
 }
 
 extern "system" fn default_config<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
@@ -219,29 +209,33 @@ extern "system" fn remove_node<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: 
     })
 }
 
+/// Connects (or takes the established connection) to node `id` and takes one
+/// handle on it: returns `{ring address, connection id}` of that one
+/// connection, obtained together (a second call could see a replacement).
 extern "system" fn connect<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,
     handle: jlong,
     id: jint,
     timeout_ms: jint,
-) -> jlong {
-    guarded(&mut env, 0, |_| {
+) -> jlongArray {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
         let id = node(id)?;
         let timeout = Duration::from_millis(timeout_ms.max(0) as u64);
-        with_native!(engine(handle)?, |n| {
+        // The array first: failing to allocate it must not leak a handle.
+        let out = env.new_long_array(2)?;
+        let pair = with_native!(engine(handle)?, |n| {
             let c = n.engine.connect_timeout(id, timeout).map_err(|e| Throw::ib(e.to_string()))?;
-            let addr = c.ring().address() as jlong;
+            let pair = [c.ring().address() as jlong, jlong::from(c.local_qpn())];
             lock(&n.conns).acquire(c);
-            Ok(addr)
-        })
-    })
-}
-
-extern "system" fn local_qpn<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, id: jint) -> jint {
-    guarded(&mut env, 0, |_| {
-        let id = node(id)?;
-        Ok(with_native!(engine(handle)?, |n| lock(&n.conns).latest.get(&id.0).map_or(0, |q| *q as jint)))
+            Ok::<_, Throw>(pair)
+        })?;
+        if let Err(e) = env.set_long_array_region(&out, 0, &pair) {
+            // Java will not see the connection: give its handle back.
+            with_native!(engine(handle)?, |n| lock(&n.conns).release(pair[1] as u32));
+            return Err(e.into());
+        }
+        Ok(out.into_raw())
     })
 }
 
@@ -327,9 +321,9 @@ extern "system" fn return_buffer<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle
     guarded(&mut env, -1, |_| {
         let r = with_native!(engine(handle)?, |n| n.engine.return_buffer(id as u32));
         Ok(match r {
-            Ok(()) => 0,
-            Err(crate::msgrc::recv_pool::ReturnError::Unknown(_)) => 1,
-            Err(crate::msgrc::recv_pool::ReturnError::NotInUse(_)) => 2,
+            Ok(()) => abi::RETURN_BUFFER_OK,
+            Err(crate::msgrc::recv_pool::ReturnError::Unknown(_)) => abi::RETURN_BUFFER_UNKNOWN,
+            Err(crate::msgrc::recv_pool::ReturnError::NotInUse(_)) => abi::RETURN_BUFFER_NOT_IN_USE,
         })
     })
 }
@@ -365,9 +359,8 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("fabricName", "(J)Ljava/lang/String;", fabric_name as *mut c_void),
         m("addNode", "(JILjava/lang/String;I)V", add_node as *mut c_void),
         m("removeNode", "(JI)Z", remove_node as *mut c_void),
-        m("connect", "(JII)J", connect as *mut c_void),
+        m("connect", "(JII)[J", connect as *mut c_void),
         m("ringSize", "(J)I", ring_size as *mut c_void),
-        m("localQpn", "(JI)I", local_qpn as *mut c_void),
         m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
         m("closeQueuePair", "(JII)Z", close_queue_pair as *mut c_void),
         m("setHandledOnLeave", "(JIIJ)V", set_handled_on_leave as *mut c_void),

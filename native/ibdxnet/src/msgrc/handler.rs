@@ -3,7 +3,7 @@
 //! threads depend on this module; it depends on none of them.
 
 use super::shared::{CompletedList, IncomingRing};
-use super::structs::{NextWorkPackage, PrevWorkResults};
+use crate::abi::{NextWorkPackage, PrevWorkResults};
 use crate::con::NodeEvent;
 
 /// The engine's threads, as named in [`EngineHandler::thread_started`].

@@ -3,7 +3,7 @@
 //! completion queues.
 //!
 //! Modules, lowest first (each uses only those above it in this list):
-//! `structs`, `shared`, `recv_pool`, `imm`, `stats`, `handler`, `config`;
+//! `shared` (over the structs of [`crate::abi`]), `recv_pool`, `imm`, `stats`, `handler`, `config`;
 //! then the threads `send` and `recv`; then `engine`, which starts them.
 
 pub mod config;
@@ -15,11 +15,15 @@ pub mod recv_pool;
 pub mod send;
 pub mod shared;
 pub mod stats;
-pub mod structs;
 
+/// The shared structs the engine's handler reads and writes (defined, with
+/// their constants, in [`crate::abi`]).
+pub use crate::abi::{
+    CompletedWork, CompletedWorkList, IncomingEntry, IncomingRingHeader, NextWorkPackage, PrevWorkResults, NO_BUFFER,
+    NWP_VALID,
+};
 pub use config::EngineConfig;
 pub use engine::{Engine, EngineError};
 pub use handler::{EngineHandler, ThreadRole};
 pub use shared::{CompletedList, IncomingRing};
 pub use stats::EngineStats;
-pub use structs::*;

@@ -13,7 +13,7 @@ use super::imm;
 use super::recv_pool::RecvPool;
 use super::shared::IncomingRing;
 use super::stats::EngineStats;
-use super::structs::{IncomingEntry, NO_BUFFER};
+use crate::abi::{IncomingEntry, NO_BUFFER};
 use crate::con::ConManager;
 use crate::fabric::{CompletionQueue, Fabric, RecvBatch, Sge, SharedReceiveQueue, WcStatus, WorkCompletion};
 

@@ -19,7 +19,7 @@ use super::handler::EngineHandler;
 use super::imm;
 use super::shared::CompletedList;
 use super::stats::EngineStats;
-use super::structs::{NextWorkPackage, PrevWorkResults, NWP_VALID};
+use crate::abi::{NextWorkPackage, PrevWorkResults, NWP_VALID};
 use crate::con::{ConManager, ConState, Connection, NodeId};
 use crate::fabric::{CompletionQueue, Fabric, QueuePair, SendBatch, SendFlags, Sge, WcStatus, WorkCompletion};
 

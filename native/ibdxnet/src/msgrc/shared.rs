@@ -2,7 +2,7 @@
 //! the incoming ring, each one page-aligned block (header, then entries) at
 //! a stable address that Java maps.
 
-use super::structs::{CompletedWork, CompletedWorkList, IncomingEntry, IncomingRingHeader};
+use crate::abi::{CompletedWork, CompletedWorkList, IncomingEntry, IncomingRingHeader};
 use crate::fabric::FabricError;
 use crate::sys::region::Region;
 

@@ -2,7 +2,11 @@ package io.ibdxnet.bench;
 
 import io.ibdxnet.ib.NativeLibrary;
 
-/** Natives for the JNI cost table (registered by libibdxnet when this class exists). */
+/**
+ * Natives for the JNI cost table: only in a libibdxnet built with the cargo
+ * feature {@code bench-natives} (the JMH task builds one; the product library
+ * has none, and calling these there is an {@link UnsatisfiedLinkError}).
+ */
 public final class JniCost {
     static {
         NativeLibrary.load();
@@ -21,7 +25,8 @@ public final class JniCost {
 
     /**
      * Calls {@code target.callback(long)} {@code count} times from a native thread;
-     * mode 0: attached once; 1: plus an exception check per call; 2: attach/detach per call.
+     * mode 0: attached once, raw JNI; 1: plus an exception check per call (the engine's way);
+     * 2: attach/detach per call; 3: attached once, through the jni crate's checked call.
      * Returns the elapsed nanoseconds.
      */
     public static native long upcalls(Object target, int count, int mode);

@@ -39,7 +39,7 @@ public final class CompletedWorkList {
         return Memory.getInt(entry(i) + BYTES) & 0xFFFF_FFFFL;
     }
 
-    /** The connection whose ring the bytes were in ({@link NativeEngine#connectionId}). */
+    /** The connection whose ring the bytes were in ({@link NativeEngine.RingHandle#connectionId}). */
     public int connection(int i) {
         return Memory.getInt(entry(i) + CONNECTION);
     }

@@ -18,23 +18,9 @@ public interface EngineCallbacks {
     int received(long incomingRingAddress);
 
     /**
-     * Job thread: {@link #EVENT_DISCOVERED}, {@link #EVENT_INVALIDATED},
-     * {@link #EVENT_DISCONNECTED}, {@link #EVENT_CLOSED}, {@link #EVENT_LOST} or
-     * {@link #EVENT_LEFT}; {@code value} is 0 except for {@link #EVENT_LEFT}.
+     * Job thread: {@code kind} is one of {@link NodeEvents} ({@code DISCOVERED},
+     * {@code INVALIDATED}, {@code DISCONNECTED}, {@code CLOSED}, {@code LOST},
+     * {@code LEFT}); {@code value} is 0 except for {@link NodeEvents#LEFT}.
      */
     void nodeEvent(int kind, int nodeId, long value);
-
-    int EVENT_DISCOVERED = 1;
-    int EVENT_INVALIDATED = 2;
-    int EVENT_DISCONNECTED = 3;
-    /** An established connection was closed in order (eviction, replacement): not a failure. */
-    int EVENT_CLOSED = 4;
-    /** Data in flight on a connection closed in order did not arrive (the node's requests fail). */
-    int EVENT_LOST = 5;
-    /**
-     * The peer shut down: as {@link #EVENT_DISCONNECTED}, and {@code value} is
-     * how many bytes we sent on the connection it handled beyond its last
-     * flow-control confirmation (-1: it did not say).
-     */
-    int EVENT_LEFT = 6;
 }

@@ -43,7 +43,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private volatile boolean closing;
     /** Orderly closes that lost data: published but unposted, or lost in flight (reported as failures). */
     private final java.util.concurrent.atomic.AtomicLong lostOnClose = new java.util.concurrent.atomic.AtomicLong();
-    /** Connections whose peer shut down (EVENT_LEFT). */
+    /** Connections whose peer shut down (NodeEvents.LEFT). */
     private final java.util.concurrent.atomic.AtomicLong peerShutdowns = new java.util.concurrent.atomic.AtomicLong();
     // Send-thread state: flyweights, reused.
     private final PrevWorkResults prev = new PrevWorkResults();
@@ -89,6 +89,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
     public IbTransport(Map<String, String> nativeConfig, long flowControlWindow, double flowControlThreshold,
             int connectTimeoutMs, TransportListener listener) throws IbException {
         this.confirmations = new Confirmations(Confirmations.unit(flowControlWindow, flowControlThreshold));
+        for (int i = 0; i < incomingConnection.length(); i++) {
+            incomingConnection.set(i, NextWorkPackage.CONNECTION_NONE); // no bytes from any node yet
+        }
         for (int i = 0; i < connectLocks.length; i++) {
             connectLocks[i] = new Object();
         }
@@ -151,8 +154,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
     /** Connects (under the node's connect lock) and wraps the native ring. */
     private Connection open(int node) throws NetworkException {
         try {
-            long ring = engine.connect(node, connectTimeoutMs);
-            return new Connection(node, new OutgoingRingBuffer(ring, engine.ringSize()), engine.connectionId(node),
+            NativeEngine.RingHandle ring = engine.connect(node, connectTimeoutMs);
+            return new Connection(node, new OutgoingRingBuffer(ring.ringAddress, engine.ringSize()), ring.connectionId,
                     new FlowWindow(window, confirmations.unit()));
         } catch (IbException e) {
             throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
@@ -208,7 +211,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     public void nextDataToSend(long prevAddress, long completedAddress, long nextAddress) {
         prev.wrap(prevAddress);
         int pn = prev.nodeId();
-        if (pn != 0xFFFF) {
+        if (pn != PrevWorkResults.NO_NODE) {
             Connection c = connections.get(pn);
             if (c != null && c.connectionId == packageConnection) {
                 c.orb.posted(prev.bytesPosted());
@@ -240,9 +243,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
         long ready = c == null ? 0 : Math.min(c.orb.readyToPost(), c.orb.capacity());
         int offset = c == null ? 0 : c.orb.postOffset();
-        int fc = confirmations.owed(node, 255);
+        int fc = confirmations.owed(node, NextWorkPackage.FC_DATA_MAX);
         if (ready > 0 || fc > 0) {
-            packageConnection = c == null ? 0 : c.connectionId;
+            packageConnection = c == null ? NextWorkPackage.CONNECTION_NONE : c.connectionId;
             next.wrap(nextAddress).set(node, fc, offset, ready, packageConnection);
         }
     }
@@ -283,18 +286,18 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void nodeEvent(int kind, int nodeId, long value) {
-        if (kind == EVENT_LOST) {
+        if (kind == NodeEvents.LOST) {
             lostOnClose.incrementAndGet();
             LOG.warning("data in flight to node " + nodeId + " on a connection closed in order did not arrive");
             listener.onPossibleLoss(nodeId, -1, "data in flight on a connection closed in order did not arrive");
             listener.onDisconnected(nodeId);
             return;
         }
-        if (kind != EVENT_DISCONNECTED && kind != EVENT_CLOSED && kind != EVENT_LEFT) {
+        if (kind != NodeEvents.DISCONNECTED && kind != NodeEvents.CLOSED && kind != NodeEvents.LEFT) {
             return;
         }
-        boolean failed = kind != EVENT_CLOSED;
-        boolean left = kind == EVENT_LEFT;
+        boolean failed = kind != NodeEvents.CLOSED;
+        boolean left = kind == NodeEvents.LEFT;
         if (left) {
             peerShutdowns.incrementAndGet();
         }
@@ -452,7 +455,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         // Leave carries it), so it can tell handled from lost without guessing.
         for (int node = 0; tellHandled && node < incomingConnection.length(); node++) {
             int qpn = incomingConnection.get(node);
-            if (qpn != 0) {
+            if (qpn != NextWorkPackage.CONNECTION_NONE) {
                 try {
                     engine.setHandledOnLeave(node, qpn, confirmations.residue(node));
                 } catch (RuntimeException e) {

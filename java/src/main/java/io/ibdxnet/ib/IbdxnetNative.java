@@ -11,7 +11,10 @@ final class IbdxnetNative {
         NativeLibrary.load();
     }
 
-    /** One line per shared struct: "Name size align field:offset:size ...". */
+    /**
+     * The native contract, one item a line: "Name size align field:offset:size ..."
+     * per shared struct, then "const NAME value" per constant.
+     */
     static native String layouts();
 
     /** Every configuration key with its default, as key=value lines. */
@@ -32,13 +35,13 @@ final class IbdxnetNative {
 
     static native boolean removeNode(long handle, int nodeId);
 
-    /** Returns the address of the connection's send ring. */
-    static native long connect(long handle, int nodeId, int timeoutMs) throws IbException;
+    /**
+     * Connects (or takes the established connection) and takes one handle on
+     * it: {@code {send ring address, connection id}} of that one connection.
+     */
+    static native long[] connect(long handle, int nodeId, int timeoutMs) throws IbException;
 
     static native int ringSize(long handle);
-
-    /** Local QPN of the connection Java holds to {@code nodeId} (0 = none): identifies its ring. */
-    static native int localQpn(long handle, int nodeId);
 
     static native void closeConnection(long handle, int nodeId, boolean force);
 
@@ -54,7 +57,7 @@ final class IbdxnetNative {
     /** Drops Java's handle on connection {@code connectionId}; closes nothing. */
     static native void releaseConnection(long handle, int connectionId);
 
-    /** 0 = returned, 1 = unknown buffer, 2 = returned twice. */
+    /** The constants RETURN_BUFFER_OK, _UNKNOWN or _NOT_IN_USE (see {@link NativeLayout}). */
     static native int returnBuffer(long handle, int bufferId);
 
     static native String stats(long handle);

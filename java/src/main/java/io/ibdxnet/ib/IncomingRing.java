@@ -16,7 +16,7 @@ public final class IncomingRing {
     private static final long CONNECTION = ENTRY.offset("connection", 4);
     private static final long DATA = ENTRY.offset("data_address", 8);
     /** Buffer id of an entry that carries only flow-control data. */
-    public static final int NO_BUFFER = -1;
+    public static final int NO_BUFFER = (int) NativeLayout.constant("NO_BUFFER");
 
     private long address;
     /** Front and index mask, read once per up-call: the receive thread, which

@@ -9,6 +9,9 @@ import java.util.Map;
  * come from the native library ({@link #defaults()}); only the changes are given.
  */
 public final class NativeEngine implements AutoCloseable {
+    private static final int RETURN_BUFFER_OK = (int) NativeLayout.constant("RETURN_BUFFER_OK");
+    private static final int RETURN_BUFFER_UNKNOWN = (int) NativeLayout.constant("RETURN_BUFFER_UNKNOWN");
+    private static final int RETURN_BUFFER_NOT_IN_USE = (int) NativeLayout.constant("RETURN_BUFFER_NOT_IN_USE");
     private long handle;
     private final int ringSize;
 
@@ -41,6 +44,7 @@ public final class NativeEngine implements AutoCloseable {
 
     /** Starts an engine; {@code config} holds key=value overrides of {@link #defaults()}. */
     public static NativeEngine start(Map<String, String> config, EngineCallbacks callbacks) throws IbException {
+        NativeLayout.requireAll(); // a library without an offset or constant we use fails here, by name
         StringBuilder text = new StringBuilder();
         for (Map.Entry<String, String> e : config.entrySet()) {
             text.append(e.getKey()).append('=').append(e.getValue()).append('\n');
@@ -74,14 +78,30 @@ public final class NativeEngine implements AutoCloseable {
         return IbdxnetNative.removeNode(handle(), nodeId);
     }
 
-    /** Connects (or returns the connection) to {@code nodeId}; the address of its send ring. */
-    public long connect(int nodeId, int timeoutMs) throws IbException {
-        return IbdxnetNative.connect(handle(), nodeId, timeoutMs);
+    /** A connection's send ring and the id of that connection, obtained together. */
+    public static final class RingHandle {
+        /** Address of the connection's send ring ({@link #ringSize()} bytes). */
+        public final long ringAddress;
+        /**
+         * Identifies the connection (its local queue pair number) in the shared
+         * structs and to {@link #connectionOpen}, {@link #releaseConnection}.
+         */
+        public final int connectionId;
+
+        RingHandle(long ringAddress, int connectionId) {
+            this.ringAddress = ringAddress;
+            this.connectionId = connectionId;
+        }
     }
 
-    /** Identifies the connection (and so the ring) {@link #connect} returned for {@code nodeId}; 0 if none. */
-    public int connectionId(int nodeId) {
-        return IbdxnetNative.localQpn(handle(), nodeId);
+    /**
+     * Connects (or takes the established connection) to {@code nodeId} and
+     * takes one handle on it (give it back with {@link #releaseConnection}):
+     * its send ring and id, of the same connection even if it is replaced meanwhile.
+     */
+    public RingHandle connect(int nodeId, int timeoutMs) throws IbException {
+        long[] r = IbdxnetNative.connect(handle(), nodeId, timeoutMs);
+        return new RingHandle(r[0], (int) r[1]);
     }
 
     /** Bytes of every connection's send ring. */
@@ -105,7 +125,7 @@ public final class NativeEngine implements AutoCloseable {
     /**
      * Before shutting down: of what {@code nodeId} sent on our queue pair
      * {@code qpn}, {@code bytes} were handled beyond the last flow-control
-     * confirmation; the Leave to it says so (see {@link EngineCallbacks#EVENT_LEFT}).
+     * confirmation; the Leave to it says so (see {@link NodeEvents#LEFT}).
      */
     public void setHandledOnLeave(int nodeId, int qpn, long bytes) {
         IbdxnetNative.setHandledOnLeave(handle(), nodeId, qpn, bytes);
@@ -130,8 +150,12 @@ public final class NativeEngine implements AutoCloseable {
     /** Returns a received buffer; any thread. */
     public void returnBuffer(int bufferId) {
         int r = IbdxnetNative.returnBuffer(handle(), bufferId);
-        if (r != 0) {
-            throw new IllegalArgumentException("receive buffer " + bufferId + (r == 1 ? " does not exist" : " was returned twice"));
+        if (r == RETURN_BUFFER_UNKNOWN) {
+            throw new IllegalArgumentException("receive buffer " + bufferId + " does not exist");
+        } else if (r == RETURN_BUFFER_NOT_IN_USE) {
+            throw new IllegalArgumentException("receive buffer " + bufferId + " was returned twice");
+        } else if (r != RETURN_BUFFER_OK) {
+            throw new IllegalStateException("returnBuffer(" + bufferId + "): unknown result " + r + " (library and jar differ?)");
         }
     }
 

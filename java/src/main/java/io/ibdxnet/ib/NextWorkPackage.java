@@ -12,7 +12,11 @@ public final class NextWorkPackage {
     private static final long LENGTH = S.offset("length", 4);
     private static final long CONNECTION = S.offset("connection", 4);
     /** Bit 0 of flags: the package is valid. */
-    public static final byte VALID = 1;
+    public static final byte VALID = (byte) NativeLayout.constant("NWP_VALID");
+    /** The largest flow-control count one package carries. */
+    public static final int FC_DATA_MAX = (int) NativeLayout.constant("NWP_FC_DATA_MAX");
+    /** A connection id no connection has: the package names none. */
+    public static final int CONNECTION_NONE = (int) NativeLayout.constant("CONNECTION_NONE");
 
     private long address;
 
@@ -26,12 +30,12 @@ public final class NextWorkPackage {
      * send ring (wrapping at its end) and the flow-control value {@code fcData}.
      */
     public void set(int nodeId, int fcData, long offset, long length) {
-        set(nodeId, fcData, offset, length, 0);
+        set(nodeId, fcData, offset, length, CONNECTION_NONE);
     }
 
     /**
      * As {@link #set(int, int, long, long)}, for the ring of connection
-     * {@code connectionId} ({@link NativeEngine#connectionId}): if the node's
+     * {@code connectionId} ({@link NativeEngine.RingHandle#connectionId}): if the node's
      * connection was replaced meanwhile, the engine posts nothing.
      */
     public void set(int nodeId, int fcData, long offset, long length, int connectionId) {

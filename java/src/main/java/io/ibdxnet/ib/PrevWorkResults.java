@@ -11,6 +11,9 @@ public final class PrevWorkResults {
     private static final long BYTES_POSTED = S.offset("bytes_posted", 4);
     private static final long BYTES_NOT_POSTED = S.offset("bytes_not_posted", 4);
 
+    /** {@link #nodeId()} when there was no previous package: the id no node has. */
+    public static final int NO_NODE = (int) NativeLayout.constant("NODE_ID_INVALID");
+
     private long address;
 
     public PrevWorkResults wrap(long address) {
@@ -18,7 +21,7 @@ public final class PrevWorkResults {
         return this;
     }
 
-    /** Node of the previous package, or 0xFFFF if there was none. */
+    /** Node of the previous package, or {@link #NO_NODE} if there was none. */
     public int nodeId() {
         return Memory.getShort(address + NODE_ID) & 0xFFFF;
     }

@@ -2,6 +2,7 @@ package io.ibdxnet.ib;
 
 import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
@@ -39,16 +40,57 @@ public class NativeEngineTest {
         assertEquals(24, NativeLayout.of("IbdxnetIncomingEntry").size);
         assertEquals(16, NativeLayout.of("IbdxnetIncomingRingHeader").size);
         assertEquals(4, NativeLayout.of("IbdxnetNextWorkPackage").offset("offset", 4));
-        // Loading every flyweight checks each field it uses (name and width).
-        new PrevWorkResults();
-        new CompletedWorkList();
-        new NextWorkPackage();
-        new IncomingRing();
+        // Every class that reads an offset or a constant finds it (name and width).
+        NativeLayout.requireAll();
         try {
             NativeLayout.of("IbdxnetNextWorkPackage").offset("offset", 8);
             fail("a width mismatch must be refused");
         } catch (IllegalStateException expected) {
             assertTrue(expected.getMessage().contains("offset"));
+        }
+    }
+
+    @Test
+    public void javaReadsTheConstantsFromTheNativeLibrary() {
+        assertEquals(6, NodeEvents.LEFT);
+        assertEquals(-1, IncomingRing.NO_BUFFER); // u32::MAX, as an int
+        assertEquals(0xFFFF, PrevWorkResults.NO_NODE);
+        assertEquals(255, NextWorkPackage.FC_DATA_MAX);
+        try {
+            NativeLayout.constant("NO_SUCH_CONSTANT");
+            fail("a constant the library does not report must be refused");
+        } catch (IllegalStateException expected) {
+            assertTrue(expected.getMessage(), expected.getMessage().contains("NO_SUCH_CONSTANT"));
+        }
+    }
+
+    @Test
+    public void theTableParsesStructsAndConstants() {
+        NativeLayout.Table t = NativeLayout.parse("S 8 4 a:0:4 b:4:4\nconst X -1\nconst Y 4294967295\n");
+        assertEquals(4, t.struct("S").offset("b", 4));
+        assertEquals(-1L, t.constant("X"));
+        assertEquals(-1, (int) t.constant("Y"));
+        assertEquals(1, t.structs.size());
+    }
+
+    @Test
+    public void connectReturnsTheRingAndTheIdOfOneConnection() throws Exception {
+        StreamCallbacks a = new StreamCallbacks(0, 0);
+        StreamCallbacks b = new StreamCallbacks(1, 0);
+        try (NativeEngine ea = NativeEngine.start(config(0), a); NativeEngine eb = NativeEngine.start(config(1), b)) {
+            ea.addNode(1, "127.0.0.1", eb.localPort());
+            eb.addNode(0, "127.0.0.1", ea.localPort());
+            NativeEngine.RingHandle first = ea.connect(1, 10_000);
+            NativeEngine.RingHandle again = ea.connect(1, 10_000);
+            assertTrue(first.ringAddress != 0);
+            assertTrue(first.connectionId != NextWorkPackage.CONNECTION_NONE);
+            assertEquals(first.ringAddress, again.ringAddress);
+            assertEquals(first.connectionId, again.connectionId);
+            // Each connect took one handle: the connection stays known until both are released.
+            ea.releaseConnection(again.connectionId);
+            assertTrue(ea.connectionOpen(first.connectionId));
+            ea.releaseConnection(first.connectionId);
+            assertFalse("no handle left: Java holds no connection", ea.connectionOpen(first.connectionId));
         }
     }
 

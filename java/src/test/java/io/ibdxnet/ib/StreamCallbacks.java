@@ -16,6 +16,7 @@ final class StreamCallbacks implements EngineCallbacks {
     volatile NativeEngine engine;
     private volatile int target = -1;
     private long ring;
+    private int connection;
     private int ringSize;
     private long written;
     private long posted;
@@ -37,8 +38,9 @@ final class StreamCallbacks implements EngineCallbacks {
         return (byte) ((pos ^ (pos >>> 8) ^ (pos >>> 17)) + src * 31 + dst * 17);
     }
 
-    void startSending(int node, long ringAddress, int size) {
-        ring = ringAddress;
+    void startSending(int node, NativeEngine.RingHandle handle, int size) {
+        ring = handle.ringAddress;
+        connection = handle.connectionId;
         ringSize = size;
         target = node;
     }
@@ -65,7 +67,8 @@ final class StreamCallbacks implements EngineCallbacks {
             written++;
         }
         if (written > posted) {
-            next.wrap(nextAddr).set(t, 0, posted & (ringSize - 1), written - posted);
+            // Names the connection: the engine posts only from that connection's ring.
+            next.wrap(nextAddr).set(t, 0, posted & (ringSize - 1), written - posted, connection);
         }
     }
 

@@ -1,5 +1,6 @@
-//! The `#[repr(C)]` structures the engine shares with its user (Java maps
-//! them with `Unsafe`; their layout is in [`crate::layout`]).
+//! The `#[repr(C)]` structures shared with Java (through `Unsafe`) and C
+//! (through the generated `include/ibdxnet.h`); their layout table is in
+//! [`super::layout`], the constants their fields take in [`super::constants`].
 //!
 //! Send side, one round trip per send-thread iteration:
 //! the engine passes [`PrevWorkResults`] (what happened to the last package)
@@ -10,8 +11,8 @@
 //! [`IncomingEntry`]s and hands the ring to the user, who consumes entries
 //! from the front and later returns each entry's buffer.
 
-/// Bit 0 of [`NextWorkPackage::flags`]: the package is valid (send something).
-pub const NWP_VALID: u8 = 1;
+use super::constants::{LINK_LAYER_ETHERNET, LINK_LAYER_INFINIBAND, LINK_LAYER_SIM, NODE_ID_INVALID};
+use crate::fabric::{DeviceInfo, LinkLayer};
 
 /// The next data to send (user → engine). 16 bytes.
 ///
@@ -33,7 +34,7 @@ pub struct NextWorkPackage {
     pub node_id: u16,
     /// Flow-control data to send.
     pub fc_data: u8,
-    /// [`NWP_VALID`] or 0.
+    /// `NWP_VALID` or 0 (see `abi::constants`).
     pub flags: u8,
     /// Start offset in the send ring.
     pub offset: u32,
@@ -48,11 +49,11 @@ pub struct NextWorkPackage {
 /// ```text
 /// 0 node_id u16  2 fc_posted u8  3 fc_not_posted u8  4 bytes_posted u32  8 bytes_not_posted u32  12 reserved u32
 /// ```
-/// `node_id` is `0xFFFF` when there was no package.
+/// `node_id` is `NODE_ID_INVALID` when there was no package.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PrevWorkResults {
-    /// Node of the previous package, or `0xFFFF`.
+    /// Node of the previous package, or `NODE_ID_INVALID`.
     pub node_id: u16,
     /// Flow-control data posted.
     pub fc_posted: u8,
@@ -69,7 +70,7 @@ pub struct PrevWorkResults {
 impl Default for PrevWorkResults {
     fn default() -> Self {
         PrevWorkResults {
-            node_id: 0xFFFF,
+            node_id: NODE_ID_INVALID,
             fc_posted: 0,
             fc_not_posted: 0,
             bytes_posted: 0,
@@ -112,7 +113,7 @@ pub struct CompletedWorkList {
 /// ```text
 /// 0 source_node_id u16  2 fc_data u8  3 reserved u8  4 data_length u32  8 buffer_id u32  12 connection u32  16 data_address u64
 /// ```
-/// `buffer_id` is `0xFFFF_FFFF` for an entry that carries only flow-control
+/// `buffer_id` is `NO_BUFFER` (see `abi::constants`) for an entry that carries only flow-control
 /// data; every other buffer must be returned to the engine once processed.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -134,9 +135,6 @@ pub struct IncomingEntry {
     pub data_address: u64,
 }
 
-/// No buffer (flow-control-only entry).
-pub const NO_BUFFER: u32 = 0xFFFF_FFFF;
-
 /// Header of the incoming ring (engine ↔ user); `size` entries of
 /// [`IncomingEntry`] follow it directly. Entries `[front, front + used)`
 /// (modulo `size`) are valid. 16 bytes + entries.
@@ -153,6 +151,69 @@ pub struct IncomingRingHeader {
     pub size: u32,
 }
 
+/// Device limits and port attributes as Java and C see them.
+///
+/// ```text
+///  0 max_qp_wr   4 max_sge   8 max_srq_wr  12 max_srq_sge
+/// 16 max_cqe    20 active_mtu 24 max_inline_data 28 lid(u16) 30 port(u8) 31 link_layer(u8)
+/// 32 gid[16]    48 sim_addr(u64)  56 max_mr_size(u64)            size 64
+/// ```
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IbdxnetDeviceInfo {
+    /// Maximum work requests per queue.
+    pub max_qp_wr: u32,
+    /// Maximum SGEs per request.
+    pub max_sge: u32,
+    /// Maximum work requests per SRQ.
+    pub max_srq_wr: u32,
+    /// Maximum SGEs per SRQ request.
+    pub max_srq_sge: u32,
+    /// Maximum completion queue entries.
+    pub max_cqe: u32,
+    /// Active MTU in bytes.
+    pub active_mtu: u32,
+    /// Largest inline send (0 if unknown).
+    pub max_inline_data: u32,
+    /// Local identifier.
+    pub lid: u16,
+    /// Port number.
+    pub port: u8,
+    /// `LINK_LAYER_INFINIBAND`, `LINK_LAYER_ETHERNET` (RoCE) or `LINK_LAYER_SIM` (see `abi::constants`).
+    pub link_layer: u8,
+    /// GID used for RoCE.
+    pub gid: [u8; 16],
+    /// Simulator device address (0 on verbs).
+    pub sim_addr: u64,
+    /// Maximum bytes of one memory region.
+    pub max_mr_size: u64,
+}
+
+impl IbdxnetDeviceInfo {
+    /// Fills the shared struct from a device description.
+    pub fn new(info: &DeviceInfo, max_inline_data: u32) -> Self {
+        IbdxnetDeviceInfo {
+            max_qp_wr: info.max_qp_wr,
+            max_sge: info.max_sge,
+            max_srq_wr: info.max_srq_wr,
+            max_srq_sge: info.max_srq_sge,
+            max_cqe: info.max_cqe,
+            active_mtu: info.active_mtu,
+            max_inline_data,
+            lid: info.lid,
+            port: info.port,
+            link_layer: match info.link_layer {
+                LinkLayer::InfiniBand => LINK_LAYER_INFINIBAND,
+                LinkLayer::Ethernet => LINK_LAYER_ETHERNET,
+                LinkLayer::Sim => LINK_LAYER_SIM,
+            },
+            gid: info.gid.0,
+            sim_addr: info.sim_addr,
+            max_mr_size: info.max_mr_size,
+        }
+    }
+}
+
 // Pinned sizes: Java maps these.
 const _: () = assert!(std::mem::size_of::<NextWorkPackage>() == 16);
 const _: () = assert!(std::mem::size_of::<PrevWorkResults>() == 16);
@@ -160,3 +221,7 @@ const _: () = assert!(std::mem::size_of::<CompletedWork>() == 12);
 const _: () = assert!(std::mem::size_of::<CompletedWorkList>() == 8);
 const _: () = assert!(std::mem::size_of::<IncomingEntry>() == 24);
 const _: () = assert!(std::mem::size_of::<IncomingRingHeader>() == 16);
+// The device-info diagram, pinned.
+const _: () = assert!(std::mem::size_of::<IbdxnetDeviceInfo>() == 64);
+const _: () = assert!(std::mem::offset_of!(IbdxnetDeviceInfo, gid) == 32);
+const _: () = assert!(std::mem::offset_of!(IbdxnetDeviceInfo, sim_addr) == 48);
