@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.runner.Description;
 import org.junit.runner.JUnitCore;
+import org.junit.runner.Request;
 import org.junit.runner.Result;
 import org.junit.runner.notification.Failure;
 import org.junit.runner.notification.RunListener;
@@ -15,10 +16,17 @@ import org.junit.runner.notification.RunListener;
 public final class TimedJUnit {
     private TimedJUnit() {}
 
+    /** Arguments: test classes, or one {@code Class#method} to run a single test. */
     public static void main(String[] args) throws ClassNotFoundException {
         List<Class<?>> classes = new ArrayList<>();
+        Request single = null;
         for (String a : args) {
-            classes.add(Class.forName(a));
+            int hash = a.indexOf('#');
+            if (hash >= 0) {
+                single = Request.method(Class.forName(a.substring(0, hash)), a.substring(hash + 1));
+            } else {
+                classes.add(Class.forName(a));
+            }
         }
         JUnitCore core = new JUnitCore();
         core.addListener(new RunListener() {
@@ -49,7 +57,7 @@ public final class TimedJUnit {
                         failed ? "FAILED" : "ok", (System.nanoTime() - start) / 1e9);
             }
         });
-        Result r = core.run(classes.toArray(new Class<?>[0]));
+        Result r = single != null ? core.run(single) : core.run(classes.toArray(new Class<?>[0]));
         System.err.printf("%d tests, %d failed, %d skipped, %.1f s%n", r.getRunCount(), r.getFailureCount(),
                 r.getIgnoreCount() + r.getAssumptionFailureCount(), r.getRunTime() / 1e3);
         System.exit(r.wasSuccessful() ? 0 : 1);

@@ -8,6 +8,7 @@ import io.ibdxnet.DXNet;
 import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.Request;
+import io.ibdxnet.RequestTimeoutException;
 import io.ibdxnet.Response;
 import io.ibdxnet.TestSupport;
 import io.ibdxnet.app.BytesMessage;
@@ -50,6 +51,8 @@ public class TwoProcessTest {
      * JVM for longer than the 10 s default without anything being wrong.
      */
     private static final int TIMEOUT_MS = Integer.getInteger("test.timeoutMs", 10_000);
+    /** How soon a killed peer must fail senders and requests (the emulated VM needs far longer than the host). */
+    private static final int DETECTION_MS = Integer.getInteger("test.failureDetectionMs", 10_000);
 
     private final List<Process> processes = new ArrayList<>();
     private DXNet node;
@@ -333,7 +336,10 @@ public class TwoProcessTest {
         c.transport = TRANSPORT;
         c.listen = "127.0.0.1:" + port0;
         c.nativeConfig.put("parking_yield_after_ms", "0");
-        c.sendTimeoutMs = 30_000;
+        // Neither timeout may end the sender or the request within DETECTION_MS:
+        // only detecting the dead peer may.
+        c.sendTimeoutMs = DETECTION_MS + 60_000;
+        c.requestTimeoutMs = DETECTION_MS + 60_000;
         c.connectTimeoutMs = 2_000; // a send to the dead peer fails within this
         node = DXNet.start(c);
         node.registerMessageType((byte) 1, (byte) 1, BytesMessage.class);
@@ -360,14 +366,16 @@ public class TwoProcessTest {
         Thread.sleep(300);
         long t0 = System.nanoTime();
         peer.destroyForcibly(); // SIGKILL
-        sender.join(10_000);
-        assertTrue("sender still running 10 s after the kill", !sender.isAlive());
+        sender.join(DETECTION_MS);
+        assertTrue("sender still running " + DETECTION_MS + " ms after the kill", !sender.isAlive());
         assertTrue(String.valueOf(error.get()), error.get() instanceof NetworkException);
+        long left = DETECTION_MS - (System.nanoTime() - t0) / 1_000_000;
         try {
-            pending.get(10, TimeUnit.SECONDS);
+            pending.get(Math.max(left, 1), TimeUnit.MILLISECONDS);
             fail("a request to a killed node completed");
         } catch (ExecutionException expected) {
-            assertTrue(expected.getCause() instanceof NetworkException);
+            assertTrue(String.valueOf(expected.getCause()), expected.getCause() instanceof NetworkException
+                    && !(expected.getCause() instanceof RequestTimeoutException));
         }
         long ms = (System.nanoTime() - t0) / 1_000_000;
         System.err.println("killed peer: sender and request failed within " + ms + " ms");
