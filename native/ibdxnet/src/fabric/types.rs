@@ -60,50 +60,15 @@ pub struct SendWr {
     pub flags: SendFlags,
 }
 
-/// A chain of send work requests with their SGEs, reusable across posts
-/// (clearing keeps the allocations).
-#[derive(Debug, Default, Clone)]
-pub struct SendBatch {
-    wrs: Vec<SendWr>,
-    sges: Vec<Sge>,
+/// A work request that names a span of its batch's SGE list.
+pub trait ChainedWr: Copy {
+    /// Index of the first SGE and their number.
+    fn sge_span(&self) -> (u32, u32);
 }
 
-impl SendBatch {
-    /// An empty batch with room for `wrs` requests and `sges` SGEs.
-    pub fn with_capacity(wrs: usize, sges: usize) -> Self {
-        SendBatch { wrs: Vec::with_capacity(wrs), sges: Vec::with_capacity(sges) }
-    }
-    /// Appends a request; returns its index in the chain.
-    pub fn push(&mut self, wr_id: u64, sges: &[Sge], imm: Option<u32>, flags: SendFlags) -> usize {
-        let first_sge = self.sges.len() as u32;
-        self.sges.extend_from_slice(sges);
-        self.wrs.push(SendWr { wr_id, first_sge, num_sge: sges.len() as u32, imm, flags });
-        self.wrs.len() - 1
-    }
-    /// Removes all requests.
-    pub fn clear(&mut self) {
-        self.wrs.clear();
-        self.sges.clear();
-    }
-    /// Number of requests.
-    pub fn len(&self) -> usize {
-        self.wrs.len()
-    }
-    /// True if there are no requests.
-    pub fn is_empty(&self) -> bool {
-        self.wrs.is_empty()
-    }
-    /// The requests in chain order.
-    pub fn wrs(&self) -> &[SendWr] {
-        &self.wrs
-    }
-    /// The SGEs of request `wr`.
-    pub fn sges_of(&self, wr: &SendWr) -> &[Sge] {
-        &self.sges[wr.first_sge as usize..(wr.first_sge + wr.num_sge) as usize]
-    }
-    /// Total bytes of request `wr`.
-    pub fn byte_len(&self, wr: &SendWr) -> u64 {
-        self.sges_of(wr).iter().map(|s| u64::from(s.length)).sum()
+impl ChainedWr for SendWr {
+    fn sge_span(&self) -> (u32, u32) {
+        (self.first_sge, self.num_sge)
     }
 }
 
@@ -118,23 +83,42 @@ pub struct RecvWr {
     pub num_sge: u32,
 }
 
-/// A chain of receive work requests with their SGEs.
-#[derive(Debug, Default, Clone)]
-pub struct RecvBatch {
-    wrs: Vec<RecvWr>,
+impl ChainedWr for RecvWr {
+    fn sge_span(&self) -> (u32, u32) {
+        (self.first_sge, self.num_sge)
+    }
+}
+
+/// A chain of work requests with their SGEs in one list, reusable across
+/// posts (clearing keeps the allocations): [`SendBatch`] or [`RecvBatch`].
+#[derive(Debug, Clone)]
+pub struct WrBatch<W> {
+    wrs: Vec<W>,
     sges: Vec<Sge>,
 }
 
-impl RecvBatch {
+/// A chain of send work requests.
+pub type SendBatch = WrBatch<SendWr>;
+/// A chain of receive work requests.
+pub type RecvBatch = WrBatch<RecvWr>;
+
+impl<W> Default for WrBatch<W> {
+    fn default() -> Self {
+        WrBatch { wrs: Vec::new(), sges: Vec::new() }
+    }
+}
+
+impl<W: ChainedWr> WrBatch<W> {
     /// An empty batch with room for `wrs` requests and `sges` SGEs.
     pub fn with_capacity(wrs: usize, sges: usize) -> Self {
-        RecvBatch { wrs: Vec::with_capacity(wrs), sges: Vec::with_capacity(sges) }
+        WrBatch { wrs: Vec::with_capacity(wrs), sges: Vec::with_capacity(sges) }
     }
-    /// Appends a request; returns its index in the chain.
-    pub fn push(&mut self, wr_id: u64, sges: &[Sge]) -> usize {
+    /// Appends the request `make` builds from the span its `sges` get;
+    /// returns its index in the chain.
+    fn push_with(&mut self, sges: &[Sge], make: impl FnOnce(u32, u32) -> W) -> usize {
         let first_sge = self.sges.len() as u32;
         self.sges.extend_from_slice(sges);
-        self.wrs.push(RecvWr { wr_id, first_sge, num_sge: sges.len() as u32 });
+        self.wrs.push(make(first_sge, sges.len() as u32));
         self.wrs.len() - 1
     }
     /// Removes all requests.
@@ -151,12 +135,31 @@ impl RecvBatch {
         self.wrs.is_empty()
     }
     /// The requests in chain order.
-    pub fn wrs(&self) -> &[RecvWr] {
+    pub fn wrs(&self) -> &[W] {
         &self.wrs
     }
     /// The SGEs of request `wr`.
-    pub fn sges_of(&self, wr: &RecvWr) -> &[Sge] {
-        &self.sges[wr.first_sge as usize..(wr.first_sge + wr.num_sge) as usize]
+    pub fn sges_of(&self, wr: &W) -> &[Sge] {
+        let (first, n) = wr.sge_span();
+        &self.sges[first as usize..(first + n) as usize]
+    }
+    /// Total bytes of request `wr`.
+    pub fn byte_len(&self, wr: &W) -> u64 {
+        self.sges_of(wr).iter().map(|s| u64::from(s.length)).sum()
+    }
+}
+
+impl WrBatch<SendWr> {
+    /// Appends a send request; returns its index in the chain.
+    pub fn push(&mut self, wr_id: u64, sges: &[Sge], imm: Option<u32>, flags: SendFlags) -> usize {
+        self.push_with(sges, |first_sge, num_sge| SendWr { wr_id, first_sge, num_sge, imm, flags })
+    }
+}
+
+impl WrBatch<RecvWr> {
+    /// Appends a receive request; returns its index in the chain.
+    pub fn push(&mut self, wr_id: u64, sges: &[Sge]) -> usize {
+        self.push_with(sges, |first_sge, num_sge| RecvWr { wr_id, first_sge, num_sge })
     }
 }
 

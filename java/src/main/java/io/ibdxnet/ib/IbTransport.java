@@ -1,15 +1,16 @@
 package io.ibdxnet.ib;
 
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.transport.NodeId;
-import io.ibdxnet.transport.OutgoingRingBuffer;
-import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.transport.Confirmations;
+import io.ibdxnet.transport.ConnectLocks;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.transport.RingConnection;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
+import io.ibdxnet.transport.WriteInterestManager;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
@@ -36,7 +37,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
      */
     private final java.util.concurrent.atomic.AtomicIntegerArray incomingConnection =
             new java.util.concurrent.atomic.AtomicIntegerArray(NodeId.COUNT);
-    private final Object[] connectLocks = new Object[64];
+    private final ConnectLocks connectLocks = new ConnectLocks();
     private final long window;
     private final int connectTimeoutMs;
     private final int maxFrame;
@@ -92,9 +93,6 @@ public final class IbTransport implements Transport, EngineCallbacks {
         for (int i = 0; i < incomingConnection.length(); i++) {
             incomingConnection.set(i, NextWorkPackage.CONNECTION_NONE); // no bytes from any node yet
         }
-        for (int i = 0; i < connectLocks.length; i++) {
-            connectLocks[i] = new Object();
-        }
         this.listener = listener;
         this.window = flowControlWindow;
         this.connectTimeoutMs = connectTimeoutMs;
@@ -140,7 +138,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         if (c != null) {
             return c;
         }
-        synchronized (connectLocks[node & (connectLocks.length - 1)]) {
+        synchronized (connectLocks.of(node)) {
             c = connections.get(node);
             if (c == null) {
                 c = open(node);
@@ -159,7 +157,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
                     new FlowWindow(window, confirmations.unit()));
         } catch (IbException e) {
             throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
-        } catch (IllegalStateException e) {
+        } catch (EngineClosedException e) {
             throw new NetworkException("no connection to node " + node + ": the transport is closed", e); // closed meanwhile
         }
     }
@@ -200,7 +198,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             if (!closing && engine.closeQueuePair(node, connection)) {
                 LOG.fine(() -> "closed the connection to node " + node + ": " + reason);
             }
-        } catch (IllegalStateException e) {
+        } catch (EngineClosedException e) {
             // the engine closed meanwhile: so did the connection
         }
     }
@@ -377,7 +375,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
         try {
             engine.releaseConnection(r.connectionId);
-        } catch (IllegalStateException e) {
+        } catch (EngineClosedException e) {
             // the engine is being destroyed: it frees every connection itself
         }
     }
@@ -385,7 +383,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     /** Resender thread: {@code stranded} (whole records of {@code old}) first on a new connection. */
     private void resend(Connection old, byte[] stranded) {
         int node = old.node;
-        synchronized (connectLocks[node & (connectLocks.length - 1)]) {
+        synchronized (connectLocks.of(node)) {
             Connection n = null;
             try {
                 n = open(node);

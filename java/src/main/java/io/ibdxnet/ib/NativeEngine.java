@@ -55,7 +55,7 @@ public final class NativeEngine implements AutoCloseable {
     private long handle() {
         long h = handle;
         if (h == 0) {
-            throw new IllegalStateException("engine is closed");
+            throw new EngineClosedException();
         }
         return h;
     }

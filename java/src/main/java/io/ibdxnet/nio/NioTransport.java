@@ -2,6 +2,7 @@ package io.ibdxnet.nio;
 
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.transport.AuthKey;
+import io.ibdxnet.transport.ConnectLocks;
 import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
@@ -63,8 +64,7 @@ public final class NioTransport implements Transport {
     private final NioReactor reactor;
     private final NioConnections conns;
     private final Map<Integer, InetSocketAddress> nodes = new ConcurrentHashMap<>();
-    /** Senders creating a connection to the same node meet on one of these. */
-    private final Object[] connectLocks = new Object[64];
+    private final ConnectLocks connectLocks = new ConnectLocks();
     private final int maxFrame;
 
     public NioTransport(Settings settings, TransportListener listener) throws NetworkException {
@@ -72,9 +72,6 @@ public final class NioTransport implements Transport {
         this.maxFrame = (int) Math.min(settings.ringSize / 2, settings.flowControlWindow);
         this.handshake = new NioHandshake(settings.nodeId, new SecureRandom().nextLong(), settings.authKey,
                 settings.checkPeerAddress);
-        for (int i = 0; i < connectLocks.length; i++) {
-            connectLocks[i] = new Object();
-        }
         DirectBufferPool pool = new DirectBufferPool(settings.bufferCount, settings.bufferSize);
         this.reactor = new NioReactor(settings, listener, handshake, nodes, pool);
         this.conns = reactor.conns;
@@ -155,7 +152,7 @@ public final class NioTransport implements Transport {
             if (address == null) {
                 throw new NetworkException("node " + node + " is not in the node table");
             }
-            synchronized (connectLocks[node & (connectLocks.length - 1)]) {
+            synchronized (connectLocks.of(node)) {
                 c = conns.outgoing.get(node);
                 if (c == null) {
                     c = newChannel(node);

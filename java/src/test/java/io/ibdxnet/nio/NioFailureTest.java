@@ -152,6 +152,46 @@ public class NioFailureTest {
     }
 
     @Test
+    public void failedReconnectsAreWarnedAboutAtMostOnceASecondPerNode() throws Exception {
+        DXNet a = node(0);
+        a.addNode(1, "127.0.0.1:" + freePort()); // nobody listens there
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler h = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()
+                        && r.getMessage() != null && r.getMessage().contains("node 1")) {
+                    warnings.add(r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(NioTransport.class.getName());
+        log.addHandler(h);
+        int failures = 0;
+        long t0 = System.nanoTime();
+        try {
+            // Each send tries a new connection and is refused; well within a second.
+            while (failures < 40 && System.nanoTime() - t0 < 800_000_000L) {
+                try {
+                    a.sendMessage(data(1, 10));
+                } catch (NetworkException expected) {
+                    failures++;
+                }
+            }
+        } finally {
+            log.removeHandler(h);
+        }
+        assertTrue("only " + failures + " refused sends in 800 ms", failures >= 10);
+        assertTrue("warnings for " + failures + " failed connects: " + warnings, warnings.size() == 1);
+    }
+
+    @Test
     public void garbageFromANonDxnetClientIsRejected() throws Exception {
         DXNet a = node(0);
         DXNet b = node(1);

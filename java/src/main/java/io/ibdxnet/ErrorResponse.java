@@ -1,0 +1,28 @@
+package io.ibdxnet;
+
+/**
+ * What a failed request handler sends back instead of a response (never
+ * registered: a frame flagged {@code ERROR} carries it, and the requester
+ * reads the two strings as a {@link RemoteHandlerException}).
+ */
+final class ErrorResponse extends Response {
+    final String remoteClass;
+    final String remoteMessage;
+
+    ErrorResponse(Request<?> failed, Throwable e) {
+        super(failed, failed.getType(), failed.getSubtype());
+        this.remoteClass = e.getClass().getName();
+        this.remoteMessage = e.getMessage() == null ? "" : e.getMessage();
+    }
+
+    @Override
+    protected void exportPayload(MessageExporter out) {
+        out.writeString(remoteClass);
+        out.writeString(remoteMessage);
+    }
+
+    @Override
+    protected void importPayload(MessageImporter in) {
+        throw new UnsupportedOperationException("read by IncomingPath.deliver");
+    }
+}

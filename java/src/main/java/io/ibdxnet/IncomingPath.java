@@ -1,0 +1,289 @@
+package io.ibdxnet;
+
+import io.ibdxnet.core.Frame;
+import io.ibdxnet.core.HandlerDispatch;
+import io.ibdxnet.core.IncomingBufferQueue;
+import io.ibdxnet.core.ProtocolViolation;
+import io.ibdxnet.core.RateLimitedLog;
+import io.ibdxnet.core.ReceiveLimits;
+import io.ibdxnet.core.StreamAssembler;
+import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.Transport;
+import java.lang.reflect.Constructor;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The receive path: the message creation coordinator ("dxnet-mcc-N") takes
+ * received buffers from the incoming buffer queue, assembles each
+ * connection's stream into messages, completes requests with their
+ * responses, and hands the other messages to the handler threads, one batch
+ * per buffer. Whatever a peer's bytes do, only its connection suffers.
+ */
+final class IncomingPath implements MessageSender.LocalDelivery {
+    private static final Logger LOG = Logger.getLogger(DXNet.class.getName());
+
+    /** How a failed request handler is answered (through the send path). */
+    interface ErrorReplier {
+        void answerWithError(Request<?> request, Throwable e);
+    }
+
+    private final DXNetConfig config;
+    private final Transport transport;
+    private final IncomingBufferQueue ibq;
+    private final HandlerDispatch handlers;
+    private final MessageTypes types;
+    private final PendingRequests requests;
+    private final CoreCounters counters;
+    private final RateLimitedLog warnings;
+    private final ReceiveLimits limits;
+    private final ErrorReplier replier;
+    private final Thread coordinator;
+    private final AtomicReferenceArray<StreamAssembler> assemblers = new AtomicReferenceArray<>(NodeId.COUNT);
+    /** Coordinator thread only: the batch being filled from the current buffer. */
+    private Batch batch = new Batch();
+    /** Coordinator thread only: one importer for every received message (valid during importPayload). */
+    private final MessageImporter importer = new MessageImporter(null, 0, 0);
+    /** The coordinator consumed bytes whose messages never reached a handler (stopped or closed meanwhile). */
+    private volatile boolean consumedNotHandled;
+    private volatile boolean running = true;
+
+    IncomingPath(DXNetConfig config, Transport transport, IncomingBufferQueue ibq, HandlerDispatch handlers,
+            MessageTypes types, PendingRequests requests, CoreCounters counters, RateLimitedLog warnings,
+            ErrorReplier replier, Thread.UncaughtExceptionHandler onDeath) {
+        this.config = config;
+        this.transport = transport;
+        this.ibq = ibq;
+        this.handlers = handlers;
+        this.types = types;
+        this.requests = requests;
+        this.counters = counters;
+        this.warnings = warnings;
+        this.limits = new ReceiveLimits(config.maxMessageSize, config.maxUnfinishedBytesPerConnection, config.maxUnfinishedBytes);
+        this.replier = replier;
+        this.coordinator = new Thread(this::coordinate, "dxnet-mcc-" + config.nodeId);
+        this.coordinator.setDaemon(true);
+        this.coordinator.setUncaughtExceptionHandler(onDeath);
+    }
+
+    void start() {
+        coordinator.start();
+    }
+
+    boolean alive() {
+        return coordinator.isAlive();
+    }
+
+    /** Bytes claimed by unfinished messages (bounded by the receive limits). */
+    long unfinishedBytesClaimed() {
+        return limits.claimed();
+    }
+
+    /**
+     * Stops the coordinator (waiting up to {@code joinMs}). True if it ended
+     * and every message it took from a buffer reached a handler.
+     */
+    boolean stop(long joinMs) {
+        running = false;
+        coordinator.interrupt();
+        try {
+            coordinator.join(joinMs);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return !coordinator.isAlive() && !consumedNotHandled;
+    }
+
+    /** Messages parsed from one buffer, handed to a handler thread in one go. */
+    private final class Batch implements Runnable {
+        final List<MessageHandler<Message>> receivers = new ArrayList<>();
+        final List<Message> messages = new ArrayList<>();
+
+        @Override
+        public void run() {
+            for (int i = 0; i < messages.size(); i++) {
+                Message m = messages.get(i);
+                try {
+                    receivers.get(i).handle(m);
+                } catch (Throwable e) { // a handler's failure must not end the handler thread
+                    counters.handlerErrors.incrementAndGet();
+                    LOG.log(Level.SEVERE, "receiver of " + m.getType() + "/" + m.getSubtype() + " failed", e);
+                    if (m instanceof Request) {
+                        replier.answerWithError((Request<?>) m, e);
+                    }
+                }
+            }
+        }
+    }
+
+    /** The message creation coordinator: buffers → messages, in order per source. */
+    private void coordinate() {
+        // One hand-off per buffer, not per message: waking a handler thread
+        // (unpark) was the top hotspot with small messages.
+        StreamAssembler.Sink sink = (src, type, sub, flags, req, array, at, length) ->
+                deliver(src, type, sub, flags, req, importer.reset(array, at, length), batch);
+        while (running) {
+            IncomingBuffer b;
+            try {
+                b = ibq.poll(100);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (b == null) {
+                continue;
+            }
+            try {
+                parse(b, sink);
+            } finally {
+                b.release();
+                transport.consumed(b);
+            }
+            if (!batch.messages.isEmpty()) {
+                try {
+                    if (!handlers.submit(b.source, batch)) {
+                        consumedNotHandled = true;
+                        return;
+                    }
+                } catch (InterruptedException e) {
+                    consumedNotHandled = true;
+                    return;
+                }
+                batch = new Batch();
+            }
+        }
+    }
+
+    /**
+     * One buffer into the stream of its connection. Whatever its bytes do,
+     * only that connection suffers: a violation (or any other failure while
+     * parsing) closes it, its unfinished messages are dropped and the rest of
+     * its bytes skipped; every other stream and this thread go on.
+     */
+    private void parse(IncomingBuffer b, StreamAssembler.Sink sink) {
+        StreamAssembler a = assemblers.get(b.source);
+        if (a == null || a.connection() != b.connection) {
+            if (a != null) {
+                counters.partialsDropped.addAndGet(a.discard()); // its connection ended: a new stream starts
+            }
+            a = new StreamAssembler(b.source, b.connection, limits);
+            assemblers.set(b.source, a);
+        }
+        if (a.broken()) {
+            counters.bytesDropped.addAndGet(b.length);
+            return;
+        }
+        String reason;
+        try {
+            a.feed(b.address, b.length, sink);
+            return;
+        } catch (ProtocolViolation e) {
+            counters.violations.incrementAndGet();
+            reason = "protocol violation: " + e.getMessage();
+        } catch (Throwable e) {
+            counters.streamErrors.incrementAndGet();
+            reason = "receiving failed: " + e;
+            LOG.log(Level.SEVERE, "node " + config.nodeId + ": the stream of node " + b.source + " failed", e);
+        }
+        counters.partialsDropped.addAndGet(a.discard());
+        counters.bytesDropped.addAndGet(b.length);
+        warnings.warn(b.source, "node " + config.nodeId + ": closing the connection from node " + b.source + ": " + reason);
+        try {
+            transport.closeConnection(b.source, b.connection, reason);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "closing the connection from node " + b.source + " failed", e);
+        }
+        requests.failTo(b.source, "node " + b.source + " disconnected: " + reason);
+    }
+
+    /** A message to the own node, as its own handler task. */
+    @Override
+    public void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload) {
+        deliver(source, type, subtype, flags, requestId, new MessageImporter(payload, payload.length), null);
+    }
+
+    /** Creates the message and queues it for its receiver: into {@code into}, or as its own task. */
+    private void deliver(int source, byte type, byte subtype, int flags, int requestId, MessageImporter payload, Batch into) {
+        if ((flags & Frame.ERROR) != 0) {
+            failRequest(source, requestId, payload);
+            return;
+        }
+        Constructor<? extends Message> ctor = types.constructor(type, subtype);
+        if (ctor == null) {
+            counters.dropped.incrementAndGet();
+            LOG.warning("node " + config.nodeId + ": message of unregistered type " + type + "/" + subtype + " from " + source + " dropped");
+            return;
+        }
+        Message m;
+        try {
+            m = ctor.newInstance();
+            m.source = source;
+            m.destination = config.nodeId;
+            m.importPayload(payload);
+        } catch (Throwable e) { // a lying payload (or a failing import) drops this message only
+            counters.dropped.incrementAndGet();
+            LOG.log(Level.WARNING, "cannot create message " + type + "/" + subtype + " from " + source, e);
+            return;
+        }
+        if ((flags & Frame.RESPONSE) != 0 && m instanceof Response) {
+            ((Response) m).requestId = requestId;
+            complete(source, requestId, (Response) m);
+            return;
+        }
+        if (m instanceof Request) {
+            ((Request<?>) m).requestId = requestId;
+        }
+        MessageHandler<Message> r = types.handler(type, subtype);
+        if (r == null) {
+            counters.dropped.incrementAndGet();
+            LOG.warning("node " + config.nodeId + ": no receiver for " + type + "/" + subtype);
+            return;
+        }
+        Batch b = into != null ? into : new Batch();
+        b.receivers.add(r);
+        b.messages.add(m);
+        if (into == null) {
+            try {
+                if (!handlers.submit(source, b)) {
+                    counters.dropped.incrementAndGet(); // closed meanwhile
+                    consumedNotHandled = true;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                counters.dropped.incrementAndGet();
+                consumedNotHandled = true;
+            }
+        }
+    }
+
+    /** An error response: the remote handler of request {@code requestId} threw. */
+    private void failRequest(int source, int requestId, MessageImporter payload) {
+        String cls;
+        String msg;
+        try {
+            cls = payload.readString();
+            msg = payload.readString();
+        } catch (RuntimeException e) {
+            counters.dropped.incrementAndGet();
+            return;
+        }
+        PendingRequests.Pending p = requests.answerable(source, requestId);
+        if (p != null) {
+            p.future.completeExceptionally(new RemoteHandlerException(source, cls, msg.isEmpty() ? null : msg));
+        }
+    }
+
+    /** A response: completes its request if it is of the class the request declared. */
+    private void complete(int source, int requestId, Response m) {
+        PendingRequests.Pending p = requests.answerable(source, requestId);
+        if (p != null && p.expected.isInstance(m)) {
+            p.future.complete(m);
+        } else if (p != null) {
+            p.future.completeExceptionally(new NetworkException("node " + source + " answered request " + requestId
+                    + " with a " + m.getClass().getName() + ", not the " + p.expected.getName() + " the request declares"));
+        }
+    }
+}

@@ -1,0 +1,61 @@
+package io.ibdxnet;
+
+import java.lang.reflect.Constructor;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * The registered message types: for each type/subtype the class to create
+ * and the handler to give it to. Arrays indexed by {@link #key}, not maps (a
+ * boxed key per message showed in profiles).
+ */
+final class MessageTypes {
+    private final AtomicReferenceArray<Constructor<? extends Message>> constructors = new AtomicReferenceArray<>(1 << 16);
+    /** Each handler takes the class {@link #constructors} creates for its key. */
+    private final AtomicReferenceArray<MessageHandler<Message>> handlers = new AtomicReferenceArray<>(1 << 16);
+
+    static int key(byte type, byte subtype) {
+        return (type & 0xFF) << 8 | (subtype & 0xFF);
+    }
+
+    /** Makes {@code type/subtype} create {@code c}; refuses another class for a key already taken. */
+    void define(byte type, byte subtype, Class<? extends Message> c) {
+        try {
+            Constructor<? extends Message> ctor = c.getDeclaredConstructor();
+            ctor.setAccessible(true);
+            Constructor<? extends Message> old = constructors.compareAndExchange(key(type, subtype), null, ctor);
+            if (old != null && !old.equals(ctor)) {
+                throw new IllegalArgumentException("type " + type + "/" + subtype + " is already registered to "
+                        + old.getDeclaringClass().getName());
+            }
+        } catch (NoSuchMethodException e) {
+            throw new IllegalArgumentException(c.getName() + " has no no-argument constructor", e);
+        }
+    }
+
+    void handleWith(byte type, byte subtype, MessageHandler<Message> handler) {
+        handlers.set(key(type, subtype), handler);
+    }
+
+    /** The constructor of {@code type/subtype}, or null when it is not registered. */
+    Constructor<? extends Message> constructor(byte type, byte subtype) {
+        return constructors.get(key(type, subtype));
+    }
+
+    /** The handler of {@code type/subtype}, or null. */
+    MessageHandler<Message> handler(byte type, byte subtype) {
+        return handlers.get(key(type, subtype));
+    }
+
+    /** An instance of {@code c} made with its no-argument constructor (to learn its type). */
+    static Message probe(Class<? extends Message> c) {
+        try {
+            Constructor<? extends Message> ctor = c.getDeclaredConstructor();
+            ctor.setAccessible(true);
+            return ctor.newInstance();
+        } catch (NoSuchMethodException e) {
+            throw new IllegalArgumentException(c.getName() + " has no no-argument constructor", e);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalArgumentException("cannot create a " + c.getName() + " to learn its type: " + e, e);
+        }
+    }
+}

@@ -1,0 +1,124 @@
+package io.ibdxnet;
+
+import io.ibdxnet.core.RateLimitedLog;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Requests waiting for their response, by request id. Each leaves at its
+ * response, at a failure of its target, or at its deadline (a sweep every
+ * 10 ms), so a caller that stops waiting leaves nothing behind.
+ */
+final class PendingRequests {
+    /** A request in flight: who must answer it, and until when. */
+    static final class Pending {
+        final CompletableFuture<Response> future = new CompletableFuture<>();
+        final int target;
+        final int requestId;
+        final int timeoutMs;
+        final long deadline;
+        /** The response class the request declared ({@link ResponseTypes}). */
+        final Class<?> expected;
+
+        Pending(int target, int requestId, int timeoutMs, Class<?> expected) {
+            this.target = target;
+            this.requestId = requestId;
+            this.timeoutMs = timeoutMs;
+            this.expected = expected;
+            this.deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        }
+    }
+
+    private final int nodeId;
+    private final CoreCounters counters;
+    private final RateLimitedLog warnings;
+    private final Map<Integer, Pending> pending = new ConcurrentHashMap<>();
+    private final AtomicInteger nextRequestId = new AtomicInteger(1);
+    private final ScheduledExecutorService timeouts;
+
+    PendingRequests(int nodeId, CoreCounters counters, RateLimitedLog warnings) {
+        this.nodeId = nodeId;
+        this.counters = counters;
+        this.warnings = warnings;
+        this.timeouts = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "dxnet-timeouts-" + nodeId);
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Starts the sweep (its thread): only once the node is up, so a failed start leaves no thread. */
+    void start() {
+        timeouts.scheduleWithFixedDelay(this::expire, 10, 10, TimeUnit.MILLISECONDS);
+    }
+
+    /** A new pending request to {@code target} with a fresh id. */
+    Pending open(int target, int timeoutMs, Class<?> expected) {
+        Pending p = new Pending(target, nextRequestId.getAndIncrement(), timeoutMs, expected);
+        pending.put(p.requestId, p);
+        return p;
+    }
+
+    /** Forgets {@code p} (its request was never sent). */
+    void cancel(Pending p) {
+        pending.remove(p.requestId, p);
+    }
+
+    /**
+     * The pending request {@code requestId}, taken out, if {@code source} may
+     * answer it: only the node the request went to may (counted otherwise).
+     * Null also for a late answer after the timeout (counted as dropped).
+     */
+    Pending answerable(int source, int requestId) {
+        Pending p = pending.get(requestId);
+        if (p != null && p.target != source) {
+            counters.responsesRefused.incrementAndGet();
+            warnings.warn(source, "node " + nodeId + ": response to request " + requestId + " from node " + source
+                    + ", which the request did not go to (node " + p.target + "), refused");
+            return null;
+        }
+        if (p == null || !pending.remove(requestId, p)) {
+            counters.dropped.incrementAndGet(); // late response after a timeout
+            return null;
+        }
+        return p;
+    }
+
+    /** Fails every request to {@code node} with a {@link NetworkException} saying {@code reason}. */
+    void failTo(int node, String reason) {
+        for (Pending p : pending.values()) {
+            if (p.target == node && pending.remove(p.requestId, p)) {
+                p.future.completeExceptionally(new NetworkException(reason));
+            }
+        }
+    }
+
+    int size() {
+        return pending.size();
+    }
+
+    /** Stops the sweep and fails what is left. */
+    void close() {
+        timeouts.shutdownNow();
+        for (Pending p : pending.values()) {
+            p.future.completeExceptionally(new NetworkException("DXNet closed"));
+        }
+        pending.clear();
+    }
+
+    /** Timeout thread: fails the requests whose deadline passed. */
+    private void expire() {
+        long now = System.nanoTime();
+        for (Pending p : pending.values()) {
+            if (now - p.deadline >= 0 && pending.remove(p.requestId, p)) {
+                p.future.completeExceptionally(new RequestTimeoutException("no response to request " + p.requestId
+                        + " from node " + p.target + " within " + p.timeoutMs + " ms"));
+            }
+        }
+    }
+}
