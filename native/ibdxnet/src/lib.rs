@@ -36,6 +36,7 @@
 
 pub mod abi;
 pub mod con;
+pub mod driver;
 pub mod fabric;
 pub mod jni;
 pub mod loopback;

@@ -9,11 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::con::{NodeEvent, NodeId};
+use crate::driver::{consume_received, SendTargets};
 use crate::fabric::Fabric;
 use crate::msgrc::recv_pool::RecvPool;
-use crate::msgrc::{
-    CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, NO_BUFFER, NWP_VALID,
-};
+use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, NWP_VALID};
 use crate::util::lock;
 
 /// The byte at stream position `pos` from `src` to `dst` when verifying.
@@ -23,27 +22,14 @@ pub fn pattern_byte(src: u16, dst: u16, pos: u64) -> u8 {
         .wrapping_add((dst as u8).wrapping_mul(17))
 }
 
-/// One outgoing stream: positions are absolute byte counts.
+/// What a stream to one target still has to send.
 #[derive(Debug)]
-struct Outgoing {
-    node: NodeId,
-    ring: *mut u8,
-    size: u32,
-    /// Bytes written into the ring (the ring's back).
-    written: u64,
-    /// Bytes posted (front posted).
-    posted: u64,
-    /// Bytes confirmed (front).
-    confirmed: u64,
+struct Quota {
     /// Total bytes to send (None = unlimited).
     limit: Option<u64>,
     /// Flow-control units still to send as zero-length messages.
     fc_left: u64,
 }
-
-// SAFETY: `ring` points into a connection's send ring that the owner keeps
-// alive (it holds the connection); only the send thread touches it.
-unsafe impl Send for Outgoing {}
 
 /// Per-source receive check.
 #[derive(Debug, Default, Clone)]
@@ -77,8 +63,7 @@ pub const FC_UNIT: u8 = 3;
 pub struct StreamHandler<F: Fabric> {
     me: NodeId,
     opts: StreamOptions,
-    outgoing: Mutex<Vec<Outgoing>>,
-    next_target: AtomicU64,
+    outgoing: Mutex<SendTargets<Quota>>,
     size_cursor: AtomicU64,
     incoming: Mutex<HashMap<u16, IncomingStream>>,
     pool: OnceLock<Arc<RecvPool<F>>>,
@@ -104,8 +89,7 @@ impl<F: Fabric> StreamHandler<F> {
         Arc::new(StreamHandler {
             me,
             opts,
-            outgoing: Mutex::new(Vec::new()),
-            next_target: AtomicU64::new(0),
+            outgoing: Mutex::new(SendTargets::default()),
             size_cursor: AtomicU64::new(0),
             incoming: Mutex::new(HashMap::new()),
             pool: OnceLock::new(),
@@ -122,19 +106,16 @@ impl<F: Fabric> StreamHandler<F> {
         let _ = self.pool.set(pool);
     }
 
-    /// Starts streaming to `node` through `ring` (the connection's send
-    /// ring, which the caller keeps alive by holding the connection).
-    pub fn add_target(&self, node: NodeId, ring: *mut u8, size: u32) {
-        lock(&self.outgoing).push(Outgoing {
-            node,
-            ring,
-            size,
-            written: 0,
-            posted: 0,
-            confirmed: 0,
-            limit: self.opts.limit,
-            fc_left: self.opts.fc_only,
-        });
+    /// Starts streaming to `node` through `ring`, the connection's send ring.
+    ///
+    /// # Safety
+    /// `ring` points to that ring's `size` bytes; the caller keeps the
+    /// connection (and so the ring) alive while the engine runs this handler,
+    /// and gives each ring to one handler once.
+    pub unsafe fn add_target(&self, node: NodeId, ring: *mut u8, size: u32) {
+        let quota = Quota { limit: self.opts.limit, fc_left: self.opts.fc_only };
+        // SAFETY: the caller's contract above is the one `add` asks for.
+        unsafe { lock(&self.outgoing).add(node, ring, size, quota) };
     }
 
     /// Stops offering new data.
@@ -144,7 +125,7 @@ impl<F: Fabric> StreamHandler<F> {
 
     /// True when every target's limit was sent and confirmed.
     pub fn all_confirmed(&self) -> bool {
-        lock(&self.outgoing).iter().all(|o| o.fc_left == 0 && o.limit.is_some_and(|l| o.confirmed >= l))
+        lock(&self.outgoing).iter().all(|o| o.state.fc_left == 0 && o.state.limit.is_some_and(|l| o.confirmed >= l))
     }
 
     /// (node, written, posted, confirmed) per target, for diagnostics.
@@ -174,94 +155,57 @@ impl<F: Fabric> StreamHandler<F> {
 impl<F: Fabric> EngineHandler for StreamHandler<F> {
     fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage {
         let mut out = lock(&self.outgoing);
-        if prev.node_id != 0xFFFF {
-            if let Some(o) = out.iter_mut().find(|o| o.node.0 == prev.node_id) {
-                o.posted += u64::from(prev.bytes_posted);
-                if prev.fc_posted > 0 {
-                    o.fc_left -= 1;
-                }
+        if let Some(o) = out.get_mut(prev.node_id) {
+            if prev.fc_posted > 0 {
+                o.state.fc_left -= 1;
             }
             if prev.bytes_not_posted > 0 {
                 self.unposted_reports.fetch_add(1, Ordering::Relaxed);
             }
         }
-        for c in completed.entries() {
-            if let Some(o) = out.iter_mut().find(|o| o.node.0 == c.node_id) {
-                o.confirmed += u64::from(c.bytes);
-                self.confirmed.fetch_add(u64::from(c.bytes), Ordering::Relaxed);
-            }
-        }
+        self.confirmed.fetch_add(out.account(prev, completed), Ordering::Relaxed);
         if out.is_empty() || !self.sending.load(Ordering::Acquire) {
             return NextWorkPackage::default();
         }
-        let n = out.len();
-        let start = self.next_target.fetch_add(1, Ordering::Relaxed) as usize;
-        for k in 0..n {
-            let o = &mut out[(start + k) % n];
-            if o.fc_left > 0 {
-                return NextWorkPackage { node_id: o.node.0, fc_data: FC_UNIT, flags: NWP_VALID, ..Default::default() };
+        out.next_package(|o| {
+            if o.state.fc_left > 0 {
+                return Some(NextWorkPackage {
+                    node_id: o.node.0,
+                    fc_data: FC_UNIT,
+                    flags: NWP_VALID,
+                    ..Default::default()
+                });
             }
-            // Fill the free part of the ring: [written, confirmed + size).
-            let mut back = o.confirmed + u64::from(o.size);
-            if let Some(l) = o.limit {
-                back = back.min(l);
-            }
+            // Fill the free part of the ring, up to the limit.
+            let end = o.state.limit.map_or(u64::MAX, |l| l.min(o.free_end()));
             if self.opts.verify {
-                while o.written < back {
-                    let at = (o.written % u64::from(o.size)) as usize;
-                    let b = pattern_byte(self.me.0, o.node.0, o.written);
-                    // SAFETY: `at` < size; the area [confirmed, confirmed+size)
-                    // past `written` is free (not posted), see the ORB rules.
-                    unsafe { *o.ring.add(at) = b };
-                    o.written += 1;
-                }
+                let (me, to) = (self.me.0, o.node.0);
+                o.fill_to(end, |pos| pattern_byte(me, to, pos));
             } else {
-                o.written = back;
+                o.skip_to(end);
             }
-            let avail = o.written - o.posted;
-            if avail == 0 {
-                continue;
-            }
-            let len = self.next_size(avail);
-            return NextWorkPackage {
-                node_id: o.node.0,
-                fc_data: 0,
-                flags: NWP_VALID,
-                offset: (o.posted % u64::from(o.size)) as u32,
-                length: len as u32,
-                connection: 0,
-            };
-        }
-        NextWorkPackage::default()
+            let avail = o.unposted();
+            (avail > 0).then(|| o.package(self.next_size(avail)))
+        })
     }
 
     fn received(&self, ring: &IncomingRing) -> u32 {
         let Some(pool) = self.pool.get() else { return 0 };
         let mut incoming = lock(&self.incoming);
-        let n = ring.used();
-        for i in 0..n {
-            let e = ring.get(i).expect("i < used");
-            let s = incoming.entry(e.source_node_id).or_default();
-            s.fc += u64::from(e.fc_data);
-            if e.buffer_id == NO_BUFFER {
-                continue;
-            }
+        let (n, _refused) = consume_received(ring, pool, self.me, |source, fc, data| {
+            let s = incoming.entry(source).or_default();
+            s.fc += u64::from(fc);
             if self.opts.verify {
-                // SAFETY: the entry's buffer holds `data_length` received bytes
-                // and belongs to us until returned below.
-                let data = unsafe { std::slice::from_raw_parts(e.data_address as *const u8, e.data_length as usize) };
-                for (k, &b) in data.iter().enumerate() {
-                    if b != pattern_byte(e.source_node_id, self.me.0, s.bytes + k as u64) {
-                        s.corrupt += 1;
-                    }
-                }
+                let at = s.bytes;
+                s.corrupt += data
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, &b)| b != pattern_byte(source, self.me.0, at + k as u64))
+                    .count() as u64;
             }
-            s.bytes += u64::from(e.data_length);
-            self.received.fetch_add(u64::from(e.data_length), Ordering::Relaxed);
-            if let Err(err) = pool.give_back(e.buffer_id) {
-                log::error!("node {}: {err}", self.me);
-            }
-        }
+            s.bytes += data.len() as u64;
+            self.received.fetch_add(data.len() as u64, Ordering::Relaxed);
+        });
         n
     }
 

@@ -147,7 +147,8 @@ fn link_cut_mid_stream_disconnects_only_that_node() {
     let mut held = Vec::new();
     for j in [1u16, 2] {
         let c = nodes[0].engine.connect(NodeId(j)).unwrap();
-        nodes[0].handler.add_target(NodeId(j), c.ring().address(), c.ring().size());
+        // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+        unsafe { nodes[0].handler.add_target(NodeId(j), c.ring().address(), c.ring().size()) };
         held.push(c);
     }
     wait_until("traffic to both", || {
@@ -313,7 +314,8 @@ fn orderly_close_keeps_the_queue_pair_up_until_data_in_flight_arrived() {
     let (_net, nodes) = start(2, opts, |_| {});
     let c = nodes[1].engine.connect(NodeId(0)).unwrap();
     nodes[1].engine.manager().queues().fabric.set_delay(Duration::from_millis(400));
-    nodes[1].handler.add_target(NodeId(0), c.ring().address(), c.ring().size());
+    // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+    unsafe { nodes[1].handler.add_target(NodeId(0), c.ring().address(), c.ring().size()) };
     wait_until("all posted", || nodes[1].handler.debug_state()[0].2 == LIMIT);
     assert!(nodes[0].handler.received.load(std::sync::atomic::Ordering::Relaxed) < LIMIT, "delay too short");
     assert!(nodes[0].engine.manager().close(NodeId(1), false));
@@ -430,7 +432,8 @@ fn immediate_data_naming_another_node_closes_only_that_connection() {
     let mut held = Vec::new();
     for j in [1usize, 2] {
         let c = nodes[j].engine.connect(NodeId(0)).unwrap();
-        nodes[j].handler.add_target(NodeId(0), c.ring().address(), c.ring().size());
+        // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+        unsafe { nodes[j].handler.add_target(NodeId(0), c.ring().address(), c.ring().size()) };
         held.push(c);
     }
     let from = |n: u16| nodes[0].handler.incoming().get(&n).map_or(0, |s| s.bytes);

@@ -45,7 +45,8 @@ fn silent_peer_death_is_a_disconnect_and_spares_other_connections() {
     let mut held = Vec::new();
     for j in [1u16, 2] {
         let c = nodes[0].engine.connect(NodeId(j)).unwrap();
-        nodes[0].handler.add_target(NodeId(j), c.ring().address(), c.ring().size());
+        // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+        unsafe { nodes[0].handler.add_target(NodeId(j), c.ring().address(), c.ring().size()) };
         held.push(c);
     }
     let got = |k: usize| nodes[k].handler.received.load(Ordering::Relaxed);
@@ -71,7 +72,8 @@ fn orderly_close_is_two_phase_and_loses_nothing() {
     let opts = StreamOptions { verify: true, limit: Some(LIMIT), ..Default::default() };
     let Some(nodes) = nodes("orderly_close_is_two_phase_and_loses_nothing", 2, opts) else { return };
     let c = nodes[1].engine.connect(NodeId(0)).unwrap();
-    nodes[1].handler.add_target(NodeId(0), c.ring().address(), c.ring().size());
+    // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+    unsafe { nodes[1].handler.add_target(NodeId(0), c.ring().address(), c.ring().size()) };
     wait_until("all posted", || nodes[1].handler.debug_state()[0].2 == LIMIT);
     assert!(nodes[0].engine.manager().close(NodeId(1), false));
     wait_until("everything received", || nodes[0].handler.received.load(Ordering::Relaxed) == LIMIT);

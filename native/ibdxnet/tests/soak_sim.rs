@@ -102,7 +102,8 @@ fn all_to_all_records_survive_faults_without_loss_duplication_or_reordering() {
         for j in 0..NODES {
             if usize::from(j) != i {
                 let c = e.connect(NodeId(j)).expect("connect");
-                h.add_target(NodeId(j), c.ring().address(), c.ring().size());
+                // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+                unsafe { h.add_target(NodeId(j), c.ring().address(), c.ring().size()) };
                 held.push(c);
             }
         }

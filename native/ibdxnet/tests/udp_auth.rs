@@ -54,7 +54,8 @@ fn connect_and_stream(nodes: &[Node<SimFabric>]) -> Vec<std::sync::Arc<ibdxnet::
     let mut held = Vec::new();
     for (i, j) in [(0usize, 1u16), (1, 0)] {
         let c = nodes[i].engine.connect(NodeId(j)).expect("connect");
-        nodes[i].handler.add_target(NodeId(j), c.ring().address(), c.ring().size());
+        // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+        unsafe { nodes[i].handler.add_target(NodeId(j), c.ring().address(), c.ring().size()) };
         held.push(c);
     }
     wait_until("data flows", || nodes[0].handler.received.load(Relaxed) > (1 << 20));

@@ -136,7 +136,8 @@ fn fuzz(datagrams: u64, keyed: bool) {
     let mut held = Vec::new();
     for (i, j) in [(0usize, 1u16), (1, 0)] {
         let c = nodes[i].engine.connect(NodeId(j)).expect("connect");
-        nodes[i].handler.add_target(NodeId(j), c.ring().address(), c.ring().size());
+        // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+        unsafe { nodes[i].handler.add_target(NodeId(j), c.ring().address(), c.ring().size()) };
         held.push(c);
     }
     let conn = nodes[0].engine.manager().established(NodeId(1)).unwrap();

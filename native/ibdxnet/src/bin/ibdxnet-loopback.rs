@@ -147,7 +147,8 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
             if usize::from(j) != i {
                 let c = e.connect(NodeId(j)).map_err(|err| format!("node {i} → {j}: {err}"))?;
                 if !a.one_way || i == 0 {
-                    h.add_target(NodeId(j), c.ring().address(), c.ring().size());
+                    // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+                    unsafe { h.add_target(NodeId(j), c.ring().address(), c.ring().size()) };
                 }
                 held.push(c);
             }

@@ -99,7 +99,8 @@ pub fn all_to_all<F: Fabric>(nodes: &[Node<F>], limit: u64) -> Vec<Arc<Connectio
         for j in 0..nodes.len() {
             if i != j {
                 let c = n.engine.connect(NodeId(j as u16)).expect("connect");
-                n.handler.add_target(NodeId(j as u16), c.ring().address(), c.ring().size());
+                // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+                unsafe { n.handler.add_target(NodeId(j as u16), c.ring().address(), c.ring().size()) };
                 held.push(c);
             }
         }

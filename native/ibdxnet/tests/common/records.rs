@@ -10,11 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ibdxnet::con::{NodeEvent, NodeId};
+use ibdxnet::driver::{consume_received, SendTargets};
 use ibdxnet::fabric::Fabric;
 use ibdxnet::msgrc::recv_pool::RecvPool;
-use ibdxnet::msgrc::{
-    CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, NO_BUFFER, NWP_VALID,
-};
+use ibdxnet::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults};
 
 const MAGIC: u32 = 0x5EC0_4D5A;
 /// magic u32, sequence number u64, payload length u32, checksum u32.
@@ -65,23 +64,14 @@ fn make_record(src: u16, dst: u16, seq: u64, sizes: &mut Rng, out: &mut Vec<u8>)
     out[16..20].copy_from_slice(&sum.to_le_bytes());
 }
 
-struct Outgoing {
-    node: NodeId,
-    ring: *mut u8,
-    size: u32,
-    written: u64,
-    posted: u64,
-    confirmed: u64,
+/// A record stream's own state.
+struct Records {
     /// Records written into the ring (the next sequence number).
     next_seq: u64,
     /// The next record, made but not yet fitting the ring.
     pending: Vec<u8>,
     sizes: Rng,
 }
-
-// SAFETY: `ring` points into a connection's send ring that the test keeps
-// alive (it holds the connection); only the send thread writes through it.
-unsafe impl Send for Outgoing {}
 
 /// What one receiver saw from one source.
 #[derive(Debug, Default, Clone)]
@@ -152,8 +142,7 @@ impl Received {
 pub struct RecordHandler<F: Fabric> {
     me: NodeId,
     seed: u64,
-    outgoing: Mutex<Vec<Outgoing>>,
-    next_target: AtomicU64,
+    outgoing: Mutex<SendTargets<Records>>,
     packages: Mutex<Rng>,
     incoming: Mutex<HashMap<u16, Received>>,
     pool: OnceLock<Arc<RecvPool<F>>>,
@@ -170,8 +159,7 @@ impl<F: Fabric> RecordHandler<F> {
         Arc::new(RecordHandler {
             me,
             seed,
-            outgoing: Mutex::new(Vec::new()),
-            next_target: AtomicU64::new(0),
+            outgoing: Mutex::new(SendTargets::default()),
             packages: Mutex::new(Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1)),
             incoming: Mutex::new(HashMap::new()),
             pool: OnceLock::new(),
@@ -186,20 +174,16 @@ impl<F: Fabric> RecordHandler<F> {
         let _ = self.pool.set(pool);
     }
 
-    /// Starts streaming to `node` through `ring` (the caller holds the connection).
-    pub fn add_target(&self, node: NodeId, ring: *mut u8, size: u32) {
+    /// Starts streaming to `node` through `ring`, the connection's send ring.
+    ///
+    /// # Safety
+    /// As for `StreamHandler::add_target`: `ring` is that ring's `size` bytes,
+    /// kept alive by the caller while the engine runs, given once.
+    pub unsafe fn add_target(&self, node: NodeId, ring: *mut u8, size: u32) {
         let sizes = Rng((self.seed ^ (u64::from(self.me.0) << 20) ^ u64::from(node.0)).wrapping_mul(0x9E37_79B9) | 1);
-        self.outgoing.lock().unwrap().push(Outgoing {
-            node,
-            ring,
-            size,
-            written: 0,
-            posted: 0,
-            confirmed: 0,
-            next_seq: 0,
-            pending: Vec::new(),
-            sizes,
-        });
+        let records = Records { next_seq: 0, pending: Vec::new(), sizes };
+        // SAFETY: the caller's contract above is the one `add` asks for.
+        unsafe { self.outgoing.lock().unwrap().add(node, ring, size, records) };
     }
 
     /// Stops making new records; what is written is still sent.
@@ -209,7 +193,7 @@ impl<F: Fabric> RecordHandler<F> {
 
     /// Records written per target (the sequence numbers used).
     pub fn sent(&self) -> HashMap<u16, u64> {
-        self.outgoing.lock().unwrap().iter().map(|o| (o.node.0, o.next_seq)).collect()
+        self.outgoing.lock().unwrap().iter().map(|o| (o.node.0, o.state.next_seq)).collect()
     }
 
     /// True when everything written was sent and confirmed.
@@ -227,104 +211,57 @@ impl<F: Fabric> RecordHandler<F> {
     }
 }
 
-/// Copies `data` into the ring at stream position `pos`, wrapping around.
-///
-/// # Safety
-/// `ring` points to `size` writable bytes and `[pos, pos + data.len())` is
-/// the free part of the ring (written, not posted).
-unsafe fn write_wrapped(ring: *mut u8, size: u32, pos: u64, data: &[u8]) {
-    let at = (pos % u64::from(size)) as usize;
-    let first = data.len().min(size as usize - at);
-    // SAFETY: both parts lie inside the ring, per the caller's contract.
-    unsafe {
-        std::ptr::copy_nonoverlapping(data.as_ptr(), ring.add(at), first);
-        std::ptr::copy_nonoverlapping(data.as_ptr().add(first), ring, data.len() - first);
-    }
-}
-
 impl<F: Fabric> EngineHandler for RecordHandler<F> {
     fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage {
         let mut out = self.outgoing.lock().unwrap();
         if prev.bytes_not_posted > 0 {
             self.not_posted_reports.fetch_add(1, Ordering::Relaxed);
         }
-        if prev.node_id != 0xFFFF {
-            if let Some(o) = out.iter_mut().find(|o| o.node.0 == prev.node_id) {
-                o.posted += u64::from(prev.bytes_posted);
-            }
-        }
-        for c in completed.entries() {
-            if let Some(o) = out.iter_mut().find(|o| o.node.0 == c.node_id) {
-                o.confirmed += u64::from(c.bytes);
-            }
-        }
+        out.account(prev, completed);
         let generating = self.generating.load(Ordering::Acquire);
-        let n = out.len();
-        let start = self.next_target.fetch_add(1, Ordering::Relaxed) as usize;
-        for k in 0..n {
-            let o = &mut out[(start + k) % n];
+        out.next_package(|o| {
             // Write whole records while they fit the free part of the ring.
             if generating {
                 loop {
-                    if o.pending.is_empty() {
-                        let (src, dst, seq) = (self.me.0, o.node.0, o.next_seq);
-                        make_record(src, dst, seq, &mut o.sizes, &mut o.pending);
+                    let r = &mut o.state;
+                    if r.pending.is_empty() {
+                        make_record(self.me.0, o.node.0, r.next_seq, &mut r.sizes, &mut r.pending);
                     }
-                    let free = o.confirmed + u64::from(o.size) - o.written;
-                    if (o.pending.len() as u64) > free {
+                    // Taken out for the write (which borrows the whole target), then put back.
+                    let record = std::mem::take(&mut o.state.pending);
+                    let fits = o.write(&record);
+                    o.state.pending = record;
+                    if !fits {
                         break;
                     }
-                    // SAFETY: [written, written + len) ≤ confirmed + size lies in
-                    // the free part of the ring; the connection is held by the test.
-                    unsafe { write_wrapped(o.ring, o.size, o.written, &o.pending) };
-                    o.written += o.pending.len() as u64;
-                    o.next_seq += 1;
-                    o.pending.clear();
+                    o.state.next_seq += 1;
+                    o.state.pending.clear();
                 }
             }
-            let avail = o.written - o.posted;
+            let avail = o.unposted();
             if avail == 0 {
-                continue;
+                return None;
             }
             // Random package lengths: records span packages.
-            let len = {
-                let mut r = self.packages.lock().unwrap();
-                if r.below(4) == 0 {
-                    avail
-                } else {
-                    avail.min(1 + r.below(96 << 10))
-                }
-            };
-            return NextWorkPackage {
-                node_id: o.node.0,
-                fc_data: 0,
-                flags: NWP_VALID,
-                offset: (o.posted % u64::from(o.size)) as u32,
-                length: len as u32,
-                connection: 0,
-            };
-        }
-        NextWorkPackage::default()
+            let mut r = self.packages.lock().unwrap();
+            let len = if r.below(4) == 0 { avail } else { avail.min(1 + r.below(96 << 10)) };
+            Some(o.package(len))
+        })
     }
 
     fn received(&self, ring: &IncomingRing) -> u32 {
         let Some(pool) = self.pool.get() else { return 0 };
         let mut incoming = self.incoming.lock().unwrap();
-        let n = ring.used();
-        for i in 0..n {
-            let e = ring.get(i).expect("i < used");
-            if e.buffer_id == NO_BUFFER {
-                continue;
+        let (n, refused) = consume_received(ring, pool, self.me, |source, _fc, data| {
+            if data.is_empty() {
+                return;
             }
-            // SAFETY: the entry's buffer holds `data_length` received bytes
-            // and is ours until returned below.
-            let data = unsafe { std::slice::from_raw_parts(e.data_address as *const u8, e.data_length as usize) };
-            let r = incoming.entry(e.source_node_id).or_default();
+            let r = incoming.entry(source).or_default();
             let before = r.verified;
             r.take(data);
             self.verified.fetch_add(r.verified - before, Ordering::Relaxed);
-            pool.give_back(e.buffer_id).expect("buffer returned once");
-        }
+        });
+        assert_eq!(refused, 0, "a receive buffer was given back twice");
         n
     }
 
