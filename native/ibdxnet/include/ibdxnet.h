@@ -274,4 +274,17 @@ struct IbdxnetIncomingRingHeader {
   uint32_t size;
 };
 
+/**
+ * The word of a sleeping engine thread that its wakers read first
+ * (`sys::doorbell`): 1 while the thread sleeps or is about to. Java reads
+ * the send thread's word after publishing data and calls `wakeSendThread`
+ * only when it is 1. Rust accesses it as an `AtomicU32` (same layout).
+ */
+struct IbdxnetSleepWord {
+  /**
+   * 1: sleeping; 0: awake (or a waker already rang).
+   */
+  uint32_t sleeping;
+};
+
 #endif  /* IBDXNET_H */

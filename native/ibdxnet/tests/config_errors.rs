@@ -130,6 +130,7 @@ const WRONG_TYPE: &[Case] = &[
     ("parking_yield_after_ms", "soon", &[]),
     ("parking_park_after_ms", "later", &[]),
     ("parking_park_for_ns", "1ns", &[]),
+    ("parking_sleep_after_us", "forever", &[]),
 ];
 
 /// Values out of range for each key (refused by `set`, by validation or
@@ -184,6 +185,7 @@ const OUT_OF_RANGE: &[Case] = &[
     ("parking_park_after_ms", "86400001", &[]),
     ("parking_park_after_ms", "50", &[]),
     ("parking_park_for_ns", "100000001", &[]),
+    ("parking_sleep_after_us", "86400000001", &[]),
     ("auth_key_file", "/nonexistent/ibdxnet.key", &[]),
     ("bogus_key", "1", &[]),
 ];

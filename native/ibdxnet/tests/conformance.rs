@@ -31,6 +31,7 @@ conformance!(
     post_on_unconnected_qp_is_refused,
     error_state_is_unreachable_from_reset,
     concurrent_senders_share_srq_and_cqs,
+    an_armed_queue_wakes_its_descriptor_at_the_next_completion_only,
 );
 
 fn open_reports_device_limits<F: TestFabric>(test: &str) {
@@ -470,4 +471,32 @@ fn concurrent_senders_share_srq_and_cqs<F: TestFabric>(test: &str) {
     for seq in got.values() {
         assert_eq!(seq, &(0..per_sender as u32).collect::<Vec<_>>(), "per-QP order");
     }
+}
+
+/// True if `fd` becomes readable within `ms`.
+fn readable_within(fd: std::os::fd::RawFd, ms: i32) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, ms) == 1 }
+}
+
+fn an_armed_queue_wakes_its_descriptor_at_the_next_completion_only<F: TestFabric>(test: &str) {
+    let Some((a, b)) = connected_pair::<F>(test, NodeSpec::default()) else { return };
+    b.post_recvs(&[(1, &[(0, 64)]), (2, &[(64, 64)]), (3, &[(128, 64)])]);
+    // Not armed: a completion arrives without a wake-up.
+    a.post_sends(&[(1, &[(0, 8)], Some(1), S)]).unwrap();
+    assert_eq!(poll_n(&b.recv_cq, 1).len(), 1);
+    assert!(!readable_within(b.recv_cq.wake_fd(), 100), "{test}: woken without arming");
+    // Armed, empty: the next completion wakes the descriptor …
+    assert!(b.recv_cq.arm().unwrap(), "{test}: no timers pending, arming must work");
+    assert!(poll_for(&b.recv_cq, Duration::ZERO).is_empty());
+    a.post_sends(&[(2, &[(0, 8)], Some(2), S)]).unwrap();
+    assert!(readable_within(b.recv_cq.wake_fd(), 5_000), "{test}: an armed queue did not wake");
+    b.recv_cq.clear_wake().unwrap();
+    assert_eq!(poll_n(&b.recv_cq, 1)[0].wr_id, 2);
+    // … once: without arming again, the following one does not.
+    a.post_sends(&[(3, &[(0, 8)], Some(3), S)]).unwrap();
+    assert_eq!(poll_n(&b.recv_cq, 1)[0].wr_id, 3);
+    assert!(!readable_within(b.recv_cq.wake_fd(), 100), "{test}: woken twice by one arming");
+    assert_eq!(poll_n(&a.send_cq, 3).len(), 3);
 }

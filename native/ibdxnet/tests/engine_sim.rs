@@ -454,3 +454,44 @@ fn immediate_data_naming_another_node_closes_only_that_connection() {
     drop(nodes);
     drop(held);
 }
+
+/// After a stream, with nothing to do, both engine threads block on their
+/// events instead of polling: over a second they loop only about once per
+/// sleep timeout (10 ms), not tens of thousands of times; `never` polls.
+#[test]
+fn idle_engine_threads_sleep_until_woken_and_never_keeps_polling() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let stat = |n: &Node, k: &str| n.engine.stats_map().into_iter().find(|e| e.0 == k).map(|e| e.1).unwrap();
+    for (sleep_after, sleeping) in [(Some(Duration::from_micros(200)), true), (None, false)] {
+        let opts = StreamOptions { verify: true, limit: Some(1 << 20), ..Default::default() };
+        let (_net, nodes) = start(2, opts, |c| {
+            c.parking.yield_after = Duration::ZERO;
+            c.parking.sleep_after = sleep_after;
+        });
+        let _held = all_to_all(&nodes, 1 << 20);
+        std::thread::sleep(Duration::from_millis(100));
+        let before: Vec<_> = ["send_iterations", "recv_iterations", "send_sleeps", "recv_sleeps"]
+            .iter()
+            .map(|k| stat(&nodes[0], k))
+            .collect();
+        std::thread::sleep(Duration::from_secs(1));
+        let after: Vec<_> = ["send_iterations", "recv_iterations", "send_sleeps", "recv_sleeps"]
+            .iter()
+            .map(|k| stat(&nodes[0], k))
+            .collect();
+        let d: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+        println!(
+            "sleep_after {sleep_after:?}: in 1 s idle: iterations send {} recv {}, sleeps send {} recv {}",
+            d[0], d[1], d[2], d[3]
+        );
+        if sleeping {
+            // At most one wake-up per timeout, plus the loop around each.
+            assert!(d[0] <= 400 && d[1] <= 400, "idle threads looped {d:?}");
+            assert!(d[2] >= 20 && d[3] >= 20, "idle threads did not sleep: {d:?}");
+        } else {
+            assert_eq!((d[2], d[3]), (0, 0), "`never` slept");
+            assert!(d[0] > 1000 && d[1] > 1000, "polling threads looped only {d:?}");
+        }
+        assert_eq!(nodes[0].engine.stats().errors.load(Relaxed), 0);
+    }
+}

@@ -8,7 +8,7 @@
 
 use super::structs::{
     CompletedWork, CompletedWorkList, IbdxnetDeviceInfo, IncomingEntry, IncomingRingHeader, NextWorkPackage,
-    PrevWorkResults,
+    PrevWorkResults, SleepWord,
 };
 use crate::fabric::Sge;
 
@@ -106,6 +106,7 @@ pub fn layouts() -> Vec<StructLayout> {
             data_address: u64,
         }),
         describe!(IncomingRingHeader as IbdxnetIncomingRingHeader { used: u32, front: u32, back: u32, size: u32 }),
+        describe!(SleepWord as IbdxnetSleepWord { sleeping: std::sync::atomic::AtomicU32 }),
     ]
 }
 

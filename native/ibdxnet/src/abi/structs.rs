@@ -151,6 +151,17 @@ pub struct IncomingRingHeader {
     pub size: u32,
 }
 
+/// The word of a sleeping engine thread that its wakers read first
+/// (`sys::doorbell`): 1 while the thread sleeps or is about to. Java reads
+/// the send thread's word after publishing data and calls `wakeSendThread`
+/// only when it is 1. Rust accesses it as an `AtomicU32` (same layout).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct SleepWord {
+    /// 1: sleeping; 0: awake (or a waker already rang).
+    pub sleeping: std::sync::atomic::AtomicU32,
+}
+
 /// Device limits and port attributes as Java and C see them.
 ///
 /// ```text
@@ -225,3 +236,4 @@ const _: () = assert!(std::mem::size_of::<IncomingRingHeader>() == 16);
 const _: () = assert!(std::mem::size_of::<IbdxnetDeviceInfo>() == 64);
 const _: () = assert!(std::mem::offset_of!(IbdxnetDeviceInfo, gid) == 32);
 const _: () = assert!(std::mem::offset_of!(IbdxnetDeviceInfo, sim_addr) == 48);
+const _: () = assert!(std::mem::size_of::<SleepWord>() == 4 && std::mem::align_of::<SleepWord>() == 4);

@@ -234,7 +234,8 @@ fn measure_parking() {
     let pct = |v: &[u64], p: f64| v[((v.len() - 1) as f64 * p) as usize] as f64 / 1000.0;
     println!("wake-up latency of an idle engine thread (1000 samples, 1 ms apart), µs:");
     println!("{:<6} {:>9} {:>9} {:>9} {:>9}", "phase", "p50", "p90", "p99", "max");
-    for (name, phase) in [("busy", Phase::Busy), ("yield", Phase::Yield), ("park", Phase::Park)] {
+    let phases = [("busy", Phase::Busy), ("yield", Phase::Yield), ("park", Phase::Park), ("sleep", Phase::Sleep)];
+    for (name, phase) in phases {
         let v = measure_wakeup(phase, 1000, Duration::from_millis(1));
         println!("{name:<6} {:>9.2} {:>9.2} {:>9.2} {:>9.2}", pct(&v, 0.5), pct(&v, 0.9), pct(&v, 0.99), pct(&v, 1.0));
     }

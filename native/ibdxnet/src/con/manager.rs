@@ -31,6 +31,7 @@ use super::node::{NodeError, NodeId, NodeTable};
 use super::proto::{Body, MAX_PACKET};
 use super::stats::ConStats;
 use crate::fabric::{Fabric, QpCaps};
+use crate::sys::doorbell::Doorbell;
 use crate::sys::queue::IndexQueue;
 use crate::util::lock;
 
@@ -76,6 +77,8 @@ pub struct ConManager<F: Fabric> {
     jobs: IndexQueue,
     create_requested: Mutex<HashSet<NodeId>>,
     changed: (Mutex<u64>, Condvar),
+    /// The send thread's doorbell (see [`ConManager::wake_on_change`]).
+    on_change: std::sync::OnceLock<Arc<Doorbell>>,
     socket: UdpSocket,
     local_addr: SocketAddr,
     events: EventSink,
@@ -147,6 +150,7 @@ impl<F: Fabric> ConManager<F> {
             jobs: IndexQueue::new(JOB_QUEUE),
             create_requested: Mutex::new(HashSet::new()),
             changed: (Mutex::new(0), Condvar::new()),
+            on_change: std::sync::OnceLock::new(),
             socket,
             local_addr,
             events,
@@ -332,11 +336,21 @@ impl<F: Fabric> ConManager<F> {
         self.notify();
     }
 
-    /// Wakes the callers waiting in [`ConManager::connect`].
+    /// Wakes the callers waiting in [`ConManager::connect`], and the send
+    /// thread: a connection it has data for may be up now.
     fn notify(&self) {
         let (m, cv) = &self.changed;
         *lock(m) += 1;
         cv.notify_all();
+        if let Some(d) = self.on_change.get() {
+            d.wake_if_sleeping();
+        }
+    }
+
+    /// Rings `doorbell` (if its thread sleeps) at every change of a connection.
+    pub fn wake_on_change(&self, doorbell: Arc<Doorbell>) {
+        // Set once, by the engine; a second call changes nothing.
+        let _ = self.on_change.set(doorbell);
     }
 
     /// Fault injection for tests: our immediate data claims to come from

@@ -113,6 +113,18 @@ pub trait CompletionQueue: Send + Sync + std::fmt::Debug {
     /// returns how many. Never blocks. An overrun queue reports
     /// [`FabricError::CqOverrun`] instead of silently losing completions.
     fn poll(&self, out: &mut [WorkCompletion]) -> Result<usize, FabricError>;
+    /// Asks to be woken at the next completion: after this call the first
+    /// completion added makes [`wake_fd`](Self::wake_fd) readable. One that
+    /// came before is not signalled, so poll once more after arming. False
+    /// when the queue cannot promise a wake-up now (sim: deliveries are due
+    /// that only polling moves on): keep polling instead of sleeping.
+    fn arm(&self) -> Result<bool, FabricError>;
+    /// The descriptor an armed queue makes readable (verbs: its completion
+    /// channel); readable until [`clear_wake`](Self::clear_wake).
+    fn wake_fd(&self) -> std::os::fd::RawFd;
+    /// Consumes the wake-ups delivered so far (call after `wake_fd` was
+    /// readable, before arming again).
+    fn clear_wake(&self) -> Result<(), FabricError>;
 }
 
 /// A shared receive queue feeding the receive side of many queue pairs.

@@ -243,6 +243,21 @@ extern "system" fn ring_size<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jl
     guarded(&mut env, -1, |_| Ok(with_native!(engine(handle)?, |n| n.engine.config().send_ring_size as jint)))
 }
 
+extern "system" fn send_sleep_word<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jlong {
+    guarded(
+        &mut env,
+        0,
+        |_| Ok(with_native!(engine(handle)?, |n| n.engine.send_doorbell().sleeping_address() as jlong)),
+    )
+}
+
+extern "system" fn wake_send_thread<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) {
+    guarded(&mut env, (), |_| {
+        with_native!(engine(handle)?, |n| n.engine.wake_send());
+        Ok(())
+    })
+}
+
 extern "system" fn close_connection<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, id: jint, force: jboolean) {
     guarded(&mut env, (), |_| {
         let id = node(id)?;
@@ -361,6 +376,8 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("removeNode", "(JI)Z", remove_node as *mut c_void),
         m("connect", "(JII)[J", connect as *mut c_void),
         m("ringSize", "(J)I", ring_size as *mut c_void),
+        m("sendSleepWord", "(J)J", send_sleep_word as *mut c_void),
+        m("wakeSendThread", "(J)V", wake_send_thread as *mut c_void),
         m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
         m("closeQueuePair", "(JII)Z", close_queue_pair as *mut c_void),
         m("setHandledOnLeave", "(JIIJ)V", set_handled_on_leave as *mut c_void),

@@ -4,7 +4,7 @@
 //! starts and stops the threads and checks the configuration against the
 //! device; the threads' work is in `send` and `recv`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -17,7 +17,8 @@ use super::send::SendThread;
 use super::stats::EngineStats;
 use crate::con::{ConConfig, ConError, ConManager, Connection, EventSink, NodeError, NodeEvent, NodeId, QueueSet};
 use crate::fabric::{Fabric, FabricError, QpCaps};
-use crate::sys::parking::Parking;
+use crate::sys::doorbell::Doorbell;
+use crate::sys::parking::{Parking, ParkingConfig};
 
 /// Why an engine could not start.
 #[derive(Debug)]
@@ -107,12 +108,46 @@ fn con_config(cfg: &EngineConfig) -> ConConfig {
     }
 }
 
+/// The longest an engine thread sleeps without being woken: its periodic
+/// look around (e.g. connections closed meanwhile). 100 looks a second cost
+/// next to nothing.
+pub(crate) const SLEEP_TIMEOUT: Duration = Duration::from_millis(10);
+
+/// How an attempt to sleep ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sleep {
+    /// Blocked until woken or the timeout.
+    Slept,
+    /// The last look before blocking found this much work.
+    FoundWork(usize),
+    /// Blocking is not possible now (work only polling moves on).
+    NotNow,
+}
+
+/// A send or receive thread as its idle loop drives it.
+pub(crate) trait Agent {
+    /// One iteration; the amount of work done (0 = idle).
+    fn do_work(&mut self) -> usize;
+    /// Announces sleep on the thread's doorbell, arms what can wake it, looks
+    /// for work once more, and blocks if there is none (`sys::doorbell`).
+    fn sleep(&mut self) -> Sleep;
+}
+
 /// The loop of the send and receive threads: work, then idle by the amount
-/// of work done, until the engine stops.
-fn agent_loop(running: &AtomicBool, parking: crate::sys::parking::ParkingConfig, mut work: impl FnMut() -> usize) {
+/// of work done (busy, yield, park, sleep), until the engine stops.
+fn agent_loop<A: Agent>(running: &AtomicBool, parking: ParkingConfig, agent: &mut A, iterations: &AtomicU64) {
     let mut park = Parking::new(parking);
     while running.load(Ordering::Acquire) {
-        park.idle(work());
+        iterations.fetch_add(1, Ordering::Relaxed);
+        if park.idle(agent.do_work()) {
+            match agent.sleep() {
+                Sleep::Slept => {}
+                Sleep::FoundWork(n) => {
+                    park.idle(n);
+                }
+                Sleep::NotNow => park.nap(),
+            }
+        }
     }
 }
 
@@ -123,6 +158,8 @@ pub struct Engine<F: Fabric> {
     pool: Arc<RecvPool<F>>,
     stats: Arc<EngineStats>,
     running: Arc<AtomicBool>,
+    send_doorbell: Arc<Doorbell>,
+    recv_doorbell: Arc<Doorbell>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -176,14 +213,22 @@ impl<F: Fabric> Engine<F> {
         }
         let stats = Arc::new(EngineStats::default());
         let running = Arc::new(AtomicBool::new(true));
-        let send = SendThread::new(&cfg, mgr.clone(), handler.clone(), stats.clone())?;
-        let recv = RecvThread::new(&cfg, mgr.clone(), handler.clone(), pool.clone(), stats.clone())?;
+        let (send_doorbell, recv_doorbell) = (Arc::new(Doorbell::new()?), Arc::new(Doorbell::new()?));
+        // Who wakes whom: connection changes and the user's new data (see
+        // `wake_send`) the send thread, returned buffers the receive thread.
+        mgr.wake_on_change(send_doorbell.clone());
+        pool.wake_on_return(recv_doorbell.clone());
+        let send = SendThread::new(&cfg, mgr.clone(), handler.clone(), stats.clone(), send_doorbell.clone())?;
+        let recv =
+            RecvThread::new(&cfg, mgr.clone(), handler.clone(), pool.clone(), stats.clone(), recv_doorbell.clone())?;
         let mut engine = Engine {
             cfg: cfg.clone(),
             mgr: mgr.clone(),
             pool,
             stats: stats.clone(),
             running: running.clone(),
+            send_doorbell,
+            recv_doorbell,
             threads: Vec::new(),
         };
         let node = cfg.node_id;
@@ -204,15 +249,17 @@ impl<F: Fabric> Engine<F> {
         };
         let m = mgr.clone();
         engine.threads.push(spawn(ThreadRole::Job, Box::new(move || m.run()))?);
-        let (r, p) = (running.clone(), cfg.parking);
+        let (r, p, st) = (running.clone(), cfg.parking, stats.clone());
         let mut send = send;
-        engine.threads.push(spawn(ThreadRole::Send, Box::new(move || agent_loop(&r, p, || send.do_work())))?);
-        let r = running.clone();
+        engine
+            .threads
+            .push(spawn(ThreadRole::Send, Box::new(move || agent_loop(&r, p, &mut send, &st.send_iterations)))?);
+        let (r, st) = (running.clone(), stats.clone());
         let mut recv = recv;
         engine.threads.push(spawn(
             ThreadRole::Recv,
             Box::new(move || {
-                agent_loop(&r, p, || recv.do_work());
+                agent_loop(&r, p, &mut recv, &st.recv_iterations);
                 recv.drain();
             }),
         )?);
@@ -256,6 +303,15 @@ impl<F: Fabric> Engine<F> {
     pub fn connect_timeout(&self, node: NodeId, timeout: Duration) -> Result<Arc<Connection<F>>, ConError> {
         self.mgr.connect(node, timeout)
     }
+    /// Tells a sleeping send thread that the user has new data: call after
+    /// publishing it (cheap while the thread is awake: one load).
+    pub fn wake_send(&self) {
+        self.send_doorbell.wake_if_sleeping();
+    }
+    /// The send thread's doorbell, whose sleeping word Java reads.
+    pub fn send_doorbell(&self) -> &Arc<Doorbell> {
+        &self.send_doorbell
+    }
     /// Returns a received buffer to the pool; any thread.
     pub fn return_buffer(&self, id: u32) -> Result<(), ReturnError> {
         self.pool.give_back(id)
@@ -287,6 +343,8 @@ impl<F: Fabric> Engine<F> {
     fn stop(&mut self) {
         self.running.store(false, Ordering::Release);
         self.mgr.shutdown();
+        self.send_doorbell.ring();
+        self.recv_doorbell.ring();
         for t in self.threads.drain(..) {
             if t.join().is_err() {
                 log::error!("node {}: an engine thread could not be joined", self.cfg.node_id);

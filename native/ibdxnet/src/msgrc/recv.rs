@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::config::EngineConfig;
+use super::engine::{Agent, Sleep, SLEEP_TIMEOUT};
 use super::handler::EngineHandler;
 use super::imm;
 use super::recv_pool::RecvPool;
@@ -16,6 +17,7 @@ use super::stats::EngineStats;
 use crate::abi::{IncomingEntry, NO_BUFFER};
 use crate::con::ConManager;
 use crate::fabric::{CompletionQueue, Fabric, RecvBatch, Sge, SharedReceiveQueue, WcStatus, WorkCompletion};
+use crate::sys::doorbell::Doorbell;
 
 /// The receive thread's state.
 pub(crate) struct RecvThread<F: Fabric, H: EngineHandler> {
@@ -36,6 +38,7 @@ pub(crate) struct RecvThread<F: Fabric, H: EngineHandler> {
     wcs: Vec<WorkCompletion>,
     /// The queue pair last closed for a protocol violation.
     violator: u32,
+    doorbell: Arc<Doorbell>,
 }
 
 impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
@@ -45,6 +48,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         handler: Arc<H>,
         pool: Arc<RecvPool<F>>,
         stats: Arc<EngineStats>,
+        doorbell: Arc<Doorbell>,
     ) -> Result<Self, crate::fabric::FabricError> {
         let srq = mgr.queues().srq.max_wr().min(cfg.srq_size);
         Ok(RecvThread {
@@ -59,6 +63,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             taken: Vec::with_capacity(srq as usize),
             wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
             violator: 0,
+            doorbell,
             mgr,
             handler,
             pool,
@@ -67,7 +72,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
     }
 
     /// One loop iteration; returns the amount of work done (0 = idle).
-    pub(crate) fn do_work(&mut self) -> usize {
+    fn iterate(&mut self) -> usize {
         let room = (self.ring.free() / self.sges_per_wr.max(1)) as usize;
         let want = room.min(self.wcs.len());
         let polled = if want > 0 {
@@ -271,5 +276,51 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             }
             self.ring.consume(1);
         }
+    }
+}
+
+impl<F: Fabric, H: EngineHandler> Agent for RecvThread<F, H> {
+    fn do_work(&mut self) -> usize {
+        self.iterate()
+    }
+
+    /// Wakes on a receive completion or a returned buffer (the pool rings).
+    /// Not while the user has left entries in the ring: it takes them at a
+    /// later up-call, so this thread must keep calling.
+    fn sleep(&mut self) -> Sleep {
+        if self.ring.used() > 0 {
+            return Sleep::NotNow;
+        }
+        let door = self.doorbell.clone();
+        door.announce();
+        let cq = &self.mgr.queues().recv_cq;
+        match cq.arm() {
+            Ok(true) => {}
+            Ok(false) => {
+                door.retract();
+                return Sleep::NotNow;
+            }
+            Err(e) => {
+                log::error!("node {}: arming the receive completion queue failed: {e}", self.mgr.node_id());
+                self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                door.retract();
+                return Sleep::NotNow;
+            }
+        }
+        let work = self.iterate();
+        if work > 0 || self.ring.used() > 0 {
+            door.retract();
+            return Sleep::FoundWork(work.max(1));
+        }
+        let cq = &self.mgr.queues().recv_cq;
+        if let Err(e) = door.wait(&[cq.wake_fd()], SLEEP_TIMEOUT) {
+            log::error!("node {}: the receive thread could not sleep: {e}", self.mgr.node_id());
+        }
+        door.retract();
+        if let Err(e) = cq.clear_wake() {
+            log::error!("node {}: clearing the receive completion queue's wake-up failed: {e}", self.mgr.node_id());
+        }
+        self.stats.recv_sleeps.fetch_add(1, Ordering::Relaxed);
+        Sleep::Slept
     }
 }

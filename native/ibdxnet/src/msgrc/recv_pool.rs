@@ -3,8 +3,10 @@
 //! returns them from any thread once processed (lock-free free list).
 
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crate::fabric::{Fabric, FabricError, MemoryRegion, Sge};
+use crate::sys::doorbell::Doorbell;
 use crate::sys::queue::IndexQueue;
 use crate::sys::region::Region;
 
@@ -37,6 +39,8 @@ pub struct RecvPool<F: Fabric> {
     count: u32,
     state: Box<[AtomicU8]>,
     free: IndexQueue,
+    /// The receive thread's doorbell: a returned buffer may be what it waits for.
+    doorbell: OnceLock<Arc<Doorbell>>,
 }
 
 impl<F: Fabric> std::fmt::Debug for RecvPool<F> {
@@ -58,7 +62,7 @@ impl<F: Fabric> RecvPool<F> {
             free.push(id).expect("queue sized for every buffer");
         }
         let state = (0..count).map(|_| AtomicU8::new(FREE)).collect();
-        Ok(RecvPool { mr, region, buffer_size, count, state, free })
+        Ok(RecvPool { mr, region, buffer_size, count, state, free, doorbell: OnceLock::new() })
     }
 
     /// Bytes per buffer.
@@ -94,7 +98,16 @@ impl<F: Fabric> RecvPool<F> {
         while self.free.push(id).is_err() {
             std::thread::yield_now();
         }
+        if let Some(d) = self.doorbell.get() {
+            d.wake_if_sleeping();
+        }
         Ok(())
+    }
+
+    /// Rings `doorbell` (if its thread sleeps) whenever a buffer comes back.
+    pub(crate) fn wake_on_return(&self, doorbell: Arc<Doorbell>) {
+        // Set once, by the engine that owns the pool; a second call changes nothing.
+        let _ = self.doorbell.set(doorbell);
     }
 
     /// Address of buffer `id`.

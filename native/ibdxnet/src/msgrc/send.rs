@@ -15,6 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::config::EngineConfig;
+use super::engine::{Agent, Sleep, SLEEP_TIMEOUT};
 use super::handler::EngineHandler;
 use super::imm;
 use super::shared::CompletedList;
@@ -22,6 +23,7 @@ use super::stats::EngineStats;
 use crate::abi::{NextWorkPackage, PrevWorkResults, NWP_VALID};
 use crate::con::{ConManager, ConState, Connection, NodeId};
 use crate::fabric::{CompletionQueue, Fabric, QueuePair, SendBatch, SendFlags, Sge, WcStatus, WorkCompletion};
+use crate::sys::doorbell::Doorbell;
 
 const SEQ_BITS: u32 = 48;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
@@ -91,6 +93,7 @@ pub(crate) struct SendThread<F: Fabric, H: EngineHandler> {
     planned: Vec<InFlight>,
     wcs: Vec<WorkCompletion>,
     outstanding: u64,
+    doorbell: Arc<Doorbell>,
 }
 
 impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
@@ -99,6 +102,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
         mgr: Arc<ConManager<F>>,
         handler: Arc<H>,
         stats: Arc<EngineStats>,
+        doorbell: Arc<Doorbell>,
     ) -> Result<Self, crate::fabric::FabricError> {
         let max_inline = mgr.queues().caps.max_inline_data.min(cfg.max_inline);
         Ok(SendThread {
@@ -118,11 +122,12 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             planned: Vec::with_capacity(64),
             wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
             outstanding: 0,
+            doorbell,
         })
     }
 
     /// One loop iteration; returns the amount of work done (0 = idle).
-    pub(crate) fn do_work(&mut self) -> usize {
+    fn iterate(&mut self) -> usize {
         let next = self.handler.next_data_to_send(&self.prev, &self.completed);
         *self.prev = PrevWorkResults::default();
         self.completed.clear();
@@ -384,5 +389,54 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
         // A closing connection's WRs complete normally, a closed one's are
         // flushed (its queue pair is in ERROR): either way they all come back.
         self.draining.retain(|n| !n.inflight.is_empty());
+    }
+}
+
+impl<F: Fabric, H: EngineHandler> Agent for SendThread<F, H> {
+    fn do_work(&mut self) -> usize {
+        self.iterate()
+    }
+
+    /// Wakes on the user's new data (Java reads the doorbell's word and calls
+    /// `wakeSendThread`), on a connection change, or on a send completion
+    /// while requests are in flight.
+    fn sleep(&mut self) -> Sleep {
+        let door = self.doorbell.clone();
+        door.announce();
+        let watch_cq = self.outstanding > 0;
+        if watch_cq {
+            match self.mgr.queues().send_cq.arm() {
+                Ok(true) => {}
+                Ok(false) => {
+                    door.retract();
+                    return Sleep::NotNow;
+                }
+                Err(e) => {
+                    log::error!("node {}: arming the send completion queue failed: {e}", NodeId(self.me));
+                    self.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    door.retract();
+                    return Sleep::NotNow;
+                }
+            }
+        }
+        // The last look (this up-call also hands over the previous results).
+        let work = self.iterate();
+        if work > 0 {
+            door.retract();
+            return Sleep::FoundWork(work);
+        }
+        let cq = &self.mgr.queues().send_cq;
+        let fds = [cq.wake_fd()];
+        if let Err(e) = door.wait(if watch_cq { &fds } else { &[] }, SLEEP_TIMEOUT) {
+            log::error!("node {}: the send thread could not sleep: {e}", NodeId(self.me));
+        }
+        door.retract();
+        if watch_cq {
+            if let Err(e) = cq.clear_wake() {
+                log::error!("node {}: clearing the send completion queue's wake-up failed: {e}", NodeId(self.me));
+            }
+        }
+        self.stats.send_sleeps.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Sleep::Slept
     }
 }

@@ -21,6 +21,14 @@ pub struct EngineStats {
     /// Messages whose immediate data named another node than the one of
     /// their queue pair (each closes that connection).
     pub protocol_violations: AtomicU64,
+    /// Loop iterations of the send thread.
+    pub send_iterations: AtomicU64,
+    /// Times the send thread blocked until woken.
+    pub send_sleeps: AtomicU64,
+    /// Loop iterations of the receive thread.
+    pub recv_iterations: AtomicU64,
+    /// Times the receive thread blocked until woken.
+    pub recv_sleeps: AtomicU64,
 }
 
 impl EngineStats {
@@ -36,7 +44,7 @@ impl EngineStats {
 
 impl EngineStats {
     /// The counters by their names in the statistics map.
-    pub fn entries(&self) -> [(&'static str, u64); 7] {
+    pub fn entries(&self) -> [(&'static str, u64); 11] {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         [
             ("wrs_sent", l(&self.wrs_sent)),
@@ -46,6 +54,10 @@ impl EngineStats {
             ("errors", l(&self.errors)),
             ("thread_panics", l(&self.thread_panics)),
             ("protocol_violations", l(&self.protocol_violations)),
+            ("send_iterations", l(&self.send_iterations)),
+            ("send_sleeps", l(&self.send_sleeps)),
+            ("recv_iterations", l(&self.recv_iterations)),
+            ("recv_sleeps", l(&self.recv_sleeps)),
         ]
     }
 }

@@ -1,12 +1,13 @@
 //! Simulated completion queues and shared receive queues.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::qp::QpCore;
 use super::SimDevice;
 use crate::fabric::{CompletionQueue, FabricError, PostError, RecvBatch, Sge, SharedReceiveQueue, WorkCompletion};
+use crate::sys::doorbell::EventFd;
 use crate::util::lock;
 
 /// A completion plus the send queue slots its polling frees.
@@ -29,6 +30,9 @@ pub(crate) struct CqCore {
     pub dev: Arc<SimDevice>,
     capacity: u32,
     state: Mutex<CqState>,
+    /// Set by `arm`, taken by the next completion, which signals `wake`.
+    armed: AtomicBool,
+    wake: EventFd,
 }
 
 impl CqCore {
@@ -42,6 +46,12 @@ impl CqCore {
             return;
         }
         st.entries.push_back(entry);
+        drop(st);
+        // After the entry is visible: an `arm` that missed this signal sees
+        // the entry in its next poll (see `CompletionQueue::arm`).
+        if self.armed.swap(false, Ordering::SeqCst) {
+            self.wake.signal();
+        }
     }
 }
 
@@ -55,7 +65,15 @@ impl SimCq {
         if cqe == 0 || cqe > max {
             return Err(FabricError::Limit { what: "cqe", requested: u64::from(cqe), max: u64::from(max) });
         }
-        Ok(SimCq(Arc::new(CqCore { dev, capacity: cqe, state: Mutex::new(CqState::default()) })))
+        let wake =
+            EventFd::new().map_err(|e| FabricError::Unavailable(format!("eventfd for a completion queue: {e}")))?;
+        Ok(SimCq(Arc::new(CqCore {
+            dev,
+            capacity: cqe,
+            state: Mutex::new(CqState::default()),
+            armed: AtomicBool::new(false),
+            wake,
+        })))
     }
 }
 
@@ -81,6 +99,24 @@ impl CompletionQueue for SimCq {
             }
         }
         Ok(n)
+    }
+
+    fn arm(&self) -> Result<bool, FabricError> {
+        // Timed deliveries (delays, retries) progress only when polled.
+        if self.0.dev.net.has_timers.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.0.armed.store(true, Ordering::SeqCst);
+        Ok(true)
+    }
+
+    fn wake_fd(&self) -> std::os::fd::RawFd {
+        self.0.wake.raw_fd()
+    }
+
+    fn clear_wake(&self) -> Result<(), FabricError> {
+        self.0.wake.reset();
+        Ok(())
     }
 }
 

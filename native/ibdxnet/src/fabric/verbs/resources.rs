@@ -91,6 +91,8 @@ pub(crate) struct CqFlags {
 pub(crate) struct CqHandle {
     pub ctx: Arc<Ctx>,
     pub cq: *mut ffi::ibv_cq,
+    /// The CQ's own completion channel (its fd is non-blocking).
+    channel: *mut ffi::ibv_comp_channel,
     capacity: u32,
     flags: Box<CqFlags>,
     empty_polls: AtomicU32,
@@ -103,10 +105,16 @@ unsafe impl Sync for CqHandle {}
 
 impl Drop for CqHandle {
     fn drop(&mut self) {
-        // SAFETY: every QP using this CQ holds an Arc to this handle, so none is left.
+        // SAFETY: every QP using this CQ holds an Arc to this handle, so none is
+        // left; every CQ event was acked in `clear_wake`.
         let rc = unsafe { ffi::ibv_destroy_cq(self.cq) };
         if rc != 0 {
             log::error!("ibv_destroy_cq failed: errno {rc}");
+        }
+        // SAFETY: the channel's only CQ is gone.
+        let rc = unsafe { ffi::ibv_destroy_comp_channel(self.channel) };
+        if rc != 0 {
+            log::error!("ibv_destroy_comp_channel failed: errno {rc}");
         }
     }
 }
@@ -123,14 +131,36 @@ impl VerbsCq {
         }
         let flags = Box::<CqFlags>::default();
         let cq_context = (&*flags as *const CqFlags).cast_mut().cast();
-        // SAFETY: the context is open; `flags` outlives the CQ (dropped after it).
-        let cq = unsafe { ffi::ibv_create_cq(ctx.ctx, cqe as i32, cq_context, std::ptr::null_mut(), 0) };
+        // SAFETY: the context is open.
+        let channel = unsafe { ffi::ibv_create_comp_channel(ctx.ctx) };
+        if channel.is_null() {
+            return Err(FabricError::last_os("ibv_create_comp_channel"));
+        }
+        let destroy_channel = || {
+            // SAFETY: no CQ uses the channel.
+            unsafe { ffi::ibv_destroy_comp_channel(channel) };
+        };
+        // SAFETY: the channel is live; its fd belongs to it. Non-blocking, so
+        // `clear_wake` can read events until there are none.
+        let rc = unsafe {
+            let fd = (*channel).fd;
+            libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK)
+        };
+        if rc < 0 {
+            let e = FabricError::last_os("fcntl(comp_channel, O_NONBLOCK)");
+            destroy_channel();
+            return Err(e);
+        }
+        // SAFETY: the context and channel are open; `flags` outlives the CQ (dropped after it).
+        let cq = unsafe { ffi::ibv_create_cq(ctx.ctx, cqe as i32, cq_context, channel, 0) };
         if cq.is_null() {
-            return Err(FabricError::last_os("ibv_create_cq"));
+            let e = FabricError::last_os("ibv_create_cq");
+            destroy_channel();
+            return Err(e);
         }
         // SAFETY: `cq` is live; the provider may round the size up.
         let capacity = unsafe { (*cq).cqe }.max(0) as u32;
-        Ok(VerbsCq(Arc::new(CqHandle { ctx, cq, capacity, flags, empty_polls: AtomicU32::new(0) })))
+        Ok(VerbsCq(Arc::new(CqHandle { ctx, cq, channel, capacity, flags, empty_polls: AtomicU32::new(0) })))
     }
 }
 
@@ -204,6 +234,45 @@ impl CompletionQueue for VerbsCq {
             }
         }
         Ok(n)
+    }
+
+    fn arm(&self) -> Result<bool, FabricError> {
+        let h = &self.0;
+        // SAFETY: `cq` is live; ops.req_notify_cq is the provider's
+        // implementation of the inline ibv_req_notify_cq.
+        let rc = unsafe {
+            let notify = (*(*h.cq).context).ops.req_notify_cq.expect("provider without req_notify_cq");
+            notify(h.cq, 0)
+        };
+        if rc != 0 {
+            return Err(FabricError::Verbs { call: "ibv_req_notify_cq", errno: rc });
+        }
+        Ok(true)
+    }
+
+    fn wake_fd(&self) -> std::os::fd::RawFd {
+        // SAFETY: the channel lives as long as the handle.
+        unsafe { (*self.0.channel).fd }
+    }
+
+    fn clear_wake(&self) -> Result<(), FabricError> {
+        let h = &self.0;
+        let mut events = 0u32;
+        loop {
+            let mut cq = std::ptr::null_mut();
+            let mut context = std::ptr::null_mut();
+            // SAFETY: the channel is live and non-blocking: with no event
+            // left this returns -1 (EAGAIN) instead of waiting.
+            if unsafe { ffi::ibv_get_cq_event(h.channel, &mut cq, &mut context) } != 0 {
+                break;
+            }
+            events += 1;
+        }
+        if events > 0 {
+            // SAFETY: `events` events of this (the channel's only) CQ were got above.
+            unsafe { ffi::ibv_ack_cq_events(h.cq, events) };
+        }
+        Ok(())
     }
 }
 

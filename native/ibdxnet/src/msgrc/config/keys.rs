@@ -162,6 +162,24 @@ impl Codec for Nanos {
     }
 }
 
+pub(super) struct MicrosOrNever;
+impl Codec for MicrosOrNever {
+    type T = Option<Duration>;
+    const KIND: &'static str = "microseconds or `never`";
+    fn parse(v: &str) -> Result<Option<Duration>, String> {
+        if v == "never" {
+            return Ok(None);
+        }
+        unsigned(v).map(|us| Some(Duration::from_micros(us)))
+    }
+    fn show(v: &Option<Duration>) -> String {
+        v.map_or_else(|| "never".to_string(), |d| d.as_micros().to_string())
+    }
+    fn number(v: &Option<Duration>) -> Option<u64> {
+        v.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+    }
+}
+
 pub(super) struct Node;
 impl Codec for Node {
     type T = NodeId;
@@ -308,6 +326,8 @@ pub static KEYS: &[Key] = &[
         "… and sleep after this long (at least `parking_yield_after_ms`)"),
     key!("parking_park_for_ns", Nanos, parking.park_for, "1", Int(0, 100_000_000),
         "sleep per idle iteration once parked"),
+    key!("parking_sleep_after_us", MicrosOrNever, parking.sleep_after, "1000", Int(0, MAX_TIMEOUT_MS * 1000),
+        "block until woken (new data, a completion, a returned buffer) after this long without work, whatever the phase; `never`: poll as the paper does"),
     key!("auth_key_file", File, auth_key_file, "", Any,
         "file holding the pre-shared key of the control plane (owner-only); empty: `IBDXNET_AUTH_KEY`, else no key"),
 ];

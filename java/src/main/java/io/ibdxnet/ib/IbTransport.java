@@ -42,6 +42,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final int connectTimeoutMs;
     private final int maxFrame;
     private volatile boolean closing;
+    /** Threads between checking {@link #closing} and waking the native send thread (close waits them out). */
+    private final java.util.concurrent.atomic.AtomicInteger wakers = new java.util.concurrent.atomic.AtomicInteger();
     /** Orderly closes that lost data: published but unposted, or lost in flight (reported as failures). */
     private final java.util.concurrent.atomic.AtomicLong lostOnClose = new java.util.concurrent.atomic.AtomicLong();
     /** Connections whose peer shut down (NodeEvents.LEFT). */
@@ -179,7 +181,24 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 continue;
             }
             wim.pushData(node);
+            wakeSendThread();
             return;
+        }
+    }
+
+    /**
+     * After new write interest: the native send thread may be asleep. Never
+     * once {@link #close} has waited out the wakers (the engine may be gone):
+     * both sides write, then read the other's variable (Dekker).
+     */
+    private void wakeSendThread() {
+        wakers.incrementAndGet();
+        try {
+            if (!closing) {
+                engine.wakeSendThread();
+            }
+        } finally {
+            wakers.decrementAndGet();
         }
     }
 
@@ -188,6 +207,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         // Never blocks (runs on the message creation coordinator).
         if (incomingConnection.get(b.source) == b.connection && confirmations.consumed(b.source, b.length)) {
             wim.pushFlowControl(b.source);
+            wakeSendThread();
         }
     }
 
@@ -398,6 +418,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 if (connections.compareAndSet(node, old, n) || connections.compareAndSet(node, null, n)) {
                     resent.addAndGet(stranded.length);
                     wim.pushData(node);
+                    wakeSendThread();
                     retireIfClosed(n); // closed while we wrote: settled (and resent) in turn
                 } else {
                     // A newer connection took the node's place (after a failure): these
@@ -432,6 +453,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private void close(boolean tellHandled) {
         // The engine's shutdown reports disconnects; they must not call back into it.
         closing = true;
+        while (wakers.get() > 0) {
+            Thread.onSpinWait(); // a wake-up of the send thread is finishing
+        }
         // A resend writes into a native ring: it must end before the engine frees them.
         resender.shutdownNow();
         try {

@@ -43,6 +43,12 @@ final class IbdxnetNative {
 
     static native int ringSize(long handle);
 
+    /** Address of the send thread's {@code IbdxnetSleepWord}: 1 while it sleeps (read it before {@link #wakeSendThread}). */
+    static native long sendSleepWord(long handle);
+
+    /** Wakes the native send thread if it sleeps; call after publishing data, only when its sleep word is 1. */
+    static native void wakeSendThread(long handle);
+
     static native void closeConnection(long handle, int nodeId, boolean force);
 
     /** Closes the connection to {@code nodeId} at once if its queue pair is {@code qpn}; true if it was. */

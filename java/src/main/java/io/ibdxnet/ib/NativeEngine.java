@@ -1,5 +1,6 @@
 package io.ibdxnet.ib;
 
+import io.ibdxnet.memory.Memory;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -12,12 +13,33 @@ public final class NativeEngine implements AutoCloseable {
     private static final int RETURN_BUFFER_OK = (int) NativeLayout.constant("RETURN_BUFFER_OK");
     private static final int RETURN_BUFFER_UNKNOWN = (int) NativeLayout.constant("RETURN_BUFFER_UNKNOWN");
     private static final int RETURN_BUFFER_NOT_IN_USE = (int) NativeLayout.constant("RETURN_BUFFER_NOT_IN_USE");
+    /** Where the send thread's sleep word has its flag (the native layout says). */
+    private static final long SLEEPING = NativeLayout.of("IbdxnetSleepWord").offset("sleeping", 4);
     private long handle;
     private final int ringSize;
+    /** The send thread's sleep word: 1 while it sleeps (see {@link #wakeSendThread}). */
+    private final long sendSleepWord;
 
     private NativeEngine(long handle) {
         this.handle = handle;
         this.ringSize = IbdxnetNative.ringSize(handle);
+        this.sendSleepWord = IbdxnetNative.sendSleepWord(handle) + SLEEPING;
+    }
+
+    /**
+     * Wakes the native send thread if it sleeps: call after publishing data
+     * or write interest. While the thread is awake this is one volatile read;
+     * the native side's protocol (sys/doorbell.rs) pairs it with the thread's
+     * announce-then-look so that no wake-up is lost: the publishing write
+     * and this read are both volatile, hence ordered.
+     */
+    public void wakeSendThread() {
+        if (Memory.getIntVolatile(sendSleepWord) != 0) {
+            long h = handle;
+            if (h != 0) {
+                IbdxnetNative.wakeSendThread(h);
+            }
+        }
     }
 
     /** Every configuration key with its native default. */

@@ -184,6 +184,9 @@ public class NioFailureTest {
                     failures++;
                 }
             }
+            // The selector thread logs after the sender learnt of the failure.
+            waitFor("a warning", 5_000, () -> !warnings.isEmpty());
+            Thread.sleep(200);
         } finally {
             log.removeHandler(h);
         }

@@ -1,0 +1,205 @@
+//! How an engine thread sleeps until there is work (issue 15): an `eventfd`
+//! doorbell and a "sleeping" word that wakers read first, so that they make
+//! the system call only when the thread really sleeps.
+//!
+//! The protocol (Dekker style), for a sleeper S and any number of wakers W:
+//! - S: `announce()` (sleeping = 1, then a full fence), then looks for work
+//!   once more; finding some it `retract()`s, else it `wait()`s.
+//! - W: publishes its work (any store the sleeper's re-check reads), then
+//!   `wake_if_sleeping()` (a full fence, then sleeping 1 → 0 by CAS; the
+//!   winner writes the eventfd).
+//!
+//! Both sides store, fence, then load: either W's CAS sees the 1 (and rings),
+//! or S's re-check sees W's work. A ring before S blocks is kept by the
+//! eventfd's counter, so `wait` returns at once: no wake-up is lost. The word
+//! lives at a fixed address (the engine keeps the doorbell in an `Arc`) so Java can read it too
+//! (`abi::SleepWord`), skipping the JNI call while the thread is awake.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{fence, Ordering};
+use std::time::Duration;
+
+use crate::abi::SleepWord;
+
+/// A non-blocking `eventfd`: readable from a `signal` until `reset`.
+#[derive(Debug)]
+pub struct EventFd(OwnedFd);
+
+impl EventFd {
+    /// A new, unsignalled eventfd.
+    pub fn new() -> io::Result<EventFd> {
+        // SAFETY: plain system call; a valid fd or -1 comes back.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Makes it readable.
+    pub fn signal(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a live buffer to our eventfd. It fails
+        // only when the counter is near overflow (it is then readable anyway).
+        let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+
+    /// Makes it unreadable again.
+    pub fn reset(&self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a live buffer; non-blocking, so
+        // an unsignalled eventfd gives EAGAIN, which is fine.
+        let _ = unsafe { libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    }
+
+    /// The descriptor, to wait on.
+    pub fn raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// The doorbell of one sleeping thread.
+#[derive(Debug)]
+pub struct Doorbell {
+    /// 1 while the thread announced that it sleeps (or is about to).
+    word: SleepWord,
+    bell: EventFd,
+}
+
+/// What ended a [`Doorbell::wait`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Woken {
+    /// The doorbell rang.
+    pub rung: bool,
+    /// Which of the extra descriptors became readable (bit i = extra\[i\]).
+    pub ready: u32,
+}
+
+impl Doorbell {
+    /// A doorbell with a non-blocking eventfd.
+    pub fn new() -> io::Result<Doorbell> {
+        Ok(Doorbell { word: SleepWord::default(), bell: EventFd::new()? })
+    }
+
+    /// The address of the sleeping word (for Java: read it, and call into
+    /// the library only when it is 1).
+    pub fn sleeping_address(&self) -> *const SleepWord {
+        &self.word
+    }
+
+    /// True while the thread announced sleep.
+    pub fn is_sleeping(&self) -> bool {
+        self.word.sleeping.load(Ordering::Relaxed) != 0
+    }
+
+    /// The sleeper is about to look for work a last time, then sleep.
+    pub fn announce(&self) {
+        self.word.sleeping.store(1, Ordering::Relaxed);
+        // Orders the store before the re-check's loads (see the module doc).
+        fence(Ordering::SeqCst);
+    }
+
+    /// The sleeper found work after all, or woke up.
+    pub fn retract(&self) {
+        self.word.sleeping.store(0, Ordering::Relaxed);
+    }
+
+    /// Rings if the thread announced sleep; call after publishing the work.
+    /// True if this call rang.
+    pub fn wake_if_sleeping(&self) -> bool {
+        // Orders the caller's publishing stores before the load of the word.
+        fence(Ordering::SeqCst);
+        if self.word.sleeping.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        if self.word.sleeping.compare_exchange(1, 0, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+            return false; // another waker rang, or the sleeper retracted
+        }
+        self.ring();
+        true
+    }
+
+    /// Rings unconditionally (shutdown, or a waker that cannot read the word).
+    pub fn ring(&self) {
+        self.bell.signal();
+    }
+
+    /// Blocks until the doorbell rings, one of `extra` becomes readable, or
+    /// `timeout` passes; then resets the doorbell. The caller `retract`s.
+    pub fn wait(&self, extra: &[RawFd], timeout: Duration) -> io::Result<Woken> {
+        let mut fds = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; 4];
+        let n = 1 + extra.len().min(3);
+        fds[0].fd = self.bell.raw_fd();
+        for (slot, &fd) in fds[1..n].iter_mut().zip(extra) {
+            slot.fd = fd;
+        }
+        let ms = i32::try_from(timeout.as_millis().max(1)).unwrap_or(i32::MAX);
+        // SAFETY: `fds` holds `n` initialised pollfd entries.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, ms) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted { Ok(Woken::default()) } else { Err(e) };
+        }
+        let mut woken = Woken { rung: fds[0].revents != 0, ready: 0 };
+        for (i, f) in fds[1..n].iter().enumerate() {
+            if f.revents != 0 {
+                woken.ready |= 1 << i;
+            }
+        }
+        if woken.rung {
+            self.bell.reset();
+        }
+        Ok(woken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn a_ring_before_the_wait_is_not_lost() {
+        let d = Doorbell::new().unwrap();
+        d.announce();
+        assert!(d.wake_if_sleeping());
+        let t0 = Instant::now();
+        let w = d.wait(&[], Duration::from_secs(5)).unwrap();
+        assert!(w.rung);
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        // Reset: the next wait times out.
+        let w = d.wait(&[], Duration::from_millis(20)).unwrap();
+        assert_eq!(w, Woken::default());
+    }
+
+    #[test]
+    fn no_ring_while_awake() {
+        let d = Doorbell::new().unwrap();
+        assert!(!d.wake_if_sleeping());
+        d.announce();
+        d.retract();
+        assert!(!d.wake_if_sleeping());
+    }
+
+    #[test]
+    fn only_one_of_many_wakers_rings() {
+        let d = Doorbell::new().unwrap();
+        d.announce();
+        let rang: usize = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4).map(|_| s.spawn(|| usize::from(d.wake_if_sleeping()))).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(rang, 1);
+    }
+
+    #[test]
+    fn an_extra_descriptor_wakes_the_wait() {
+        let d = Doorbell::new().unwrap();
+        let other = Doorbell::new().unwrap();
+        other.ring();
+        let w = d.wait(&[other.bell.raw_fd()], Duration::from_secs(5)).unwrap();
+        assert_eq!(w, Woken { rung: false, ready: 1 });
+    }
+}
