@@ -94,7 +94,7 @@ fn base(net: &Arc<SimNetwork>) -> EngineConfig {
 fn try_start(net: &Arc<SimNetwork>, settings: &[(&str, &str)]) -> Result<Engine<SimFabric>, String> {
     let mut c = base(net);
     let text: String = settings.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
-    c.apply_text(&text)?;
+    c.apply_text(&text).map_err(|e| e.to_string())?;
     Engine::<SimFabric>::start(c, Arc::new(Idle)).map_err(|e| e.to_string())
 }
 
@@ -259,7 +259,7 @@ fn every_bad_value_is_refused_naming_its_key_and_starts_no_thread() {
             // Refused by the text form already: the error names the value
             // too, and from Java (`apply_keys`) the key as `native.<key>`.
             let text: String = settings.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
-            if let Err(text_err) = base(&net).apply_keys(&text, "native.") {
+            if let Err(text_err) = base(&net).apply_keys(&text, "native.").map_err(|e| e.to_string()) {
                 let named = format!("native.{key}");
                 assert!(text_err.contains(&named), "{kind}: {key}={value}: from Java: {text_err}");
                 let unknown = text_err.starts_with("unknown configuration key");

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::error::ValueError;
 use super::EngineConfig;
 use crate::con::node::resolve_address;
 use crate::con::NodeId;
@@ -25,7 +26,7 @@ pub struct Key {
     /// What it means.
     pub doc: &'static str,
     /// Parses a value into the field; the error gives only the reason.
-    pub(super) set: fn(&mut EngineConfig, &str) -> Result<(), String>,
+    pub(super) set: fn(&mut EngineConfig, &str) -> Result<(), ValueError>,
     /// The field's value in the text form.
     pub(super) get: fn(&EngineConfig) -> String,
     /// The field's value as a number, for the range check.
@@ -33,7 +34,7 @@ pub struct Key {
 }
 
 /// Values a numeric key accepts (inclusive).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Range {
     /// Whatever the type accepts.
     Any,
@@ -44,15 +45,21 @@ pub enum Range {
 }
 
 impl Range {
-    /// Checks `v`; the error gives the rule.
-    pub fn check(self, v: u64) -> Result<(), String> {
+    /// Whether `v` is accepted.
+    pub fn contains(self, v: u64) -> bool {
         match self {
-            Range::Any => Ok(()),
-            Range::Int(min, max) if v < min || v > max => Err(format!("must be in {}", self.text())),
-            Range::Pow2(min, max) if v < min || v > max || !v.is_power_of_two() => {
-                Err(format!("must be {}", self.text()))
-            }
-            _ => Ok(()),
+            Range::Any => true,
+            Range::Int(min, max) => (min..=max).contains(&v),
+            Range::Pow2(min, max) => (min..=max).contains(&v) && v.is_power_of_two(),
+        }
+    }
+
+    /// The rule as an error says it: `must be in [1, 4]`.
+    pub fn requirement(self) -> String {
+        match self {
+            Range::Any => String::new(),
+            Range::Int(..) => format!("must be in {}", self.text()),
+            Range::Pow2(..) => format!("must be {}", self.text()),
         }
     }
 
@@ -70,26 +77,26 @@ impl Range {
 pub(super) trait Codec {
     type T;
     const KIND: &'static str;
-    fn parse(v: &str) -> Result<Self::T, String>;
+    fn parse(v: &str) -> Result<Self::T, ValueError>;
     fn show(v: &Self::T) -> String;
     fn number(_: &Self::T) -> Option<u64> {
         None
     }
 }
 
-fn unsigned(v: &str) -> Result<u64, String> {
-    v.parse::<u64>().map_err(|e| format!("not a non-negative integer ({e})"))
+fn unsigned(v: &str) -> Result<u64, ValueError> {
+    v.parse::<u64>().map_err(ValueError::NotUnsigned)
 }
 
-fn narrow<T: TryFrom<u64>>(n: u64, max: u64) -> Result<T, String> {
-    T::try_from(n).map_err(|_| format!("too large (at most {max})"))
+fn narrow<T: TryFrom<u64>>(n: u64, max: u64) -> Result<T, ValueError> {
+    T::try_from(n).map_err(|_| ValueError::TooLarge(max))
 }
 
 pub(super) struct U32;
 impl Codec for U32 {
     type T = u32;
     const KIND: &'static str = "integer";
-    fn parse(v: &str) -> Result<u32, String> {
+    fn parse(v: &str) -> Result<u32, ValueError> {
         narrow(unsigned(v)?, u32::MAX.into())
     }
     fn show(v: &u32) -> String {
@@ -104,7 +111,7 @@ pub(super) struct U8;
 impl Codec for U8 {
     type T = u8;
     const KIND: &'static str = "integer";
-    fn parse(v: &str) -> Result<u8, String> {
+    fn parse(v: &str) -> Result<u8, ValueError> {
         narrow(unsigned(v)?, 255)
     }
     fn show(v: &u8) -> String {
@@ -120,7 +127,7 @@ pub(super) struct OptU8;
 impl Codec for OptU8 {
     type T = Option<u8>;
     const KIND: &'static str = "integer or empty";
-    fn parse(v: &str) -> Result<Option<u8>, String> {
+    fn parse(v: &str) -> Result<Option<u8>, ValueError> {
         if v.is_empty() {
             Ok(None)
         } else {
@@ -136,7 +143,7 @@ pub(super) struct Millis;
 impl Codec for Millis {
     type T = Duration;
     const KIND: &'static str = "milliseconds";
-    fn parse(v: &str) -> Result<Duration, String> {
+    fn parse(v: &str) -> Result<Duration, ValueError> {
         unsigned(v).map(Duration::from_millis)
     }
     fn show(v: &Duration) -> String {
@@ -151,7 +158,7 @@ pub(super) struct Nanos;
 impl Codec for Nanos {
     type T = Duration;
     const KIND: &'static str = "nanoseconds";
-    fn parse(v: &str) -> Result<Duration, String> {
+    fn parse(v: &str) -> Result<Duration, ValueError> {
         unsigned(v).map(Duration::from_nanos)
     }
     fn show(v: &Duration) -> String {
@@ -166,9 +173,9 @@ pub(super) struct Node;
 impl Codec for Node {
     type T = NodeId;
     const KIND: &'static str = "node id";
-    fn parse(v: &str) -> Result<NodeId, String> {
+    fn parse(v: &str) -> Result<NodeId, ValueError> {
         let n = unsigned(v)?;
-        narrow(n, 65534).ok().and_then(NodeId::new).ok_or_else(|| format!("{n} is not a node id in [0, 65534]"))
+        narrow(n, 65534).ok().and_then(NodeId::new).ok_or(ValueError::NotNodeId(n))
     }
     fn show(v: &NodeId) -> String {
         v.0.to_string()
@@ -182,8 +189,8 @@ pub(super) struct Addr;
 impl Codec for Addr {
     type T = SocketAddr;
     const KIND: &'static str = "host:port";
-    fn parse(v: &str) -> Result<SocketAddr, String> {
-        resolve_address(v).map_err(|e| e.to_string())
+    fn parse(v: &str) -> Result<SocketAddr, ValueError> {
+        Ok(resolve_address(v)?)
     }
     fn show(v: &SocketAddr) -> String {
         v.to_string()
@@ -194,8 +201,8 @@ pub(super) struct Fabric;
 impl Codec for Fabric {
     type T = FabricKind;
     const KIND: &'static str = "auto, verbs or sim";
-    fn parse(v: &str) -> Result<FabricKind, String> {
-        FabricKind::parse(v)
+    fn parse(v: &str) -> Result<FabricKind, ValueError> {
+        Ok(FabricKind::parse(v)?)
     }
     fn show(v: &FabricKind) -> String {
         v.name().into()
@@ -207,7 +214,7 @@ pub(super) struct Name;
 impl Codec for Name {
     type T = Option<String>;
     const KIND: &'static str = "name or empty";
-    fn parse(v: &str) -> Result<Option<String>, String> {
+    fn parse(v: &str) -> Result<Option<String>, ValueError> {
         Ok((!v.is_empty()).then(|| v.to_string()))
     }
     fn show(v: &Option<String>) -> String {
@@ -219,7 +226,7 @@ pub(super) struct File;
 impl Codec for File {
     type T = Option<PathBuf>;
     const KIND: &'static str = "path or empty";
-    fn parse(v: &str) -> Result<Option<PathBuf>, String> {
+    fn parse(v: &str) -> Result<Option<PathBuf>, ValueError> {
         Ok((!v.is_empty()).then(|| PathBuf::from(v)))
     }
     fn show(v: &Option<PathBuf>) -> String {

@@ -44,6 +44,8 @@ fn each_bad_field_is_named() {
         let mut c = cfg();
         change(&mut c);
         let e = c.validate().unwrap_err();
+        assert!(matches!(e, ConfigError::OutOfRange { .. } | ConfigError::Conflict { .. }), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains(field), "{field}: {e}");
     }
 }
@@ -60,9 +62,9 @@ fn every_range_is_checked_naming_key_and_value() {
         let below = min.checked_sub(1).map(|v| v.to_string());
         for bad in below.into_iter().chain([(max + 1).to_string()]) {
             let text = format!("{}={bad}\n", k.name);
-            let e = cfg().apply_text(&text).expect_err(&text);
+            let e = cfg().apply_text(&text).expect_err(&text).to_string();
             assert!(e.contains(k.name) && e.contains(&bad), "{text}: {e}");
-            let e = cfg().apply_keys(&text, "native.").expect_err(&text);
+            let e = cfg().apply_keys(&text, "native.").expect_err(&text).to_string();
             assert!(e.contains(&format!("native.{}", k.name)) && e.contains(&bad), "{text}: {e}");
             assert!(!e.starts_with("line"), "{e}");
         }
@@ -76,9 +78,15 @@ fn start_nodes_are_parsed_and_bad_ones_named() {
     let want: Vec<(NodeId, std::net::SocketAddr)> =
         vec![(NodeId(4), "127.0.0.1:7001".parse().unwrap()), (NodeId(3), "127.0.0.1:7002".parse().unwrap())];
     assert_eq!(c.nodes, want, "the last entry of an id wins");
-    let e = cfg().apply_text("node.65535=127.0.0.1:7000").unwrap_err();
+    let e = cfg().apply_text("node.65535=127.0.0.1:7000").unwrap_err().to_string();
     assert!(e.contains("node.65535") && e.contains("is not a node id"), "{e}");
     let e = cfg().apply_text("\nnode.2=nowhere").unwrap_err();
+    assert!(
+        matches!(&e, ConfigError::Line { line: 2, source }
+            if matches!(**source, ConfigError::BadValue { reason: ValueError::Address(_), .. })),
+        "{e:?}"
+    );
+    let e = e.to_string();
     assert!(e.starts_with("line 2: node.2 = 'nowhere': ") && e.contains("host:port"), "{e}");
 }
 
@@ -91,26 +99,38 @@ fn text_round_trips_and_errors_name_the_line_and_key() {
     d.apply_text(&c.to_text()).unwrap();
     assert_eq!(d.to_text(), c.to_text());
     assert_eq!(c.to_text().lines().count(), KEYS.len());
-    let e = d.apply_text("# comment\n\nsq_size=abc\n").unwrap_err();
+    let e = d.apply_text("# comment\n\nsq_size=abc\n").unwrap_err().to_string();
     assert!(e.starts_with("line 3: sq_size = 'abc': not a non-negative integer"), "{e}");
-    assert!(d.apply_text("bogus=1").unwrap_err().contains("unknown configuration key 'bogus'"));
-    assert!(d.apply_text("node_id=65535").unwrap_err().contains("node_id = '65535'"));
-    assert!(d.apply_text("sq_size=0").unwrap_err().contains("sq_size = 0"), "validated after applying");
+    assert!(d.apply_text("bogus=1").unwrap_err().to_string().contains("unknown configuration key 'bogus'"));
+    assert!(d.apply_text("node_id=65535").unwrap_err().to_string().contains("node_id = '65535'"));
+    let e = d.apply_text("sq_size=0").unwrap_err();
+    assert!(e.to_string().contains("sq_size = 0"), "validated after applying: {e}");
+    assert!(matches!(e, ConfigError::OutOfRange { value: 0, range: Range::Int(1, _), .. }), "{e:?}");
+    let e = d.apply_text("sq_size 3").unwrap_err().to_string();
+    assert_eq!(e, "line 1: 'sq_size 3' is not key=value");
 }
 
 /// From Java the lines are built by the program: an error names the key
 /// as the user wrote it there (`native.<key>`), never a line.
 #[test]
 fn errors_from_the_java_path_name_the_native_key_without_a_line() {
-    let e = cfg().apply_keys("node_id=1\nsq_size=abc\n", "native.").unwrap_err();
+    let e = cfg().apply_keys("node_id=1\nsq_size=abc\n", "native.").unwrap_err().to_string();
     assert_eq!(e, "native.sq_size = 'abc': not a non-negative integer (invalid digit found in string)");
     let e = cfg().apply_keys("sq_size=8\nsignal_interval=9\n", "native.").unwrap_err();
-    assert_eq!(e, "native.signal_interval = 9 must be at most native.sq_size = 8");
+    assert!(
+        matches!(&e, ConfigError::Conflict { conflict, .. }
+            if *conflict == Conflict::SignalInterval { signal_interval: 9, sq_size: 8 }),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "native.signal_interval = 9 must be at most native.sq_size = 8");
     let e = cfg().apply_keys("sq_sise=8\n", "native.").unwrap_err();
-    assert_eq!(e, "unknown configuration key 'native.sq_sise' (did you mean 'native.sq_size'?)");
-    let e = cfg().apply_text("parking_yield_after=0").unwrap_err();
+    assert!(matches!(&e, ConfigError::UnknownKey { suggestion: Some(s), .. } if s == "native.sq_size"), "{e:?}");
+    assert_eq!(e.to_string(), "unknown configuration key 'native.sq_sise' (did you mean 'native.sq_size'?)");
+    let e = cfg().apply_keys("sq_size\n", "native.").unwrap_err().to_string();
+    assert_eq!(e, "'native.sq_size' is not key=value");
+    let e = cfg().apply_text("parking_yield_after=0").unwrap_err().to_string();
     assert!(e.ends_with("(did you mean 'parking_yield_after_ms'?)"), "{e}");
-    assert!(!cfg().apply_text("zzz=1").unwrap_err().contains("did you mean"));
+    assert!(!cfg().apply_text("zzz=1").unwrap_err().to_string().contains("did you mean"));
 }
 
 /// The README's engine table is [`markdown_table`]; with
