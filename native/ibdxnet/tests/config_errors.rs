@@ -130,6 +130,10 @@ const WRONG_TYPE: &[Case] = &[
     ("parking_yield_after_ms", "soon", &[]),
     ("parking_park_after_ms", "later", &[]),
     ("parking_park_for_ns", "1ns", &[]),
+    ("pin_threads", "0,1", &[]),
+    ("pin_threads", "send:0", &[]),
+    ("pin_threads", "send=first", &[]),
+    ("pin_threads", "sender=0", &[]),
 ];
 
 /// Values out of range for each key (refused by `set`, by validation or
@@ -184,6 +188,10 @@ const OUT_OF_RANGE: &[Case] = &[
     ("parking_park_after_ms", "86400001", &[]),
     ("parking_park_after_ms", "50", &[]),
     ("parking_park_for_ns", "100000001", &[]),
+    ("pin_threads", "send=1024", &[]),
+    ("pin_threads", "send=0,send=0", &[]),
+    // A CPU the starting thread may not run on (unless the host has 1024).
+    ("pin_threads", "recv=1023", &[]),
     ("auth_key_file", "/nonexistent/ibdxnet.key", &[]),
     ("bogus_key", "1", &[]),
 ];

@@ -23,7 +23,7 @@ use crate::sys::parking::Parking;
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// The configuration is invalid, or the host cannot run it (listen
-    /// address, key file, device, port, device limits).
+    /// address, key file, device, port, device limits, CPUs).
     #[error("invalid configuration: {0}")]
     Config(#[from] ConfigError),
     /// The fabric failed.
@@ -57,6 +57,20 @@ fn agent_loop(running: &AtomicBool, parking: crate::sys::parking::ParkingConfig,
     }
 }
 
+/// Restricts the calling engine thread to `cpu` (`pin_threads`). The start
+/// checked that the CPU is one the starting thread may use, so this fails
+/// only if the host changed meanwhile (a CPU went offline, the cpuset
+/// shrank): then the thread runs unpinned, with a warning, rather than the
+/// engine stopping for a placement hint.
+fn pin(node: NodeId, role: ThreadRole, cpu: usize) {
+    if let Err(e) = crate::sys::affinity::pin_current_thread(cpu) {
+        log::warn!(
+            "node {node}: pin_threads: cannot pin the {} thread to CPU {cpu}: {e}; it runs unpinned",
+            role.name()
+        );
+    }
+}
+
 /// A running engine. Dropping it shuts it down.
 pub struct Engine<F: Fabric> {
     cfg: Arc<EngineConfig>,
@@ -78,6 +92,7 @@ impl<F: Fabric> Engine<F> {
     /// starts the three threads. Nothing starts if the configuration is invalid.
     pub fn start<H: EngineHandler>(mut cfg: EngineConfig, handler: Arc<H>) -> Result<Engine<F>, EngineError> {
         cfg.validate()?;
+        cfg.check_pins()?;
         if cfg.auth_key.is_none() {
             cfg.auth_key = crate::con::AuthKey::from_config(cfg.auth_key_file.as_deref()).map_err(ConfigError::from)?;
         }
@@ -125,10 +140,13 @@ impl<F: Fabric> Engine<F> {
             running: running.clone(),
             threads: Vec::new(),
         };
-        let node = cfg.node_id;
+        let (node, pins) = (cfg.node_id, cfg.pin_threads);
         let spawn = |role: ThreadRole, body: Box<dyn FnOnce() + Send>| {
             let (h, stats, running, mgr) = (handler.clone(), stats.clone(), running.clone(), mgr.clone());
             std::thread::Builder::new().name(format!("ibdxnet-{}-{:04x}", role.name(), node.0)).spawn(move || {
+                if let Some(cpu) = pins.cpu(role) {
+                    pin(node, role, cpu);
+                }
                 h.thread_started(role);
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
                 if outcome.is_err() {

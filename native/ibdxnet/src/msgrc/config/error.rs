@@ -1,12 +1,13 @@
 //! Why a configuration is refused ([`ConfigError`]): by its text, by the
 //! rules relating keys, or, when the engine starts, by the host (listen
-//! address, key file, device, port, device limits). Every variant
+//! address, key file, device, port, device limits, CPUs). Every variant
 //! names the key as the user wrote it (`sq_size`, or `native.sq_size` from
 //! Java) and, where there is one, the value.
 
 use std::net::SocketAddr;
 
 use super::keys::Range;
+use super::pins::PinsError;
 use crate::con::node::AddressError;
 use crate::con::{AuthKeyError, NodeError, NodeId};
 use crate::fabric::{FabricError, FabricKindError};
@@ -30,6 +31,9 @@ pub enum ValueError {
     /// No fabric's name.
     #[error(transparent)]
     Fabric(#[from] FabricKindError),
+    /// No thread-to-CPU list.
+    #[error(transparent)]
+    Pins(#[from] PinsError),
 }
 
 /// Values of several keys that do not fit together (the first key named is
@@ -280,6 +284,21 @@ pub enum ConfigError {
         /// Why the table refused it.
         source: NodeError,
     },
+    /// `pin_threads` names a CPU the engine's threads may not use.
+    #[error(
+        "pin_threads: {thread}={cpu}: CPU {cpu} is not one the starting thread may run on (it may run on {allowed})"
+    )]
+    PinnedCpu {
+        /// The thread.
+        thread: &'static str,
+        /// The CPU.
+        cpu: usize,
+        /// The CPUs the starting thread may run on, as the kernel lists them.
+        allowed: String,
+    },
+    /// `pin_threads` is set but the CPUs this thread may use cannot be read.
+    #[error("pin_threads: cannot read the CPUs the starting thread may run on: {0}")]
+    Affinity(std::io::Error),
 }
 
 fn did_you_mean(suggestion: &Option<String>) -> String {

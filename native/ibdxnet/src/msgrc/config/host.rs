@@ -1,9 +1,10 @@
 //! The configuration against the host, checked by the engine's start before
-//! any thread starts: the opened device's limits.
+//! any thread starts: the opened device's limits and the CPUs of `pin_threads`.
 
-use super::error::DeviceLimitError;
+use super::error::{ConfigError, DeviceLimitError};
 use super::EngineConfig;
 use crate::fabric::DeviceInfo;
+use crate::sys::affinity;
 
 impl EngineConfig {
     /// Checks the configuration against the opened device; the error names
@@ -49,6 +50,27 @@ impl EngineConfig {
                 max: info.max_mr_size,
                 device: info.name.clone(),
             });
+        }
+        Ok(())
+    }
+
+    /// Checks that every CPU of `pin_threads` is one the calling (starting)
+    /// thread may run on: the engine's threads inherit its CPU set, and a
+    /// CPU outside it (absent, offline or outside the cpuset) is refused
+    /// here rather than failing in the thread.
+    pub fn check_pins(&self) -> Result<(), ConfigError> {
+        if self.pin_threads.iter().next().is_none() {
+            return Ok(());
+        }
+        let allowed = affinity::allowed_cpus().map_err(ConfigError::Affinity)?;
+        for (role, cpu) in self.pin_threads.iter() {
+            if !allowed.contains(&cpu) {
+                return Err(ConfigError::PinnedCpu {
+                    thread: role.name(),
+                    cpu,
+                    allowed: affinity::list_text(&allowed),
+                });
+            }
         }
         Ok(())
     }

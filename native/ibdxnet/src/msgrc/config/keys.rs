@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::error::ValueError;
+use super::pins::ThreadPins;
 use super::EngineConfig;
 use crate::con::node::resolve_address;
 use crate::con::NodeId;
@@ -234,6 +235,19 @@ impl Codec for File {
     }
 }
 
+/// Engine threads pinned to CPUs ([`ThreadPins`]).
+pub(super) struct Pins;
+impl Codec for Pins {
+    type T = ThreadPins;
+    const KIND: &'static str = "thread=CPU list or empty";
+    fn parse(v: &str) -> Result<ThreadPins, ValueError> {
+        Ok(ThreadPins::parse(v)?)
+    }
+    fn show(v: &ThreadPins) -> String {
+        v.to_string()
+    }
+}
+
 /// One row of [`KEYS`]: `key!(name, Codec, field.path, default, range, doc)`.
 macro_rules! key {
     ($name:literal, $codec:ident, $($field:ident).+, $default:literal, $range:expr, $doc:literal) => {
@@ -315,6 +329,8 @@ pub static KEYS: &[Key] = &[
         "… and sleep after this long (at least `parking_yield_after_ms`)"),
     key!("parking_park_for_ns", Nanos, parking.park_for, "1", Int(0, 100_000_000),
         "sleep per idle iteration once parked"),
+    key!("pin_threads", Pins, pin_threads, "", Any,
+        "pin engine threads to CPUs, e.g. `send=0,recv=1` (`job=2` pins the connection manager); each CPU must be one the starting thread may run on, else the engine does not start; empty: none pinned"),
     key!("auth_key_file", File, auth_key_file, "", Any,
         "file holding the pre-shared key of the control plane (owner-only); empty: `IBDXNET_AUTH_KEY`, else no key"),
 ];

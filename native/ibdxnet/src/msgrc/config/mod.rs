@@ -5,6 +5,7 @@
 mod error;
 mod host;
 mod keys;
+mod pins;
 #[cfg(test)]
 mod tests;
 
@@ -19,6 +20,7 @@ use crate::sys::parking::ParkingConfig;
 
 pub use error::{ConfigError, Conflict, DeviceLimitError, ValueError};
 pub use keys::{key, markdown_table, nearest, Key, Range, KEYS, MAX_INLINE_LIMIT, MAX_INTERVAL_MS, MAX_TIMEOUT_MS};
+pub use pins::{PinsError, ThreadPins};
 
 /// Default UDP port of the connection manager.
 pub const DEFAULT_UDP_PORT: u16 = 5730;
@@ -65,6 +67,8 @@ pub struct EngineConfig {
     pub discovery_interval: Duration,
     /// (`parking_yield_after_ms`, `parking_park_after_ms`, `parking_park_for_ns`)
     pub parking: ParkingConfig,
+    /// (`pin_threads`)
+    pub pin_threads: ThreadPins,
     /// (`auth_key_file`)
     pub auth_key_file: Option<PathBuf>,
     /// The key itself; [`crate::msgrc::Engine::start`] reads it from
@@ -116,6 +120,7 @@ impl EngineConfig {
             exchange_retry: Duration::ZERO,
             discovery_interval: Duration::ZERO,
             parking: ParkingConfig::default(),
+            pin_threads: ThreadPins::default(),
             auth_key_file: None,
             auth_key: None,
             nodes: Vec::new(),

@@ -133,6 +133,62 @@ fn errors_from_the_java_path_name_the_native_key_without_a_line() {
     assert!(!cfg().apply_text("zzz=1").unwrap_err().to_string().contains("did you mean"));
 }
 
+/// `pin_threads`: good values set the threads' CPUs and come back as
+/// text; bad ones are refused naming the key, the value and what is wrong,
+/// from a file (with the line) and from Java (`native.pin_threads`).
+#[test]
+fn pin_threads_is_parsed_and_bad_values_are_named() {
+    assert_eq!(cfg().pin_threads, ThreadPins::default(), "off by default");
+    let mut c = cfg();
+    c.apply_text("pin_threads = recv=1, send=0\n").unwrap();
+    assert_eq!(c.pin_threads, ThreadPins { send: Some(0), recv: Some(1), job: None });
+    assert!(c.to_text().contains("\npin_threads=send=0,recv=1\n"), "{}", c.to_text());
+    c.apply_keys("pin_threads=job=0\n", "native.").unwrap();
+    assert_eq!(c.pin_threads, ThreadPins { send: None, recv: None, job: Some(0) }, "the value replaces the old one");
+    c.set("pin_threads", "").unwrap();
+    assert_eq!(c.pin_threads, ThreadPins::default());
+    let max = crate::sys::affinity::MAX_CPU;
+    for (value, why) in [
+        ("0,1", "'0' is not thread=cpu (e.g. send=0,recv=1)".to_string()),
+        ("send=0,worker=1", "unknown thread 'worker' (expected send, recv or job)".to_string()),
+        ("send=zero", format!("send: 'zero' is not a CPU number in [0, {max}]")),
+        ("recv=99999", format!("recv: '99999' is not a CPU number in [0, {max}]")),
+        ("send=0,send=1", "send is pinned twice".to_string()),
+    ] {
+        let e = cfg().apply_text(&format!("pin_threads={value}")).unwrap_err();
+        assert!(
+            matches!(&e, ConfigError::Line { source, .. }
+                if matches!(**source, ConfigError::BadValue { reason: ValueError::Pins(_), .. })),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), format!("line 1: pin_threads = '{value}': {why}"));
+        let e = cfg().apply_keys(&format!("pin_threads={value}"), "native.").unwrap_err().to_string();
+        assert_eq!(e, format!("native.pin_threads = '{value}': {why}"));
+    }
+}
+
+/// A CPU the starting thread may not run on is refused by the start's
+/// check, naming the key, the thread, the CPU and the CPUs there are.
+#[test]
+fn pinning_to_a_cpu_this_thread_may_not_use_is_refused() {
+    let allowed = crate::sys::affinity::allowed_cpus().unwrap();
+    let mut c = cfg();
+    c.pin_threads = ThreadPins { send: allowed.first().copied(), recv: allowed.last().copied(), job: None };
+    c.check_pins().unwrap();
+    let absent = (0..=crate::sys::affinity::MAX_CPU).find(|cpu| !allowed.contains(cpu)).unwrap();
+    c.pin_threads.recv = Some(absent);
+    let e = c.check_pins().unwrap_err();
+    assert!(matches!(e, ConfigError::PinnedCpu { thread: "recv", cpu, .. } if cpu == absent), "{e:?}");
+    let e = e.to_string();
+    let list = crate::sys::affinity::list_text(&allowed);
+    assert_eq!(
+        e,
+        format!(
+            "pin_threads: recv={absent}: CPU {absent} is not one the starting thread may run on (it may run on {list})"
+        )
+    );
+}
+
 /// The README's engine table is [`markdown_table`]; with
 /// `IBDXNET_UPDATE_README=1` this test rewrites it instead of failing.
 #[test]
