@@ -102,8 +102,12 @@ impl<F: Fabric> StreamHandler<F> {
     }
 
     /// Gives the handler the engine's buffer pool (to return buffers).
+    ///
+    /// # Panics
+    /// If it has one already: a handler serves one engine, and buffers
+    /// returned to another engine's pool would be lost to both.
     pub fn set_pool(&self, pool: Arc<RecvPool<F>>) {
-        let _ = self.pool.set(pool);
+        assert!(self.pool.set(pool).is_ok(), "StreamHandler::set_pool: the handler serves an engine already");
     }
 
     /// Starts streaming to `node` through `ring`, the connection's send ring.

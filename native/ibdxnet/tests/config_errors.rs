@@ -94,7 +94,7 @@ fn base(net: &Arc<SimNetwork>) -> EngineConfig {
 fn try_start(net: &Arc<SimNetwork>, settings: &[(&str, &str)]) -> Result<Engine<SimFabric>, String> {
     let mut c = base(net);
     let text: String = settings.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
-    c.apply_text(&text)?;
+    c.apply_text(&text).map_err(|e| e.to_string())?;
     Engine::<SimFabric>::start(c, Arc::new(Idle)).map_err(|e| e.to_string())
 }
 
@@ -131,6 +131,10 @@ const WRONG_TYPE: &[Case] = &[
     ("parking_park_after_ms", "later", &[]),
     ("parking_park_for_ns", "1ns", &[]),
     ("parking_sleep_after_us", "forever", &[]),
+    ("pin_threads", "0,1", &[]),
+    ("pin_threads", "send:0", &[]),
+    ("pin_threads", "send=first", &[]),
+    ("pin_threads", "sender=0", &[]),
 ];
 
 /// Values out of range for each key (refused by `set`, by validation or
@@ -186,6 +190,10 @@ const OUT_OF_RANGE: &[Case] = &[
     ("parking_park_after_ms", "50", &[]),
     ("parking_park_for_ns", "100000001", &[]),
     ("parking_sleep_after_us", "86400000001", &[]),
+    ("pin_threads", "send=1024", &[]),
+    ("pin_threads", "send=0,send=0", &[]),
+    // A CPU the starting thread may not run on (unless the host has 1024).
+    ("pin_threads", "recv=1023", &[]),
     ("auth_key_file", "/nonexistent/ibdxnet.key", &[]),
     ("bogus_key", "1", &[]),
 ];
@@ -261,7 +269,7 @@ fn every_bad_value_is_refused_naming_its_key_and_starts_no_thread() {
             // Refused by the text form already: the error names the value
             // too, and from Java (`apply_keys`) the key as `native.<key>`.
             let text: String = settings.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
-            if let Err(text_err) = base(&net).apply_keys(&text, "native.") {
+            if let Err(text_err) = base(&net).apply_keys(&text, "native.").map_err(|e| e.to_string()) {
                 let named = format!("native.{key}");
                 assert!(text_err.contains(&named), "{kind}: {key}={value}: from Java: {text_err}");
                 let unknown = text_err.starts_with("unknown configuration key");

@@ -495,3 +495,51 @@ fn idle_engine_threads_sleep_until_woken_and_never_keeps_polling() {
         assert_eq!(nodes[0].engine.stats().errors.load(Relaxed), 0);
     }
 }
+
+/// The CPUs engine thread `name` may run on (its `Cpus_allowed_list`), once
+/// it has named itself (the kernel keeps the first 15 bytes of a name).
+fn thread_cpus(name: &str) -> Option<String> {
+    let comm = &name[..name.len().min(15)];
+    std::fs::read_dir("/proc/self/task").expect("/proc/self/task").find_map(|t| {
+        let dir = t.ok()?.path();
+        if std::fs::read_to_string(dir.join("comm")).ok()?.trim_end() != comm {
+            return None;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).ok()?;
+        status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(|v| v.trim().to_string())
+    })
+}
+
+/// `pin_threads`: each pinned thread of a started engine may run on its CPU
+/// only; the starting thread keeps its CPUs. Needs two CPUs, so that the
+/// send and receive threads get different ones.
+#[test]
+fn pinned_threads_run_only_on_their_cpus() {
+    let allowed = ibdxnet::sys::affinity::allowed_cpus().unwrap();
+    if allowed.len() < 2 {
+        common::skip_notice(&format!(
+            "SKIPPED pinned_threads_run_only_on_their_cpus: this thread may run on {} CPU(s), the test needs 2\n",
+            allowed.len()
+        ));
+        return;
+    }
+    let (lo, hi) = (allowed[0], allowed[allowed.len() - 1]);
+    let net = SimNetwork::new();
+    // A node id no other test here uses: the threads are found by name
+    // (`ibdxnet-send-7e5` once the kernel cut it to 15 bytes).
+    let node = 0x7e57;
+    let mut c = config(node, &net);
+    c.set("pin_threads", &format!("send={hi},recv={lo},job={hi}")).unwrap();
+    let h = StreamHandler::<SimFabric>::new(NodeId(node), StreamOptions::default());
+    let e = Engine::<SimFabric>::start(c, h.clone()).unwrap();
+    h.set_pool(e.buffer_pool());
+    for (role, cpu) in [("send", hi), ("recv", lo), ("job", hi)] {
+        let name = format!("ibdxnet-{role}-{node:04x}");
+        // The thread is named as it starts and pins itself first thing:
+        // once listed, it is pinned or about to be.
+        let want = cpu.to_string();
+        wait_until(&format!("{name} pinned to CPU {cpu}"), || thread_cpus(&name).as_deref() == Some(&want));
+    }
+    assert_eq!(ibdxnet::sys::affinity::allowed_cpus().unwrap(), allowed, "the starting thread keeps its CPUs");
+    e.shutdown();
+}

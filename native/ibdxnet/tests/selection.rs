@@ -2,7 +2,7 @@
 //! environment is process-wide.
 
 use ibdxnet::fabric::verbs::device_names;
-use ibdxnet::fabric::{FabricKind, ENV_FABRIC};
+use ibdxnet::fabric::{FabricKind, FabricKindError, ENV_FABRIC};
 
 #[test]
 fn auto_selection_and_environment_override() {
@@ -19,6 +19,8 @@ fn auto_selection_and_environment_override() {
     assert_eq!(FabricKind::Sim.resolve().unwrap(), FabricKind::Verbs);
     std::env::set_var(ENV_FABRIC, "infiniband-please");
     let e = FabricKind::Auto.resolve().unwrap_err();
+    assert_eq!(e, FabricKindError::Environment("infiniband-please".into()));
+    let e = e.to_string();
     assert!(e.contains(ENV_FABRIC) && e.contains("infiniband-please"), "{e}");
     std::env::set_var(ENV_FABRIC, "");
     assert_eq!(FabricKind::Sim.resolve().unwrap(), FabricKind::Sim, "empty means unset");
@@ -28,4 +30,6 @@ fn auto_selection_and_environment_override() {
         assert_eq!(FabricKind::parse(s).unwrap(), k);
         assert_eq!(k.name(), s);
     }
+    let e = FabricKind::parse(" InfiniBand ").unwrap_err();
+    assert_eq!(e.to_string(), "unknown fabric 'infiniband' (expected auto, verbs or sim)");
 }

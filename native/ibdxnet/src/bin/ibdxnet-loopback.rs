@@ -77,7 +77,7 @@ fn parse() -> Result<Args, String> {
         let mut val = || it.next().ok_or_else(|| format!("{flag} needs a value"));
         let num = |v: String| v.parse::<u64>().map_err(|e| format!("{flag} {v}: {e}"));
         match flag.as_str() {
-            "--fabric" => a.fabric = FabricKind::parse(&val()?)?,
+            "--fabric" => a.fabric = FabricKind::parse(&val()?).map_err(|e| format!("--fabric: {e}"))?,
             "--device" => a.device = Some(val()?),
             "--gid-index" => a.gid_index = Some(num(val()?)?.try_into().map_err(|_| "--gid-index: 0..255")?),
             "--nodes" => a.nodes = num(val()?)?.try_into().map_err(|_| "--nodes: too many")?,
@@ -242,7 +242,7 @@ fn measure_parking() {
 }
 
 fn main() {
-    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).try_init();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     if std::env::args().any(|a| a == "--measure-parking") {
         measure_parking();
         return;

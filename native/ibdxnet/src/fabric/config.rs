@@ -7,6 +7,17 @@ use super::sim::SimNetwork;
 /// Environment variable overriding the configured fabric: `verbs`, `sim` or `auto`.
 pub const ENV_FABRIC: &str = "IBDXNET_FABRIC";
 
+/// Why a fabric's name was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FabricKindError {
+    /// Not `auto`, `verbs` or `sim` (the name as compared: trimmed, lower case).
+    #[error("unknown fabric '{0}' (expected auto, verbs or sim)")]
+    Unknown(String),
+    /// [`ENV_FABRIC`] names no fabric (its value as compared).
+    #[error("{}: unknown fabric '{0}' (expected auto, verbs or sim)", ENV_FABRIC)]
+    Environment(String),
+}
+
 /// Which fabric implementation to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FabricKind {
@@ -21,12 +32,12 @@ pub enum FabricKind {
 
 impl FabricKind {
     /// Parses `auto`, `verbs` or `sim` (case-insensitive).
-    pub fn parse(s: &str) -> Result<FabricKind, String> {
+    pub fn parse(s: &str) -> Result<FabricKind, FabricKindError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(FabricKind::Auto),
             "verbs" | "ib" | "rdma" => Ok(FabricKind::Verbs),
             "sim" => Ok(FabricKind::Sim),
-            other => Err(format!("unknown fabric '{other}' (expected auto, verbs or sim)")),
+            other => Err(FabricKindError::Unknown(other.to_string())),
         }
     }
 
@@ -41,9 +52,13 @@ impl FabricKind {
 
     /// Resolves the kind to use: the environment variable `IBDXNET_FABRIC`
     /// wins over `self`; `Auto` becomes `Verbs` when an RDMA device exists.
-    pub fn resolve(self) -> Result<FabricKind, String> {
+    pub fn resolve(self) -> Result<FabricKind, FabricKindError> {
         let kind = match std::env::var(ENV_FABRIC) {
-            Ok(v) if !v.trim().is_empty() => FabricKind::parse(&v).map_err(|e| format!("{ENV_FABRIC}: {e}"))?,
+            Ok(v) if !v.trim().is_empty() => FabricKind::parse(&v).map_err(|e| match e {
+                FabricKindError::Unknown(name) | FabricKindError::Environment(name) => {
+                    FabricKindError::Environment(name)
+                }
+            })?,
             _ => self,
         };
         Ok(match kind {

@@ -25,7 +25,7 @@ mod types;
 pub mod sim;
 pub mod verbs;
 
-pub use config::{FabricConfig, FabricKind, SimOptions, ENV_FABRIC};
+pub use config::{FabricConfig, FabricKind, FabricKindError, SimOptions, ENV_FABRIC};
 pub use error::{foreign_reason, FabricError, PostError};
 pub use types::*;
 

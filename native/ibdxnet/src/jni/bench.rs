@@ -57,6 +57,8 @@ extern "system" fn upcalls<'l>(
                     let args = [JValue::Long(jlong::from(i)).as_jni()];
                     if mode == 3 {
                         // Through the jni crate (which checks for an exception itself).
+                        // Its result (void, or the exception the crate found) is
+                        // not what is measured: the call's cost is.
                         // SAFETY: `method` is callback(J)V of the target's class.
                         let _ = unsafe {
                             env.call_method_unchecked(
@@ -82,6 +84,7 @@ extern "system" fn upcalls<'l>(
                     for i in 0..count {
                         call(&mut env, i);
                         if mode == 1 && env.exception_check().unwrap_or(false) {
+                            // Errs only if the JNIEnv lacks ExceptionClear: nothing to do then.
                             let _ = env.exception_clear();
                         }
                     }
@@ -97,7 +100,9 @@ extern "system" fn upcalls<'l>(
 /// Registers the natives if the benchmark class is present.
 pub(crate) fn register(env: &mut JNIEnv) {
     let Ok(class) = env.find_class(BENCH_CLASS) else {
-        let _ = env.exception_clear(); // not a benchmark run
+        // Not a benchmark run. (exception_clear errs only if the JNIEnv
+        // lacks ExceptionClear: nothing to do then.)
+        let _ = env.exception_clear();
         return;
     };
     let m = |name: &str, sig: &str, f: *mut c_void| NativeMethod { name: name.into(), sig: sig.into(), fn_ptr: f };
@@ -108,6 +113,8 @@ pub(crate) fn register(env: &mut JNIEnv) {
         m("upcalls", "(Ljava/lang/Object;II)J", upcalls as *mut c_void),
     ];
     if let Err(e) = env.register_native_methods(&class, &methods) {
+        // The JMH run then fails calling them; the engine's load goes on.
+        // (exception_clear errs only if the JNIEnv lacks ExceptionClear.)
         let _ = env.exception_clear();
         log::warn!("ibdxnet: registering the JNI benchmark natives failed: {e}");
     }

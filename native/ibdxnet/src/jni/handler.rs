@@ -95,6 +95,8 @@ impl JniHandler {
             // must not flood the log.
             if n < 5 || n % 1000 == 0 {
                 log::error!("ibdxnet: Java exception in {what} (#{}):", n + 1);
+                // Both err only if the JNIEnv lacks the function: the
+                // exception is counted either way, and nothing else can be done.
                 let _ = env.exception_describe();
             }
             let _ = env.exception_clear();

@@ -89,7 +89,10 @@ pub(crate) fn guarded<'l, R>(
         Ok(Ok(v)) => v,
         Ok(Err(t)) => {
             if !env.exception_check().unwrap_or(false) {
-                let _ = env.throw_new(t.class, t.msg);
+                if let Err(e) = env.throw_new(t.class, &t.msg) {
+                    // Nothing else can reach Java: at least the log has it.
+                    log::error!("ibdxnet: cannot throw {} ({e}): {}", t.class, t.msg);
+                }
             }
             fallback
         }
@@ -101,40 +104,96 @@ pub(crate) fn guarded<'l, R>(
                 .unwrap_or("unknown panic");
             log::error!("ibdxnet: panic in a native method: {msg}");
             if !env.exception_check().unwrap_or(false) {
-                let _ = env.throw_new("java/lang/Error", format!("ibdxnet internal error: {msg}"));
+                if let Err(e) = env.throw_new("java/lang/Error", format!("ibdxnet internal error: {msg}")) {
+                    log::error!("ibdxnet: cannot throw java.lang.Error ({e}) for the panic above");
+                }
             }
             fallback
         }
     }
 }
 
+/// Why `JNI_OnLoad` failed (logged; the JVM then refuses the library).
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    /// A JNI call failed (the VM pointer, its environment, a string).
+    #[error("{what}: {source}")]
+    Jni {
+        /// The call: `JavaVM::from_raw`, `GetEnv`, `NewStringUTF`.
+        what: &'static str,
+        /// The JNI error.
+        source: jni::errors::Error,
+    },
+    /// A class the library needs is not there.
+    #[error("{class}: {source}")]
+    Class {
+        /// The class.
+        class: &'static str,
+        /// The JNI error.
+        source: jni::errors::Error,
+    },
+    /// A method of a class the library needs is not there, or calling it failed.
+    #[error("{class}.{method}{sig}: {source}")]
+    Method {
+        /// The class.
+        class: &'static str,
+        /// The method.
+        method: &'static str,
+        /// Its JNI signature.
+        sig: &'static str,
+        /// The JNI error.
+        source: jni::errors::Error,
+    },
+    /// The jar threw from `checkLibraryVersion` (the exception stays pending).
+    #[error("the jar refused library version {}", LIBRARY_VERSION)]
+    VersionRefused,
+    /// `JNI_OnLoad` ran before in this process: the JVM loads a library for
+    /// one class loader at a time, so the first one was unloaded, and the
+    /// callback method IDs cached for its classes would be stale.
+    #[error(
+        "the library was loaded before in this process, by a class loader since unloaded; \
+         its cached callback methods would be stale (load ibdxnet from one class loader only)"
+    )]
+    Reloaded,
+    /// Registering the natives failed.
+    #[error("RegisterNatives on {}: {0}", NATIVE_CLASS)]
+    Register(jni::errors::Error),
+}
+
 /// Hands [`LIBRARY_VERSION`] to the jar before anything is registered: a jar
 /// built for another library throws (left pending: the JVM rethrows it from
 /// `System.load`), so a mismatch is one clear error, not a failed registration.
-fn check_version(env: &mut JNIEnv) -> Result<(), String> {
-    let class = env.find_class(LIBRARY_CLASS).map_err(|e| format!("{LIBRARY_CLASS}: {e}"))?;
-    let version = env.new_string(LIBRARY_VERSION).map_err(|e| e.to_string())?;
-    let r = env.call_static_method(&class, "checkLibraryVersion", "(Ljava/lang/String;)V", &[(&version).into()]);
+fn check_version(env: &mut JNIEnv) -> Result<(), LoadError> {
+    let (class, method, sig) = (LIBRARY_CLASS, "checkLibraryVersion", "(Ljava/lang/String;)V");
+    let c = env.find_class(class).map_err(|source| LoadError::Class { class, source })?;
+    let version = env.new_string(LIBRARY_VERSION).map_err(|source| LoadError::Jni { what: "NewStringUTF", source })?;
+    let r = env.call_static_method(&c, method, sig, &[(&version).into()]);
     if env.exception_check().unwrap_or(false) {
-        return Err(format!("the jar refused library version {LIBRARY_VERSION}"));
+        return Err(LoadError::VersionRefused);
     }
-    r.map(|_| ()).map_err(|e| format!("{LIBRARY_CLASS}.checkLibraryVersion: {e}"))
+    r.map(|_| ()).map_err(|source| LoadError::Method { class, method, sig, source })
 }
 
-fn on_load(vm: JavaVM) -> Result<(), String> {
-    let mut env = vm.get_env().map_err(|e| format!("GetEnv: {e}"))?;
+fn on_load(vm: JavaVM) -> Result<(), LoadError> {
+    if CACHED.get().is_some() {
+        return Err(LoadError::Reloaded);
+    }
+    let mut env = vm.get_env().map_err(|source| LoadError::Jni { what: "GetEnv", source })?;
     check_version(&mut env)?;
-    let cb: JClass = env.find_class(CALLBACKS_CLASS).map_err(|e| format!("{CALLBACKS_CLASS}: {e}"))?;
-    let ids = CallbackIds {
-        next_data_to_send: env.get_method_id(&cb, "nextDataToSend", "(JJJ)V").map_err(|e| e.to_string())?,
-        received: env.get_method_id(&cb, "received", "(J)I").map_err(|e| e.to_string())?,
-        node_event: env.get_method_id(&cb, "nodeEvent", "(IIJ)V").map_err(|e| e.to_string())?,
+    let class = CALLBACKS_CLASS;
+    let cb: JClass = env.find_class(class).map_err(|source| LoadError::Class { class, source })?;
+    let mut id = |method: &'static str, sig: &'static str| {
+        env.get_method_id(&cb, method, sig).map_err(|source| LoadError::Method { class, method, sig, source })
     };
-    natives::register(&mut env).map_err(|e| format!("RegisterNatives on {NATIVE_CLASS}: {e}"))?;
+    let ids = CallbackIds {
+        next_data_to_send: id("nextDataToSend", "(JJJ)V")?,
+        received: id("received", "(J)I")?,
+        node_event: id("nodeEvent", "(IIJ)V")?,
+    };
+    natives::register(&mut env).map_err(LoadError::Register)?;
     #[cfg(feature = "bench-natives")]
     bench::register(&mut env);
-    let _ = CACHED.set(Cached { vm, ids });
-    Ok(())
+    CACHED.set(Cached { vm, ids }).map_err(|_| LoadError::Reloaded)
 }
 
 /// Called by the JVM when the library is loaded.
@@ -143,10 +202,13 @@ fn on_load(vm: JavaVM) -> Result<(), String> {
 /// Called by the JVM with a valid `JavaVM` pointer.
 #[no_mangle]
 pub unsafe extern "system" fn JNI_OnLoad(vm: *mut jni::sys::JavaVM, _reserved: *mut c_void) -> jint {
+    // Fails only if the process already has a logger (an embedding
+    // application's), which then gets the library's records: right as is.
     let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).try_init();
     let outcome = catch_unwind(|| {
         // SAFETY: the JVM passes its own, valid VM pointer.
-        let vm = unsafe { JavaVM::from_raw(vm) }.map_err(|e| e.to_string())?;
+        let vm =
+            unsafe { JavaVM::from_raw(vm) }.map_err(|source| LoadError::Jni { what: "JavaVM::from_raw", source })?;
         on_load(vm)
     });
     match outcome {

@@ -135,8 +135,8 @@ extern "system" fn create<'l>(
         }
         let text: String = env.get_string(&config)?.into();
         let mut cfg = EngineConfig::new(NodeId(0), "0.0.0.0:5730".parse().expect("valid"));
-        cfg.apply_keys(&text, "native.").map_err(Throw::arg)?;
-        let kind = cfg.fabric.resolve().map_err(Throw::arg)?;
+        cfg.apply_keys(&text, "native.").map_err(|e| Throw::arg(e.to_string()))?;
+        let kind = cfg.fabric.resolve().map_err(|e| Throw::arg(e.to_string()))?;
         let handler = Arc::new(JniHandler::new(env.new_global_ref(&callbacks)?));
         let any = match kind {
             FabricKind::Verbs => AnyEngine::Verbs(start(cfg, handler)?),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::config::EngineConfig;
+use super::config::{ConfigError, EngineConfig};
 use super::handler::{EngineHandler, ThreadRole};
 use super::recv::RecvThread;
 use super::recv_pool::{RecvPool, ReturnError};
@@ -21,77 +21,18 @@ use crate::sys::doorbell::Doorbell;
 use crate::sys::parking::{Parking, ParkingConfig};
 
 /// Why an engine could not start.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    /// A configuration field is invalid.
-    Config(String),
+    /// The configuration is invalid, or the host cannot run it (listen
+    /// address, key file, device, port, device limits, CPUs).
+    #[error("invalid configuration: {0}")]
+    Config(#[from] ConfigError),
     /// The fabric failed.
-    Fabric(FabricError),
+    #[error("fabric: {0}")]
+    Fabric(#[from] FabricError),
     /// The UDP socket or a thread could not be set up.
-    Io(std::io::Error),
-}
-
-impl std::fmt::Display for EngineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EngineError::Config(e) => write!(f, "invalid configuration: {e}"),
-            EngineError::Fabric(e) => write!(f, "fabric: {e}"),
-            EngineError::Io(e) => write!(f, "I/O: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for EngineError {}
-
-impl From<FabricError> for EngineError {
-    fn from(e: FabricError) -> Self {
-        EngineError::Fabric(e)
-    }
-}
-
-impl From<std::io::Error> for EngineError {
-    fn from(e: std::io::Error) -> Self {
-        EngineError::Io(e)
-    }
-}
-
-/// Checks the configuration against the opened device; the error names the
-/// configuration key and the device limit.
-fn check_device_limits(cfg: &EngineConfig, info: &crate::fabric::DeviceInfo) -> Result<(), String> {
-    let check = |key: &str, what: &str, v: u64, max: u32| {
-        if v > u64::from(max) {
-            Err(format!("{key} = {v} exceeds the device's {what} of {max} (device {})", info.name))
-        } else {
-            Ok(())
-        }
-    };
-    check("sq_size", "max_qp_wr", cfg.sq_size.into(), info.max_qp_wr)?;
-    check("srq_size", "max_srq_wr", cfg.srq_size.into(), info.max_srq_wr)?;
-    check("recv_sges_per_wr", "max_srq_sge", cfg.recv_sges_per_wr.into(), info.max_srq_sge)?;
-    // The shared send CQ holds every connection's send queue.
-    let send_cqe = u64::from(cfg.max_connections) * u64::from(cfg.sq_size) + 64;
-    if send_cqe > u64::from(info.max_cqe) {
-        return Err(format!(
-            "max_connections = {} with sq_size = {}: the send completion queue needs max_connections × sq_size + 64 \
-             = {send_cqe} entries, more than the device's max_cqe of {} (device {})",
-            cfg.max_connections, cfg.sq_size, info.max_cqe, info.name
-        ));
-    }
-    check("srq_size", "max_cqe", u64::from(cfg.srq_size) + 64, info.max_cqe)?;
-    let pool = u64::from(cfg.recv_buffer_count) * u64::from(cfg.recv_buffer_size);
-    if pool > info.max_mr_size {
-        return Err(format!(
-            "recv_buffer_count × recv_buffer_size = {pool} bytes exceeds the device's max_mr_size of {}",
-            info.max_mr_size
-        ));
-    }
-    if u64::from(cfg.send_ring_size) > info.max_mr_size {
-        return Err(format!(
-            "send_ring_size = {} exceeds the device's max_mr_size of {}",
-            cfg.send_ring_size, info.max_mr_size
-        ));
-    }
-    Ok(())
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// What the connection manager needs of the engine's configuration.
@@ -151,6 +92,20 @@ fn agent_loop<A: Agent>(running: &AtomicBool, parking: ParkingConfig, agent: &mu
     }
 }
 
+/// Restricts the calling engine thread to `cpu` (`pin_threads`). The start
+/// checked that the CPU is one the starting thread may use, so this fails
+/// only if the host changed meanwhile (a CPU went offline, the cpuset
+/// shrank): then the thread runs unpinned, with a warning, rather than the
+/// engine stopping for a placement hint.
+fn pin(node: NodeId, role: ThreadRole, cpu: usize) {
+    if let Err(e) = crate::sys::affinity::pin_current_thread(cpu) {
+        log::warn!(
+            "node {node}: pin_threads: cannot pin the {} thread to CPU {cpu}: {e}; it runs unpinned",
+            role.name()
+        );
+    }
+}
+
 /// A running engine. Dropping it shuts it down.
 pub struct Engine<F: Fabric> {
     cfg: Arc<EngineConfig>,
@@ -173,25 +128,24 @@ impl<F: Fabric> Engine<F> {
     /// Opens the fabric, creates the shared queues, binds the UDP socket and
     /// starts the three threads. Nothing starts if the configuration is invalid.
     pub fn start<H: EngineHandler>(mut cfg: EngineConfig, handler: Arc<H>) -> Result<Engine<F>, EngineError> {
-        cfg.validate().map_err(EngineError::Config)?;
+        cfg.validate()?;
+        cfg.check_pins()?;
         if cfg.auth_key.is_none() {
-            cfg.auth_key = crate::con::AuthKey::from_config(cfg.auth_key_file.as_deref())
-                .map_err(|e| EngineError::Config(e.to_string()))?;
+            cfg.auth_key = crate::con::AuthKey::from_config(cfg.auth_key_file.as_deref()).map_err(ConfigError::from)?;
         }
         let cfg = Arc::new(cfg);
         // The UDP address first: a bad or busy `listen` is a configuration
         // error, reported before any memory is registered.
-        let socket = std::net::UdpSocket::bind(cfg.listen)
-            .map_err(|e| EngineError::Config(format!("listen = {}: cannot bind the UDP socket: {e}", cfg.listen)))?;
+        let socket =
+            std::net::UdpSocket::bind(cfg.listen).map_err(|source| ConfigError::Listen { addr: cfg.listen, source })?;
         let fabric = F::open(&cfg.device).map_err(|e| match e {
             FabricError::UnknownDevice { .. } | FabricError::NoDevice | FabricError::Unavailable(_) => {
-                EngineError::Config(format!("device (fabric {}): {e}", F::KIND.name()))
+                ConfigError::Device { fabric: F::KIND.name(), source: e }.into()
             }
-            FabricError::BadPort { .. } => EngineError::Config(format!("port: {e}")),
+            FabricError::BadPort { .. } => ConfigError::Port(e).into(),
             e => EngineError::Fabric(e),
         })?;
-        let info = fabric.info().clone();
-        check_device_limits(&cfg, &info).map_err(EngineError::Config)?;
+        cfg.check_device_limits(fabric.info()).map_err(ConfigError::from)?;
         let send_cqe = cfg.max_connections * cfg.sq_size + 64;
         let recv_cqe = cfg.srq_size + 64;
         let send_cq = fabric.create_cq(send_cqe)?;
@@ -209,7 +163,7 @@ impl<F: Fabric> Engine<F> {
         // Before the job thread reads the socket: packets that peers sent
         // while this engine started (queued in the socket) find them.
         for &(id, addr) in cfg.nodes.iter().filter(|n| n.0 != cfg.node_id) {
-            mgr.add_node(id, addr).map_err(|e| EngineError::Config(format!("node.{}: {e}", id.0)))?;
+            mgr.add_node(id, addr).map_err(|source| ConfigError::StartNode { id, source })?;
         }
         let stats = Arc::new(EngineStats::default());
         let running = Arc::new(AtomicBool::new(true));
@@ -231,10 +185,13 @@ impl<F: Fabric> Engine<F> {
             recv_doorbell,
             threads: Vec::new(),
         };
-        let node = cfg.node_id;
+        let (node, pins) = (cfg.node_id, cfg.pin_threads);
         let spawn = |role: ThreadRole, body: Box<dyn FnOnce() + Send>| {
             let (h, stats, running, mgr) = (handler.clone(), stats.clone(), running.clone(), mgr.clone());
             std::thread::Builder::new().name(format!("ibdxnet-{}-{:04x}", role.name(), node.0)).spawn(move || {
+                if let Some(cpu) = pins.cpu(role) {
+                    pin(node, role, cpu);
+                }
                 h.thread_started(role);
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
                 if outcome.is_err() {

@@ -1,5 +1,6 @@
 //! Operating system and concurrency helpers.
 
+pub mod affinity;
 pub mod doorbell;
 pub mod parking;
 pub mod queue;

@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::error::ValueError;
+use super::pins::ThreadPins;
 use super::EngineConfig;
 use crate::con::node::resolve_address;
 use crate::con::NodeId;
@@ -25,7 +27,7 @@ pub struct Key {
     /// What it means.
     pub doc: &'static str,
     /// Parses a value into the field; the error gives only the reason.
-    pub(super) set: fn(&mut EngineConfig, &str) -> Result<(), String>,
+    pub(super) set: fn(&mut EngineConfig, &str) -> Result<(), ValueError>,
     /// The field's value in the text form.
     pub(super) get: fn(&EngineConfig) -> String,
     /// The field's value as a number, for the range check.
@@ -33,7 +35,7 @@ pub struct Key {
 }
 
 /// Values a numeric key accepts (inclusive).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Range {
     /// Whatever the type accepts.
     Any,
@@ -44,15 +46,21 @@ pub enum Range {
 }
 
 impl Range {
-    /// Checks `v`; the error gives the rule.
-    pub fn check(self, v: u64) -> Result<(), String> {
+    /// Whether `v` is accepted.
+    pub fn contains(self, v: u64) -> bool {
         match self {
-            Range::Any => Ok(()),
-            Range::Int(min, max) if v < min || v > max => Err(format!("must be in {}", self.text())),
-            Range::Pow2(min, max) if v < min || v > max || !v.is_power_of_two() => {
-                Err(format!("must be {}", self.text()))
-            }
-            _ => Ok(()),
+            Range::Any => true,
+            Range::Int(min, max) => (min..=max).contains(&v),
+            Range::Pow2(min, max) => (min..=max).contains(&v) && v.is_power_of_two(),
+        }
+    }
+
+    /// The rule as an error says it: `must be in [1, 4]`.
+    pub fn requirement(self) -> String {
+        match self {
+            Range::Any => String::new(),
+            Range::Int(..) => format!("must be in {}", self.text()),
+            Range::Pow2(..) => format!("must be {}", self.text()),
         }
     }
 
@@ -70,26 +78,26 @@ impl Range {
 pub(super) trait Codec {
     type T;
     const KIND: &'static str;
-    fn parse(v: &str) -> Result<Self::T, String>;
+    fn parse(v: &str) -> Result<Self::T, ValueError>;
     fn show(v: &Self::T) -> String;
     fn number(_: &Self::T) -> Option<u64> {
         None
     }
 }
 
-fn unsigned(v: &str) -> Result<u64, String> {
-    v.parse::<u64>().map_err(|e| format!("not a non-negative integer ({e})"))
+fn unsigned(v: &str) -> Result<u64, ValueError> {
+    v.parse::<u64>().map_err(ValueError::NotUnsigned)
 }
 
-fn narrow<T: TryFrom<u64>>(n: u64, max: u64) -> Result<T, String> {
-    T::try_from(n).map_err(|_| format!("too large (at most {max})"))
+fn narrow<T: TryFrom<u64>>(n: u64, max: u64) -> Result<T, ValueError> {
+    T::try_from(n).map_err(|_| ValueError::TooLarge(max))
 }
 
 pub(super) struct U32;
 impl Codec for U32 {
     type T = u32;
     const KIND: &'static str = "integer";
-    fn parse(v: &str) -> Result<u32, String> {
+    fn parse(v: &str) -> Result<u32, ValueError> {
         narrow(unsigned(v)?, u32::MAX.into())
     }
     fn show(v: &u32) -> String {
@@ -104,7 +112,7 @@ pub(super) struct U8;
 impl Codec for U8 {
     type T = u8;
     const KIND: &'static str = "integer";
-    fn parse(v: &str) -> Result<u8, String> {
+    fn parse(v: &str) -> Result<u8, ValueError> {
         narrow(unsigned(v)?, 255)
     }
     fn show(v: &u8) -> String {
@@ -120,7 +128,7 @@ pub(super) struct OptU8;
 impl Codec for OptU8 {
     type T = Option<u8>;
     const KIND: &'static str = "integer or empty";
-    fn parse(v: &str) -> Result<Option<u8>, String> {
+    fn parse(v: &str) -> Result<Option<u8>, ValueError> {
         if v.is_empty() {
             Ok(None)
         } else {
@@ -136,7 +144,7 @@ pub(super) struct Millis;
 impl Codec for Millis {
     type T = Duration;
     const KIND: &'static str = "milliseconds";
-    fn parse(v: &str) -> Result<Duration, String> {
+    fn parse(v: &str) -> Result<Duration, ValueError> {
         unsigned(v).map(Duration::from_millis)
     }
     fn show(v: &Duration) -> String {
@@ -151,7 +159,7 @@ pub(super) struct Nanos;
 impl Codec for Nanos {
     type T = Duration;
     const KIND: &'static str = "nanoseconds";
-    fn parse(v: &str) -> Result<Duration, String> {
+    fn parse(v: &str) -> Result<Duration, ValueError> {
         unsigned(v).map(Duration::from_nanos)
     }
     fn show(v: &Duration) -> String {
@@ -166,7 +174,7 @@ pub(super) struct MicrosOrNever;
 impl Codec for MicrosOrNever {
     type T = Option<Duration>;
     const KIND: &'static str = "microseconds or `never`";
-    fn parse(v: &str) -> Result<Option<Duration>, String> {
+    fn parse(v: &str) -> Result<Option<Duration>, ValueError> {
         if v == "never" {
             return Ok(None);
         }
@@ -184,9 +192,9 @@ pub(super) struct Node;
 impl Codec for Node {
     type T = NodeId;
     const KIND: &'static str = "node id";
-    fn parse(v: &str) -> Result<NodeId, String> {
+    fn parse(v: &str) -> Result<NodeId, ValueError> {
         let n = unsigned(v)?;
-        narrow(n, 65534).ok().and_then(NodeId::new).ok_or_else(|| format!("{n} is not a node id in [0, 65534]"))
+        narrow(n, 65534).ok().and_then(NodeId::new).ok_or(ValueError::NotNodeId(n))
     }
     fn show(v: &NodeId) -> String {
         v.0.to_string()
@@ -200,8 +208,8 @@ pub(super) struct Addr;
 impl Codec for Addr {
     type T = SocketAddr;
     const KIND: &'static str = "host:port";
-    fn parse(v: &str) -> Result<SocketAddr, String> {
-        resolve_address(v).map_err(|e| e.to_string())
+    fn parse(v: &str) -> Result<SocketAddr, ValueError> {
+        Ok(resolve_address(v)?)
     }
     fn show(v: &SocketAddr) -> String {
         v.to_string()
@@ -212,8 +220,8 @@ pub(super) struct Fabric;
 impl Codec for Fabric {
     type T = FabricKind;
     const KIND: &'static str = "auto, verbs or sim";
-    fn parse(v: &str) -> Result<FabricKind, String> {
-        FabricKind::parse(v)
+    fn parse(v: &str) -> Result<FabricKind, ValueError> {
+        Ok(FabricKind::parse(v)?)
     }
     fn show(v: &FabricKind) -> String {
         v.name().into()
@@ -225,7 +233,7 @@ pub(super) struct Name;
 impl Codec for Name {
     type T = Option<String>;
     const KIND: &'static str = "name or empty";
-    fn parse(v: &str) -> Result<Option<String>, String> {
+    fn parse(v: &str) -> Result<Option<String>, ValueError> {
         Ok((!v.is_empty()).then(|| v.to_string()))
     }
     fn show(v: &Option<String>) -> String {
@@ -237,11 +245,24 @@ pub(super) struct File;
 impl Codec for File {
     type T = Option<PathBuf>;
     const KIND: &'static str = "path or empty";
-    fn parse(v: &str) -> Result<Option<PathBuf>, String> {
+    fn parse(v: &str) -> Result<Option<PathBuf>, ValueError> {
         Ok((!v.is_empty()).then(|| PathBuf::from(v)))
     }
     fn show(v: &Option<PathBuf>) -> String {
         v.as_deref().map(|p| p.display().to_string()).unwrap_or_default()
+    }
+}
+
+/// Engine threads pinned to CPUs ([`ThreadPins`]).
+pub(super) struct Pins;
+impl Codec for Pins {
+    type T = ThreadPins;
+    const KIND: &'static str = "thread=CPU list or empty";
+    fn parse(v: &str) -> Result<ThreadPins, ValueError> {
+        Ok(ThreadPins::parse(v)?)
+    }
+    fn show(v: &ThreadPins) -> String {
+        v.to_string()
     }
 }
 
@@ -328,6 +349,8 @@ pub static KEYS: &[Key] = &[
         "sleep per idle iteration once parked"),
     key!("parking_sleep_after_us", MicrosOrNever, parking.sleep_after, "1000", Int(0, MAX_TIMEOUT_MS * 1000),
         "block until woken (new data, a completion, a returned buffer) after this long without work, whatever the phase; `never`: poll as the paper does"),
+    key!("pin_threads", Pins, pin_threads, "", Any,
+        "pin engine threads to CPUs, e.g. `send=0,recv=1` (`job=2` pins the connection manager); each CPU must be one the starting thread may run on, else the engine does not start; empty: none pinned"),
     key!("auth_key_file", File, auth_key_file, "", Any,
         "file holding the pre-shared key of the control plane (owner-only); empty: `IBDXNET_AUTH_KEY`, else no key"),
 ];

@@ -2,7 +2,10 @@
 //! Its keys (type, default, range, meaning) are defined once, in [`KEYS`];
 //! the rules that relate several keys are [`EngineConfig::validate`]'s code.
 
+mod error;
+mod host;
 mod keys;
+mod pins;
 #[cfg(test)]
 mod tests;
 
@@ -15,7 +18,9 @@ use crate::con::{AuthKey, NodeId};
 use crate::fabric::{FabricConfig, FabricKind};
 use crate::sys::parking::ParkingConfig;
 
+pub use error::{ConfigError, Conflict, DeviceLimitError, ValueError};
 pub use keys::{key, markdown_table, nearest, Key, Range, KEYS, MAX_INLINE_LIMIT, MAX_INTERVAL_MS, MAX_TIMEOUT_MS};
+pub use pins::{PinsError, ThreadPins};
 
 /// Default UDP port of the connection manager.
 pub const DEFAULT_UDP_PORT: u16 = 5730;
@@ -62,6 +67,8 @@ pub struct EngineConfig {
     pub discovery_interval: Duration,
     /// (`parking_yield_after_ms`, `parking_park_after_ms`, `parking_park_for_ns`)
     pub parking: ParkingConfig,
+    /// (`pin_threads`)
+    pub pin_threads: ThreadPins,
     /// (`auth_key_file`)
     pub auth_key_file: Option<PathBuf>,
     /// The key itself; [`crate::msgrc::Engine::start`] reads it from
@@ -113,6 +120,7 @@ impl EngineConfig {
             exchange_retry: Duration::ZERO,
             discovery_interval: Duration::ZERO,
             parking: ParkingConfig::default(),
+            pin_threads: ThreadPins::default(),
             auth_key_file: None,
             auth_key: None,
             nodes: Vec::new(),
@@ -131,63 +139,41 @@ impl EngineConfig {
 
     /// Checks every key's range, then the rules relating keys; the error
     /// names the key (as in the text form) and its value.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_named(PLAIN)
     }
 
-    fn validate_named(&self, n: Names) -> Result<(), String> {
+    fn validate_named(&self, n: Names) -> Result<(), ConfigError> {
         for k in KEYS {
-            if let Some(v) = (k.number)(self) {
-                k.range.check(v).map_err(|e| format!("{} = {v} {e}", n.of(k.name)))?;
+            if let Some(value) = (k.number)(self) {
+                if !k.range.contains(value) {
+                    return Err(ConfigError::OutOfRange { key: n.of(k.name), value, range: k.range });
+                }
             }
         }
-        let wr = u64::from(self.recv_buffer_size) * u64::from(self.recv_sges_per_wr);
-        if wr > 1 << 31 {
-            return Err(format!(
-                "{} = {} × {} = {} = {wr} must be at most 2^31 (the bytes of one receive request)",
-                n.of("recv_buffer_size"),
-                self.recv_buffer_size,
-                n.of("recv_sges_per_wr"),
-                self.recv_sges_per_wr
-            ));
+        let conflict = |conflict| Err(ConfigError::Conflict { prefix: n.prefix.to_string(), conflict });
+        let (size, sges, count) = (self.recv_buffer_size, self.recv_sges_per_wr, self.recv_buffer_count);
+        if u64::from(size) * u64::from(sges) > 1 << 31 {
+            return conflict(Conflict::ReceiveRequest { recv_buffer_size: size, recv_sges_per_wr: sges });
         }
-        let in_srq = u64::from(self.srq_size) * u64::from(self.recv_sges_per_wr);
-        if u64::from(self.recv_buffer_count) <= in_srq {
-            return Err(format!(
-                "{} = {} must be more than {} × {} = {in_srq} (the buffers the SRQ alone holds)",
-                n.of("recv_buffer_count"),
-                self.recv_buffer_count,
-                n.of("srq_size"),
-                n.of("recv_sges_per_wr")
-            ));
+        if u64::from(count) <= u64::from(self.srq_size) * u64::from(sges) {
+            return conflict(Conflict::PoolBelowSrq {
+                recv_buffer_count: count,
+                srq_size: self.srq_size,
+                recv_sges_per_wr: sges,
+            });
         }
-        let pool = u64::from(self.recv_buffer_count) * u64::from(self.recv_buffer_size);
-        if pool > 1 << 36 {
-            return Err(format!(
-                "{} = {} × {} = {} is {pool} bytes of receive pool, more than 64 GiB",
-                n.of("recv_buffer_count"),
-                self.recv_buffer_count,
-                n.of("recv_buffer_size"),
-                self.recv_buffer_size
-            ));
+        if u64::from(count) * u64::from(size) > 1 << 36 {
+            return conflict(Conflict::PoolTooLarge { recv_buffer_count: count, recv_buffer_size: size });
         }
         if self.signal_interval > self.sq_size {
-            return Err(format!(
-                "{} = {} must be at most {} = {}",
-                n.of("signal_interval"),
-                self.signal_interval,
-                n.of("sq_size"),
-                self.sq_size
-            ));
+            return conflict(Conflict::SignalInterval { signal_interval: self.signal_interval, sq_size: self.sq_size });
         }
         if self.parking.park_after < self.parking.yield_after {
-            return Err(format!(
-                "{} = {} must not be less than {} = {}",
-                n.of("parking_park_after_ms"),
-                self.parking.park_after.as_millis(),
-                n.of("parking_yield_after_ms"),
-                self.parking.yield_after.as_millis()
-            ));
+            return conflict(Conflict::Parking {
+                park_after_ms: self.parking.park_after.as_millis(),
+                yield_after_ms: self.parking.yield_after.as_millis(),
+            });
         }
         Ok(())
     }
@@ -197,40 +183,41 @@ impl EngineConfig {
 /// command lines), with the keys of [`KEYS`] and `node.<id>=host:port`.
 impl EngineConfig {
     /// Sets one key from its text form; the error names the key and value.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         self.set_named(key, value, PLAIN)
     }
 
-    fn set_named(&mut self, key: &str, value: &str, n: Names) -> Result<(), String> {
+    fn set_named(&mut self, key: &str, value: &str, n: Names) -> Result<(), ConfigError> {
         let (key, v) = (key.trim(), value.trim());
+        let bad = |reason| ConfigError::BadValue { key: n.of(key), value: v.to_string(), reason };
         if let Some(k) = keys::key(key) {
-            return (k.set)(self, v).map_err(|e| format!("{} = '{v}': {e}", n.of(key)));
+            return (k.set)(self, v).map_err(bad);
         }
         if let Some(id) = key.strip_prefix("node.") {
             let id = id
                 .parse::<u16>()
                 .ok()
                 .and_then(NodeId::new)
-                .ok_or(format!("{}: '{id}' is not a node id in [0, 65534]", n.of(key)))?;
-            let addr = resolve_address(v).map_err(|e| format!("{} = '{v}': {e}", n.of(key)))?;
+                .ok_or_else(|| ConfigError::BadNodeId { key: n.of(key), id: id.to_string() })?;
+            let addr = resolve_address(v).map_err(|e| bad(e.into()))?;
             self.nodes.retain(|n| n.0 != id);
             self.nodes.push((id, addr));
             return Ok(());
         }
-        let hint = keys::nearest(key).map(|k| format!(" (did you mean '{}'?)", n.of(k))).unwrap_or_default();
-        Err(format!("unknown configuration key '{}'{hint}", n.of(key)))
+        Err(ConfigError::UnknownKey { key: n.of(key), suggestion: keys::nearest(key).map(|k| n.of(k)) })
     }
 
     /// Applies the `key=value` lines of a file (blank lines and `#`
     /// comments ignored), then validates; an error from a line names it.
-    pub fn apply_text(&mut self, text: &str) -> Result<(), String> {
+    pub fn apply_text(&mut self, text: &str) -> Result<(), ConfigError> {
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (k, v) = line.split_once('=').ok_or_else(|| format!("line {}: '{line}' is not key=value", i + 1))?;
-            self.set(k, v).map_err(|e| format!("line {}: {e}", i + 1))?;
+            let on_line = |e| ConfigError::Line { line: i + 1, source: Box::new(e) };
+            let (k, v) = line.split_once('=').ok_or_else(|| on_line(ConfigError::NotKeyValue(line.to_string())))?;
+            self.set(k, v).map_err(on_line)?;
         }
         self.validate()
     }
@@ -239,10 +226,10 @@ impl EngineConfig {
     /// (the Java configuration), then validates. Errors name the key as that
     /// program does, `prefix` + key (`native.sq_size`), and no line: the
     /// lines are not the user's.
-    pub fn apply_keys(&mut self, text: &str, prefix: &str) -> Result<(), String> {
+    pub fn apply_keys(&mut self, text: &str, prefix: &str) -> Result<(), ConfigError> {
         let n = Names { prefix };
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let (k, v) = line.split_once('=').ok_or_else(|| format!("'{prefix}{line}' is not key=value"))?;
+            let (k, v) = line.split_once('=').ok_or_else(|| ConfigError::NotKeyValue(format!("{prefix}{line}")))?;
             self.set_named(k, v, n)?;
         }
         self.validate_named(n)

@@ -44,6 +44,8 @@ fn each_bad_field_is_named() {
         let mut c = cfg();
         change(&mut c);
         let e = c.validate().unwrap_err();
+        assert!(matches!(e, ConfigError::OutOfRange { .. } | ConfigError::Conflict { .. }), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains(field), "{field}: {e}");
     }
 }
@@ -60,9 +62,9 @@ fn every_range_is_checked_naming_key_and_value() {
         let below = min.checked_sub(1).map(|v| v.to_string());
         for bad in below.into_iter().chain([(max + 1).to_string()]) {
             let text = format!("{}={bad}\n", k.name);
-            let e = cfg().apply_text(&text).expect_err(&text);
+            let e = cfg().apply_text(&text).expect_err(&text).to_string();
             assert!(e.contains(k.name) && e.contains(&bad), "{text}: {e}");
-            let e = cfg().apply_keys(&text, "native.").expect_err(&text);
+            let e = cfg().apply_keys(&text, "native.").expect_err(&text).to_string();
             assert!(e.contains(&format!("native.{}", k.name)) && e.contains(&bad), "{text}: {e}");
             assert!(!e.starts_with("line"), "{e}");
         }
@@ -76,9 +78,15 @@ fn start_nodes_are_parsed_and_bad_ones_named() {
     let want: Vec<(NodeId, std::net::SocketAddr)> =
         vec![(NodeId(4), "127.0.0.1:7001".parse().unwrap()), (NodeId(3), "127.0.0.1:7002".parse().unwrap())];
     assert_eq!(c.nodes, want, "the last entry of an id wins");
-    let e = cfg().apply_text("node.65535=127.0.0.1:7000").unwrap_err();
+    let e = cfg().apply_text("node.65535=127.0.0.1:7000").unwrap_err().to_string();
     assert!(e.contains("node.65535") && e.contains("is not a node id"), "{e}");
     let e = cfg().apply_text("\nnode.2=nowhere").unwrap_err();
+    assert!(
+        matches!(&e, ConfigError::Line { line: 2, source }
+            if matches!(**source, ConfigError::BadValue { reason: ValueError::Address(_), .. })),
+        "{e:?}"
+    );
+    let e = e.to_string();
     assert!(e.starts_with("line 2: node.2 = 'nowhere': ") && e.contains("host:port"), "{e}");
 }
 
@@ -91,26 +99,94 @@ fn text_round_trips_and_errors_name_the_line_and_key() {
     d.apply_text(&c.to_text()).unwrap();
     assert_eq!(d.to_text(), c.to_text());
     assert_eq!(c.to_text().lines().count(), KEYS.len());
-    let e = d.apply_text("# comment\n\nsq_size=abc\n").unwrap_err();
+    let e = d.apply_text("# comment\n\nsq_size=abc\n").unwrap_err().to_string();
     assert!(e.starts_with("line 3: sq_size = 'abc': not a non-negative integer"), "{e}");
-    assert!(d.apply_text("bogus=1").unwrap_err().contains("unknown configuration key 'bogus'"));
-    assert!(d.apply_text("node_id=65535").unwrap_err().contains("node_id = '65535'"));
-    assert!(d.apply_text("sq_size=0").unwrap_err().contains("sq_size = 0"), "validated after applying");
+    assert!(d.apply_text("bogus=1").unwrap_err().to_string().contains("unknown configuration key 'bogus'"));
+    assert!(d.apply_text("node_id=65535").unwrap_err().to_string().contains("node_id = '65535'"));
+    let e = d.apply_text("sq_size=0").unwrap_err();
+    assert!(e.to_string().contains("sq_size = 0"), "validated after applying: {e}");
+    assert!(matches!(e, ConfigError::OutOfRange { value: 0, range: Range::Int(1, _), .. }), "{e:?}");
+    let e = d.apply_text("sq_size 3").unwrap_err().to_string();
+    assert_eq!(e, "line 1: 'sq_size 3' is not key=value");
 }
 
 /// From Java the lines are built by the program: an error names the key
 /// as the user wrote it there (`native.<key>`), never a line.
 #[test]
 fn errors_from_the_java_path_name_the_native_key_without_a_line() {
-    let e = cfg().apply_keys("node_id=1\nsq_size=abc\n", "native.").unwrap_err();
+    let e = cfg().apply_keys("node_id=1\nsq_size=abc\n", "native.").unwrap_err().to_string();
     assert_eq!(e, "native.sq_size = 'abc': not a non-negative integer (invalid digit found in string)");
     let e = cfg().apply_keys("sq_size=8\nsignal_interval=9\n", "native.").unwrap_err();
-    assert_eq!(e, "native.signal_interval = 9 must be at most native.sq_size = 8");
+    assert!(
+        matches!(&e, ConfigError::Conflict { conflict, .. }
+            if *conflict == Conflict::SignalInterval { signal_interval: 9, sq_size: 8 }),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "native.signal_interval = 9 must be at most native.sq_size = 8");
     let e = cfg().apply_keys("sq_sise=8\n", "native.").unwrap_err();
-    assert_eq!(e, "unknown configuration key 'native.sq_sise' (did you mean 'native.sq_size'?)");
-    let e = cfg().apply_text("parking_yield_after=0").unwrap_err();
+    assert!(matches!(&e, ConfigError::UnknownKey { suggestion: Some(s), .. } if s == "native.sq_size"), "{e:?}");
+    assert_eq!(e.to_string(), "unknown configuration key 'native.sq_sise' (did you mean 'native.sq_size'?)");
+    let e = cfg().apply_keys("sq_size\n", "native.").unwrap_err().to_string();
+    assert_eq!(e, "'native.sq_size' is not key=value");
+    let e = cfg().apply_text("parking_yield_after=0").unwrap_err().to_string();
     assert!(e.ends_with("(did you mean 'parking_yield_after_ms'?)"), "{e}");
-    assert!(!cfg().apply_text("zzz=1").unwrap_err().contains("did you mean"));
+    assert!(!cfg().apply_text("zzz=1").unwrap_err().to_string().contains("did you mean"));
+}
+
+/// `pin_threads`: good values set the threads' CPUs and come back as
+/// text; bad ones are refused naming the key, the value and what is wrong,
+/// from a file (with the line) and from Java (`native.pin_threads`).
+#[test]
+fn pin_threads_is_parsed_and_bad_values_are_named() {
+    assert_eq!(cfg().pin_threads, ThreadPins::default(), "off by default");
+    let mut c = cfg();
+    c.apply_text("pin_threads = recv=1, send=0\n").unwrap();
+    assert_eq!(c.pin_threads, ThreadPins { send: Some(0), recv: Some(1), job: None });
+    assert!(c.to_text().contains("\npin_threads=send=0,recv=1\n"), "{}", c.to_text());
+    c.apply_keys("pin_threads=job=0\n", "native.").unwrap();
+    assert_eq!(c.pin_threads, ThreadPins { send: None, recv: None, job: Some(0) }, "the value replaces the old one");
+    c.set("pin_threads", "").unwrap();
+    assert_eq!(c.pin_threads, ThreadPins::default());
+    let max = crate::sys::affinity::MAX_CPU;
+    for (value, why) in [
+        ("0,1", "'0' is not thread=cpu (e.g. send=0,recv=1)".to_string()),
+        ("send=0,worker=1", "unknown thread 'worker' (expected send, recv or job)".to_string()),
+        ("send=zero", format!("send: 'zero' is not a CPU number in [0, {max}]")),
+        ("recv=99999", format!("recv: '99999' is not a CPU number in [0, {max}]")),
+        ("send=0,send=1", "send is pinned twice".to_string()),
+    ] {
+        let e = cfg().apply_text(&format!("pin_threads={value}")).unwrap_err();
+        assert!(
+            matches!(&e, ConfigError::Line { source, .. }
+                if matches!(**source, ConfigError::BadValue { reason: ValueError::Pins(_), .. })),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), format!("line 1: pin_threads = '{value}': {why}"));
+        let e = cfg().apply_keys(&format!("pin_threads={value}"), "native.").unwrap_err().to_string();
+        assert_eq!(e, format!("native.pin_threads = '{value}': {why}"));
+    }
+}
+
+/// A CPU the starting thread may not run on is refused by the start's
+/// check, naming the key, the thread, the CPU and the CPUs there are.
+#[test]
+fn pinning_to_a_cpu_this_thread_may_not_use_is_refused() {
+    let allowed = crate::sys::affinity::allowed_cpus().unwrap();
+    let mut c = cfg();
+    c.pin_threads = ThreadPins { send: allowed.first().copied(), recv: allowed.last().copied(), job: None };
+    c.check_pins().unwrap();
+    let absent = (0..=crate::sys::affinity::MAX_CPU).find(|cpu| !allowed.contains(cpu)).unwrap();
+    c.pin_threads.recv = Some(absent);
+    let e = c.check_pins().unwrap_err();
+    assert!(matches!(e, ConfigError::PinnedCpu { thread: "recv", cpu, .. } if cpu == absent), "{e:?}");
+    let e = e.to_string();
+    let list = crate::sys::affinity::list_text(&allowed);
+    assert_eq!(
+        e,
+        format!(
+            "pin_threads: recv={absent}: CPU {absent} is not one the starting thread may run on (it may run on {list})"
+        )
+    );
 }
 
 /// The README's engine table is [`markdown_table`]; with
