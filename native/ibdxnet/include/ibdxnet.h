@@ -278,7 +278,8 @@ struct IbdxnetIncomingRingHeader {
  * The word of a sleeping engine thread that its wakers read first
  * (`sys::doorbell`): 1 while the thread sleeps or is about to. Java reads
  * the send thread's word after publishing data and calls `wakeSendThread`
- * only when it is 1. Rust accesses it as an `AtomicU32` (same layout).
+ * only when it is 1. It is the word of `sys::doorbell::Doorbell` (an
+ * `AtomicU32`, which has the layout of a `u32`; asserted below).
  */
 struct IbdxnetSleepWord {
   /**

@@ -2,6 +2,8 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Fills `out` from the kernel's random number generator (`getrandom`),
@@ -46,4 +48,42 @@ fn hash_random_u32() -> u32 {
 /// locks, so a panic elsewhere cannot leave the guarded state half-updated.
 pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A non-blocking `eventfd`: readable from a `signal` until `reset`.
+#[derive(Debug)]
+pub struct EventFd(OwnedFd);
+
+impl EventFd {
+    /// A new, unsignalled eventfd.
+    pub fn new() -> io::Result<EventFd> {
+        // SAFETY: plain system call; a valid fd or -1 comes back.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Makes it readable.
+    pub fn signal(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a live buffer to our eventfd. It fails
+        // only when the counter is near overflow (it is then readable anyway).
+        let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+
+    /// Makes it unreadable again.
+    pub fn reset(&self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a live buffer; non-blocking, so
+        // an unsignalled eventfd gives EAGAIN, which is fine.
+        let _ = unsafe { libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    }
+
+    /// The descriptor, to wait on.
+    pub fn raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
 }

@@ -154,7 +154,8 @@ pub struct IncomingRingHeader {
 /// The word of a sleeping engine thread that its wakers read first
 /// (`sys::doorbell`): 1 while the thread sleeps or is about to. Java reads
 /// the send thread's word after publishing data and calls `wakeSendThread`
-/// only when it is 1. Rust accesses it as an `AtomicU32` (same layout).
+/// only when it is 1. It is the word of `sys::doorbell::Doorbell` (an
+/// `AtomicU32`, which has the layout of a `u32`; asserted below).
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct SleepWord {
@@ -236,4 +237,8 @@ const _: () = assert!(std::mem::size_of::<IncomingRingHeader>() == 16);
 const _: () = assert!(std::mem::size_of::<IbdxnetDeviceInfo>() == 64);
 const _: () = assert!(std::mem::offset_of!(IbdxnetDeviceInfo, gid) == 32);
 const _: () = assert!(std::mem::offset_of!(IbdxnetDeviceInfo, sim_addr) == 48);
-const _: () = assert!(std::mem::size_of::<SleepWord>() == 4 && std::mem::align_of::<SleepWord>() == 4);
+const _: () = assert!(
+    std::mem::size_of::<SleepWord>() == std::mem::size_of::<std::sync::atomic::AtomicU32>()
+        && std::mem::align_of::<SleepWord>() == std::mem::align_of::<std::sync::atomic::AtomicU32>()
+        && std::mem::offset_of!(SleepWord, sleeping) == 0
+);

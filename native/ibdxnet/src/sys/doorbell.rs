@@ -16,55 +16,18 @@
 //! (`abi::SleepWord`), skipping the JNI call while the thread is awake.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{fence, Ordering};
+use std::os::fd::RawFd;
+use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::abi::SleepWord;
-
-/// A non-blocking `eventfd`: readable from a `signal` until `reset`.
-#[derive(Debug)]
-pub struct EventFd(OwnedFd);
-
-impl EventFd {
-    /// A new, unsignalled eventfd.
-    pub fn new() -> io::Result<EventFd> {
-        // SAFETY: plain system call; a valid fd or -1 comes back.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just created and is owned by nobody else.
-        Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    /// Makes it readable.
-    pub fn signal(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: writes 8 bytes from a live buffer to our eventfd. It fails
-        // only when the counter is near overflow (it is then readable anyway).
-        let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), one.len()) };
-    }
-
-    /// Makes it unreadable again.
-    pub fn reset(&self) {
-        let mut buf = [0u8; 8];
-        // SAFETY: reads at most 8 bytes into a live buffer; non-blocking, so
-        // an unsignalled eventfd gives EAGAIN, which is fine.
-        let _ = unsafe { libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-    }
-
-    /// The descriptor, to wait on.
-    pub fn raw_fd(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-}
+pub use crate::util::EventFd;
 
 /// The doorbell of one sleeping thread.
 #[derive(Debug)]
 pub struct Doorbell {
-    /// 1 while the thread announced that it sleeps (or is about to).
-    word: SleepWord,
+    /// 1 while the thread announced that it sleeps (or is about to); the
+    /// only field of `abi::SleepWord`, the layout Java reads it by.
+    sleeping: AtomicU32,
     bell: EventFd,
 }
 
@@ -80,30 +43,30 @@ pub struct Woken {
 impl Doorbell {
     /// A doorbell with a non-blocking eventfd.
     pub fn new() -> io::Result<Doorbell> {
-        Ok(Doorbell { word: SleepWord::default(), bell: EventFd::new()? })
+        Ok(Doorbell { sleeping: AtomicU32::new(0), bell: EventFd::new()? })
     }
 
     /// The address of the sleeping word (for Java: read it, and call into
     /// the library only when it is 1).
-    pub fn sleeping_address(&self) -> *const SleepWord {
-        &self.word
+    pub fn sleeping_address(&self) -> *const AtomicU32 {
+        &self.sleeping
     }
 
     /// True while the thread announced sleep.
     pub fn is_sleeping(&self) -> bool {
-        self.word.sleeping.load(Ordering::Relaxed) != 0
+        self.sleeping.load(Ordering::Relaxed) != 0
     }
 
     /// The sleeper is about to look for work a last time, then sleep.
     pub fn announce(&self) {
-        self.word.sleeping.store(1, Ordering::Relaxed);
+        self.sleeping.store(1, Ordering::Relaxed);
         // Orders the store before the re-check's loads (see the module doc).
         fence(Ordering::SeqCst);
     }
 
     /// The sleeper found work after all, or woke up.
     pub fn retract(&self) {
-        self.word.sleeping.store(0, Ordering::Relaxed);
+        self.sleeping.store(0, Ordering::Relaxed);
     }
 
     /// Rings if the thread announced sleep; call after publishing the work.
@@ -111,10 +74,10 @@ impl Doorbell {
     pub fn wake_if_sleeping(&self) -> bool {
         // Orders the caller's publishing stores before the load of the word.
         fence(Ordering::SeqCst);
-        if self.word.sleeping.load(Ordering::Relaxed) == 0 {
+        if self.sleeping.load(Ordering::Relaxed) == 0 {
             return false;
         }
-        if self.word.sleeping.compare_exchange(1, 0, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+        if self.sleeping.compare_exchange(1, 0, Ordering::SeqCst, Ordering::Relaxed).is_err() {
             return false; // another waker rang, or the sleeper retracted
         }
         self.ring();

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, Weak};
 use super::qp::QpCore;
 use super::SimDevice;
 use crate::fabric::{CompletionQueue, FabricError, PostError, RecvBatch, Sge, SharedReceiveQueue, WorkCompletion};
-use crate::sys::doorbell::EventFd;
 use crate::util::lock;
+use crate::util::EventFd;
 
 /// A completion plus the send queue slots its polling frees.
 #[derive(Debug)]
