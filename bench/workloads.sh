@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # End-to-end workload suite (paper §9.1–§9.2): DXNet over ib (sim), nio and
-# loopback, and a plain Netty baseline, all on this machine in one run.
+# loopback, and a plain Netty baseline, all on this machine in one run; RTT
+# and rate with the engine's idle setting at three values; nio with the
+# receiver in a process of its own; and the idle cost of connected nodes.
 #
 #   bench/workloads.sh [--quick] [OUTPUT_PREFIX]
 #   bench/workloads.sh --plot OUTPUT_PREFIX     (only redraw the plots of OUTPUT_PREFIX.csv)
 #
 # Writes OUTPUT_PREFIX.csv (one row per run, with the machine and the command
-# in '#' comment lines) and OUTPUT_PREFIX-*.png (gnuplot). Needs the bench
-# classpath (gradle benchClasspathFile) and gnuplot; ./ibdxnet bench workloads
-# prepares both.
+# in '#' comment lines), OUTPUT_PREFIX-idle.csv (CPU of two connected nodes
+# without traffic, per transport) and OUTPUT_PREFIX-*.png (gnuplot). Needs
+# the bench classpath (gradle benchClasspathFile) and gnuplot; ./ibdxnet bench
+# workloads prepares both.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,7 +26,21 @@ elif [ "${1:-}" = --plot ]; then
 fi
 out=${1:-$ROOT/bench/results/$(date +%Y-%m-%d)-workloads}
 csv=$out.csv
+idle_csv=$out-idle.csv
 failures=0
+# The engine settings (native key=value pairs) of every DXNet row that names
+# none: both nodes of a run share this machine's two cores, so idle engine
+# threads yield at once instead of spinning for 100 ms first.
+NATIVE_STD="parking_yield_after_ms=0"
+# The engine's idle behaviour at three values, name=settings ('' = the
+# engine's defaults): block on events at once, the defaults (spin, then
+# block after parking_sleep_after_us = 1 ms), and the paper's pure polling
+# (never block; yield and park only after a day, the largest value).
+IDLE_MODES=(
+	"sleep=parking_sleep_after_us=0"
+	"default="
+	"poll=parking_yield_after_ms=86400000 parking_park_after_ms=86400000 parking_sleep_after_us=never"
+)
 if [ $plot_only = 0 ]; then
 CP=$(cat "$ROOT/build/bench-classpath.txt")
 JAVA=(java -Xms1g -Xmx1g -cp "$CP" -Djava.library.path="$ROOT/target/release")
@@ -32,8 +49,12 @@ JAVA=(java -Xms1g -Xmx1g -cp "$CP" -Djava.library.path="$ROOT/target/release")
 	echo "# ibdxnet workload suite, $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "# command: bench/workloads.sh $([ $quick = 1 ] && echo --quick) $*"
 	echo "# machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(uname -r), $(java -version 2>&1 | head -1)"
-	echo "impl,pattern,nodes,size,senders,handlers,messages,seconds,msg_per_s,mb_per_s,cpu_ns_per_msg,rtt_avg_us,rtt_p50_us,rtt_p95_us,rtt_p99_us,rtt_p999_us"
+	echo "impl,pattern,nodes,size,senders,handlers,messages,seconds,msg_per_s,mb_per_s,cpu_ns_per_msg,rtt_avg_us,rtt_p50_us,rtt_p95_us,rtt_p99_us,rtt_p999_us,processes,native"
 } >"$csv"
+{
+	grep '^#' "$csv"
+	echo "impl,native,seconds,cpu_ms,cpu_pct_core,process_cpu_ms,threads"
+} >"$idle_csv"
 
 # Per-thread message counts: about 128 MiB per run for throughput, 64 MiB of
 # round trips, within bounds (quick: tiny).
@@ -55,33 +76,100 @@ count() { # size kind
 	echo $n
 }
 
-run() { # impl pattern size senders handlers nodes
-	local impl=$1 pattern=$2 size=$3 senders=$4 handlers=$5 nodes=$6 main=io.ibdxnet.bench.Workload line
-	local kind=stream messages
+# The settings and options of a row as the progress lines show them.
+shown() { # NATIVE IMPL [OPTIONS...]
+	local native=$1 impl=$2
+	shift 2
+	if [ -n "$native" ]; then
+		printf '%s ' "$native"
+	elif [ "$impl" = ib ]; then
+		printf '(engine defaults) '
+	fi
+	[ $# -gt 0 ] && printf '%s ' "$*"
+	return 0
+}
+
+# run IMPL PATTERN SIZE SENDERS HANDLERS NODES [NATIVE [WORKLOAD OPTIONS...]]
+# NATIVE: engine settings, key=value separated by spaces ($NATIVE_STD when not
+# given, '' for the engine's defaults). cpu_ns_per_msg is the CPU time of all
+# threads of every process of the run per message (per round trip for rtt).
+run() {
+	local impl=$1 pattern=$2 size=$3 senders=$4 handlers=$5 nodes=$6 native=${7-$NATIVE_STD} main=io.ibdxnet.bench.Workload line kv
+	local kind=stream messages opts=()
+	shift $(($# < 7 ? $# : 7))
 	# The same total per run whatever the number of sending threads and nodes.
 	messages=$(($(count "$size" $kind) / senders))
 	[ "$pattern" = rtt ] && kind=rtt && messages=$(count "$size" rtt)
 	[ "$pattern" = bi ] && messages=$((messages / 2))
 	[ "$pattern" = all ] && messages=$((messages / nodes))
-	[ "$impl" = netty ] && main=io.ibdxnet.bench.NettyBaseline
-	printf '%-8s %-4s nodes=%d size=%-8d senders=%d handlers=%d ... ' "$impl" "$pattern" "$nodes" "$size" "$senders" "$handlers" >&2
+	if [ "$impl" = netty ]; then
+		main=io.ibdxnet.bench.NettyBaseline
+		native=
+	else
+		for kv in $native; do opts+=(--native "$kv"); done
+	fi
+	printf '%-8s %-4s nodes=%d size=%-8d senders=%d handlers=%d %s... ' "$impl" "$pattern" "$nodes" "$size" "$senders" "$handlers" \
+		"$(shown "$native" "$impl" "$@")" >&2
 	line=$("${JAVA[@]}" "$main" --transport "$impl" --pattern "$pattern" --nodes "$nodes" --size "$size" \
-		--messages "$messages" --threads "$senders" --handlers "$handlers" 2>/dev/null | grep '^RESULT ') || {
+		--messages "$messages" --threads "$senders" --handlers "$handlers" "${opts[@]}" "$@" 2>/dev/null | grep '^RESULT ') || {
 		echo "FAILED" >&2
 		failures=$((failures + 1))
 		return 0
 	}
 	echo "$line" | sed 's/^RESULT //; s/ /\n/g' | sed 's/^[a-z0-9_]*=//' | paste -sd, >>"$csv"
-	echo "$line" | sed 's/.*msg_per_s=\([0-9]*\).*rtt_p50_us=\([^ ]*\).*/\1 msg\/s, p50 \2 µs/' >&2
+	echo "$line" | sed 's/.*msg_per_s=\([0-9]*\).*cpu_ns_per_msg=\([0-9]*\).*rtt_p50_us=\([^ ]*\).*/\1 msg\/s, \2 ns CPU\/msg, p50 \3 µs/' >&2
+}
+
+# idle IMPL [NATIVE]: CPU of a JVM with two connected nodes and no traffic
+# (IMPL none: a JVM without nodes), over $idle_seconds after a 2 s settle.
+idle() {
+	local impl=$1 native=${2-$NATIVE_STD} line kv opts=()
+	for kv in $native; do opts+=(--native "$kv"); done
+	printf '%-8s idle %ss %s... ' "$impl" "$idle_seconds" "$(shown "$native" "$impl")" >&2
+	line=$("${JAVA[@]}" io.ibdxnet.bench.Workload --transport "$impl" --pattern idle --seconds "$idle_seconds" \
+		"${opts[@]}" 2>/dev/null | grep '^IDLE ') || {
+		echo "FAILED" >&2
+		failures=$((failures + 1))
+		return 0
+	}
+	echo "$line" | sed 's/^IDLE //; s/ /\n/g' | sed 's/^[a-z0-9_]*=//' | paste -sd, >>"$idle_csv"
+	echo "$line" | sed 's/.*cpu_pct_core=\([^ ]*\) .*threads=\([^;]*\).*/\1 % of a core, busiest: \2/' >&2
+}
+
+# The idle rows and the 64-byte RTT and rate rows over ib at each idle mode
+# of the engine. Threads that spin instead of yielding make a round trip
+# wait for the scheduler's time slices on two cores (milliseconds), so the
+# RTT rows here have at most 2000 round trips.
+idle_modes() { # PATTERN...
+	local mode p more
+	for mode in "${IDLE_MODES[@]}"; do
+		for p in "$@"; do
+			more=()
+			[ "$p" = rtt ] && [ $quick = 0 ] && more=(--messages 2000)
+			if [ "$p" = idle ]; then
+				idle ib "${mode#*=}"
+			else
+				run ib "$p" 64 1 1 2 "${mode#*=}" "${more[@]}"
+			fi
+		done
+	done
 }
 
 if [ $quick = 1 ]; then
+	idle_seconds=1
 	for impl in ib nio loopback netty; do
 		run $impl uni 64 1 1 2
 		run $impl rtt 64 1 1 2
 	done
 	run ib all 1024 1 1 3
+	idle_modes rtt
+	run nio uni 64 1 1 2 "$NATIVE_STD" --processes 2
+	run nio rtt 64 1 1 2 "$NATIVE_STD" --processes 2
+	idle ib
+	idle nio ""
+	idle loopback ""
 else
+	idle_seconds=10
 	# Message rate / throughput and RTT versus size, every implementation.
 	for impl in ib nio loopback netty; do
 		for ((s = 1; s <= 1 << 20; s *= 2)); do
@@ -90,6 +178,13 @@ else
 		for ((s = 1; s <= 1 << 20; s *= 4)); do
 			run $impl rtt $s 1 1 2
 		done
+	done
+	# The same over nio with the receiving node in a process of its own.
+	for ((s = 1; s <= 1 << 20; s *= 2)); do
+		run nio uni $s 1 1 2 "$NATIVE_STD" --processes 2
+	done
+	for ((s = 1; s <= 1 << 20; s *= 4)); do
+		run nio rtt $s 1 1 2 "$NATIVE_STD" --processes 2
 	done
 	# Sender and handler threads (64-byte messages), both directions, all-to-all.
 	for impl in ib nio; do
@@ -104,21 +199,36 @@ else
 			run $impl all $s 1 1 4
 		done
 	done
+	# The engine's idle behaviour: RTT, rate and idle cost per mode; idle cost
+	# of the other transports and of a JVM without nodes.
+	idle_modes rtt uni idle
+	idle nio ""
+	idle loopback ""
+	idle none ""
 fi
-
 fi
 
 # Plots: message rate and throughput versus size (uni, 1 sender), RTT
-# percentiles versus size.
+# percentiles versus size; the rows with the standard engine settings (older
+# CSVs have neither processes nor native), nio in two processes as its own
+# line where the CSV has it.
 command -v gnuplot >/dev/null || { echo "gnuplot missing: no plots" >&2; exit $((failures > 0)); }
 data=$(mktemp -d)
 trap 'rm -rf "$data"' EXIT
-for impl in ib nio loopback netty; do
+uni_series=
+rtt_series=
+for series in ib nio loopback netty nio-2proc; do
+	impl=${series%-2proc}
+	procs=1
+	[ "$series" != "$impl" ] && procs=2
 	# One point per size (the thread sweep repeats 64 B with 1 sender), in size order.
-	grep -v '^#' "$csv" | awk -F, -v i=$impl '$1 == i && $2 == "uni" && $5 == 1 && $6 == 1 && !seen[$4]++ {print $4, $9, $10}' |
-		sort -n >"$data/$impl-uni"
-	grep -v '^#' "$csv" | awk -F, -v i=$impl '$1 == i && $2 == "rtt" && !seen[$4]++ {print $4, $13, $14, $15, $16}' |
-		sort -n >"$data/$impl-rtt"
+	filter='$1 == i && ($17 == "" ? 1 : $17) == p && ($18 == "" || $18 == "-" || $18 == std)'
+	grep -v '^#' "$csv" | awk -F, -v i="$impl" -v p=$procs -v std="${NATIVE_STD// /;}" \
+		"$filter"' && $2 == "uni" && $5 == 1 && $6 == 1 && !seen[$4]++ {print $4, $9, $10}' | sort -n >"$data/$series-uni"
+	grep -v '^#' "$csv" | awk -F, -v i="$impl" -v p=$procs -v std="${NATIVE_STD// /;}" \
+		"$filter"' && $2 == "rtt" && !seen[$4]++ {print $4, $13, $14, $15, $16}' | sort -n >"$data/$series-rtt"
+	[ -s "$data/$series-uni" ] && uni_series+="$series "
+	[ -s "$data/$series-rtt" ] && rtt_series+="$series "
 done
 gnuplot <<EOF
 set terminal png size 900,560
@@ -130,22 +240,22 @@ set grid
 set output "$out-rate.png"
 set ylabel "messages/s"
 set logscale y
-set title "message rate, 1 sender thread, 2 nodes in one JVM"
-plot for [i in "ib nio loopback netty"] "$data/".i."-uni" using 1:2 with linespoints title i
+set title "message rate, 1 sender thread, 2 nodes in one JVM (nio-2proc: in two)"
+plot for [i in "$uni_series"] "$data/".i."-uni" using 1:2 with linespoints title i
 set output "$out-throughput.png"
 set ylabel "MB/s payload"
 set title "throughput, 1 sender thread"
 set key bottom right
-plot for [i in "ib nio loopback netty"] "$data/".i."-uni" using 1:3 with linespoints title i
+plot for [i in "$uni_series"] "$data/".i."-uni" using 1:3 with linespoints title i
 set output "$out-rtt.png"
 set ylabel "round trip time (µs)"
 set title "request/response RTT: p50 (filled points), p99 (open circles), same colour per transport"
 set key top left
-impls = "ib nio loopback netty"
-plot for [k=1:4] "$data/".word(impls, k)."-rtt" using 1:2 with linespoints lc k pt 7 title word(impls, k)." p50", \
-     for [k=1:4] "$data/".word(impls, k)."-rtt" using 1:4 with linespoints lc k pt 6 dashtype 2 title word(impls, k)." p99"
+impls = "$rtt_series"
+plot for [k=1:words(impls)] "$data/".word(impls, k)."-rtt" using 1:2 with linespoints lc k pt 7 title word(impls, k)." p50", \
+     for [k=1:words(impls)] "$data/".word(impls, k)."-rtt" using 1:4 with linespoints lc k pt 6 dashtype 2 title word(impls, k)." p99"
 EOF
-echo "results: $csv, plots: $out-{rate,throughput,rtt}.png" >&2
+echo "results: $csv$([ -s "$idle_csv" ] && echo ", $idle_csv"), plots: $out-{rate,throughput,rtt}.png" >&2
 if [ $failures -gt 0 ]; then
 	echo "$failures workload runs failed" >&2
 	exit 1

@@ -8,7 +8,7 @@ import org.HdrHistogram.Histogram;
 final class Results {
     private Results() {}
 
-    /** CPU time of the whole process (all threads), ns. */
+    /** CPU time of the whole process (all threads, the engine's native ones too), ns. */
     static long processCpuNanos() {
         return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
@@ -22,6 +22,10 @@ final class Results {
         int senders = 1;
         int handlers = 1;
         long messages = 100_000;
+        /** 1: all nodes in this JVM; 2: a receiver process of its own (Workload --processes 2). */
+        int processes = 1;
+        /** The engine settings given with --native, as {@code k=v;k=v}, or "-". */
+        String nativeSettings = "-";
         long total;
         double seconds;
         double cpuNanosPerMessage;
@@ -36,6 +40,8 @@ final class Results {
             r.senders = senders;
             r.handlers = handlers;
             r.messages = messages;
+            r.processes = processes;
+            r.nativeSettings = nativeSettings;
             return r;
         }
 
@@ -55,10 +61,10 @@ final class Results {
             return String.format(Locale.ROOT,
                     "RESULT impl=%s pattern=%s nodes=%d size=%d senders=%d handlers=%d messages=%d seconds=%.4f"
                             + " msg_per_s=%.0f mb_per_s=%.2f cpu_ns_per_msg=%.0f rtt_avg_us=%s rtt_p50_us=%s"
-                            + " rtt_p95_us=%s rtt_p99_us=%s rtt_p999_us=%s",
+                            + " rtt_p95_us=%s rtt_p99_us=%s rtt_p999_us=%s processes=%d native=%s",
                     impl, pattern, nodes, size, senders, handlers, total, seconds, rate, rate * size / 1e6,
                     cpuNanosPerMessage, rtt == null ? "-" : String.format(Locale.ROOT, "%.2f", rtt.getMean() / 1e3),
-                    us(rtt, 50), us(rtt, 95), us(rtt, 99), us(rtt, 99.9));
+                    us(rtt, 50), us(rtt, 95), us(rtt, 99), us(rtt, 99.9), processes, nativeSettings);
         }
     }
 }

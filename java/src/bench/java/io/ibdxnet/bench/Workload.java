@@ -1,10 +1,8 @@
 package io.ibdxnet.bench;
 
 import io.ibdxnet.DXNet;
-import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.app.BytesMessage;
 import io.ibdxnet.app.BytesRequest;
-import io.ibdxnet.app.BytesResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -12,105 +10,69 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.HdrHistogram.Histogram;
 
 /**
- * DXNet-style end-to-end workloads (paper §9.1–§9.2) with all nodes in this
- * JVM: {@code uni} (node 0 → node 1), {@code bi} (both ways), {@code all}
- * (all-to-all among {@code --nodes}), {@code rtt} (requests from node 0 to
- * node 1, every round trip recorded). Prints one {@code RESULT key=value ...}
- * line ({@link Results}); progress goes to stderr on long runs.
+ * DXNet-style end-to-end workloads (paper §9.1–§9.2): {@code uni} (node 0 →
+ * node 1), {@code bi} (both ways), {@code all} (all-to-all among
+ * {@code --nodes}), {@code rtt} (requests from node 0 to node 1, every round
+ * trip recorded), all nodes in this JVM; or {@code --processes 2}: {@code
+ * uni} and {@code rtt} with node 1 in a process of its own
+ * ({@link TwoProcesses}). Prints one {@code RESULT key=value ...} line
+ * ({@link Results}); progress goes to stderr on long runs. {@code --pattern
+ * idle} measures connected nodes without traffic instead ({@link IdleCost}).
+ * The engine gets {@code fabric} and the {@code --native} settings, nothing
+ * else: every other key has its default.
  *
- * <pre>--transport ib|nio|loopback --fabric sim|auto|verbs --pattern uni|bi|all|rtt --nodes N
+ * <pre>--transport ib|nio|loopback|none --fabric sim|auto|verbs --pattern uni|bi|all|rtt|idle --nodes N
  * --size BYTES --messages PER_SENDER_THREAD --threads SENDERS_PER_NODE --handlers H
  * --orderPerSender true|false (default true, as DXNetConfig)
- * --native KEY=VALUE (engine settings, repeatable)</pre>
+ * --native KEY=VALUE (engine settings, repeatable) --processes 1|2
+ * --seconds S --settle-ms MS (idle: measured time, 10 s; wait before it, 2000 ms)</pre>
  */
 public final class Workload {
-    /** The answer to a request carries no bytes. */
-    private static final byte[] NO_BYTES = new byte[0];
-
     private Workload() {}
 
     public static void main(String[] args) throws Exception {
-        Results.Row row = new Results.Row();
-        String fabric = "sim";
-        boolean orderPerSender = true;
-        java.util.Map<String, String> nativeExtra = new java.util.LinkedHashMap<>();
-        for (int i = 0; i < args.length; i += 2) {
-            if (i + 1 >= args.length) {
-                usage("option " + args[i] + " needs a value");
-            }
-            String v = args[i + 1];
-            switch (args[i]) {
-                case "--transport": row.impl = v; break;
-                case "--fabric": fabric = v; break;
-                case "--pattern": row.pattern = v; break;
-                case "--nodes": row.nodes = Integer.parseInt(v); break;
-                case "--size": row.size = Integer.parseInt(v); break;
-                case "--messages": row.messages = Long.parseLong(v); break;
-                case "--threads": row.senders = Integer.parseInt(v); break;
-                case "--handlers": row.handlers = Integer.parseInt(v); break;
-                case "--orderPerSender": orderPerSender = Boolean.parseBoolean(v); break;
-                case "--native": {
-                    int eq = v.indexOf('=');
-                    if (eq < 1) {
-                        usage("--native needs key=value");
-                    }
-                    nativeExtra.put(v.substring(0, eq), v.substring(eq + 1));
-                    break;
-                }
-                default: usage("unknown option " + args[i]);
-            }
+        WorkloadOptions o = WorkloadOptions.parse(args);
+        Results.Row row = o.row;
+        if (o.role.equals("receiver")) {
+            TwoProcesses.receive(o);
+            return;
         }
-        if (!row.pattern.matches("uni|bi|all|rtt") || row.nodes < 2 || row.size < 0 || row.messages < 1 || row.senders < 1) {
-            usage("bad pattern, nodes, size, messages or threads");
+        if (row.pattern.equals("idle")) {
+            IdleCost.run(o);
+            return;
         }
-        if (!row.pattern.equals("all")) {
-            row.nodes = 2;
+        TwoProcesses two = null;
+        List<DXNet> nodes;
+        if (row.processes == 2) {
+            two = TwoProcesses.start(o, args);
+            nodes = List.of(two.local());
+        } else {
+            nodes = start(o);
         }
-        List<DXNet> nodes = start(row, fabric, nativeExtra, orderPerSender);
         try {
             // Warm-up (JIT, connections, buffers), then the measured run.
             Results.Row warm = row.copy();
             warm.messages = Math.max(1, Math.min(row.messages / 10, 20_000));
-            run(nodes, warm, false);
-            run(nodes, row, true);
+            run(nodes, two, warm, false);
+            run(nodes, two, row, true);
         } finally {
-            for (DXNet n : nodes) {
-                n.close();
+            if (two != null) {
+                two.close();
+            } else {
+                for (DXNet n : nodes) {
+                    n.close();
+                }
             }
         }
         System.out.println(row.line());
     }
 
-    private static void usage(String problem) {
-        System.err.println("workload: " + problem);
-        System.err.println("options: --transport ib|nio|loopback --fabric sim|auto|verbs --pattern uni|bi|all|rtt --nodes N"
-                + " --size BYTES --messages PER_SENDER_THREAD --threads SENDERS --handlers H --orderPerSender true|false"
-                + " --native KEY=VALUE");
-        System.exit(2);
-    }
-
     private static final AtomicLong RECEIVED = new AtomicLong();
 
-    private static List<DXNet> start(Results.Row row, String fabric, java.util.Map<String, String> nativeExtra,
-            boolean orderPerSender) throws Exception {
+    private static List<DXNet> start(WorkloadOptions o) throws Exception {
         List<DXNet> nodes = new ArrayList<>();
-        for (int id = 0; id < row.nodes; id++) {
-            DXNetConfig c = new DXNetConfig(id);
-            c.transport = row.impl;
-            c.listen = "127.0.0.1:0";
-            c.handlerThreads = row.handlers;
-            c.orderPerSender = orderPerSender;
-            c.requestTimeoutMs = 60_000;
-            c.sendTimeoutMs = 60_000;
-            c.nativeConfig.put("fabric", fabric);
-            // Nodes share this machine's cores: idle engine threads yield at once.
-            c.nativeConfig.put("parking_yield_after_ms", "0");
-            c.nativeConfig.putAll(nativeExtra);
-            DXNet n = DXNet.start(c);
-            n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
-            n.register(BytesMessage.class, p -> RECEIVED.incrementAndGet());
-            n.register(BytesRequest.class, ask -> n.reply(ask, new BytesResponse(ask, NO_BYTES)));
-            nodes.add(n);
+        for (int id = 0; id < o.row.nodes; id++) {
+            nodes.add(o.startNode(id, "127.0.0.1:0", m -> RECEIVED.incrementAndGet()));
         }
         for (DXNet a : nodes) {
             for (DXNet b : nodes) {
@@ -122,8 +84,12 @@ public final class Workload {
         return nodes;
     }
 
-    /** Runs {@code row}'s workload; if {@code record}, fills in its measurements. */
-    private static void run(List<DXNet> nodes, Results.Row row, boolean record) throws Exception {
+    /**
+     * Runs {@code row}'s workload; if {@code record}, fills in its
+     * measurements. With {@code two} (node 1 in another process) the CPU time
+     * is both processes'.
+     */
+    private static void run(List<DXNet> nodes, TwoProcesses two, Results.Row row, boolean record) throws Exception {
         RECEIVED.set(0);
         List<DXNet> senders = new ArrayList<>();
         switch (row.pattern) {
@@ -136,6 +102,8 @@ public final class Workload {
         }
         int targets = row.pattern.equals("all") ? row.nodes - 1 : 1;
         long expected = senders.size() * (long) row.senders * row.messages;
+        boolean rtt = row.pattern.equals("rtt");
+        long remoteCpu0 = two == null ? 0 : two.begin(rtt ? 0 : expected);
         Histogram rtts = new Histogram(3_600_000_000_000L, 3);
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
@@ -150,7 +118,7 @@ public final class Workload {
                     try {
                         for (long i = 0; i < row.messages; i++) {
                             int dest = (int) ((self + 1 + i % targets) % row.nodes);
-                            if (row.pattern.equals("rtt")) {
+                            if (rtt) {
                                 long s = System.nanoTime();
                                 from.sendSync(new BytesRequest(1, payload), 60_000);
                                 mine.recordValue(System.nanoTime() - s);
@@ -175,13 +143,18 @@ public final class Workload {
         if (failure.get() != null) {
             throw new IllegalStateException("a sender failed", failure.get());
         }
-        if (!row.pattern.equals("rtt")) {
+        if (!rtt && two == null) {
             awaitReceived(expected, t0);
+        } else if (!rtt) {
+            two.awaitAll();
         }
         long nanos = System.nanoTime() - t0;
         long cpu = Results.processCpuNanos() - cpu0;
+        if (two != null) {
+            cpu += two.receiverCpuNanos() - remoteCpu0;
+        }
         if (record) {
-            row.measured(expected, nanos, cpu, row.pattern.equals("rtt") ? rtts : null);
+            row.measured(expected, nanos, cpu, rtt ? rtts : null);
         }
     }
 
