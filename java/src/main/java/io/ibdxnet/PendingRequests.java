@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Requests waiting for their response, by request id. Each leaves at its
  * response, at a failure of its target, or at its deadline (a sweep every
- * 10 ms), so a caller that stops waiting leaves nothing behind.
+ * 10 ms while any is pending), so a caller that stops waiting leaves nothing
+ * behind.
  */
 final class PendingRequests {
     /** A request in flight: who must answer it, and until when. */
@@ -40,6 +41,9 @@ final class PendingRequests {
     private final Map<Integer, Pending> pending = new ConcurrentHashMap<>();
     private final AtomicInteger nextRequestId = new AtomicInteger(1);
     private final ScheduledExecutorService timeouts;
+    /** A sweep is scheduled (or running). */
+    private final java.util.concurrent.atomic.AtomicBoolean sweeping = new java.util.concurrent.atomic.AtomicBoolean();
+    private volatile boolean started;
 
     PendingRequests(int nodeId, CoreCounters counters, RateLimitedLog warnings) {
         this.nodeId = nodeId;
@@ -52,16 +56,39 @@ final class PendingRequests {
         });
     }
 
-    /** Starts the sweep (its thread): only once the node is up, so a failed start leaves no thread. */
+    /** Lets requests start the sweep: only once the node is up, so a failed start leaves no thread. */
     void start() {
-        timeouts.scheduleWithFixedDelay(this::expire, 10, 10, TimeUnit.MILLISECONDS);
+        started = true;
     }
 
     /** A new pending request to {@code target} with a fresh id. */
     Pending open(int target, int timeoutMs, Class<?> expected) {
         Pending p = new Pending(target, nextRequestId.getAndIncrement(), timeoutMs, expected);
         pending.put(p.requestId, p);
+        sweepWhilePending();
         return p;
+    }
+
+    /**
+     * Sweeps every 10 ms while requests are pending, and not at all while
+     * none are (an idle node does not wake up 100 times a second for nothing).
+     */
+    private void sweepWhilePending() {
+        if (started && !pending.isEmpty() && sweeping.compareAndSet(false, true)) {
+            try {
+                timeouts.schedule(this::sweep, 10, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException closed) {
+                sweeping.set(false); // closing: close() fails what is left
+            }
+        }
+    }
+
+    /** Timeout thread: one sweep, then the next one if requests are still pending. */
+    private void sweep() {
+        expire();
+        sweeping.set(false);
+        // A request opened while this ran saw `sweeping` still true: look again.
+        sweepWhilePending();
     }
 
     /** Forgets {@code p} (its request was never sent). */
