@@ -50,7 +50,6 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final PrevWorkResults prev = new PrevWorkResults();
     private final CompletedWorkList completed = new CompletedWorkList();
     private final NextWorkPackage next = new NextWorkPackage();
-    private final int[] counts = new int[2];
     // Receive-thread state.
     private final IncomingRing ring = new IncomingRing();
     private final IncomingBuffer.BufferReleaser releaser;
@@ -231,7 +230,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 c.orb.confirmed(completed.bytes(i));
             }
         }
-        int node = wim.next(counts);
+        int node = wim.next();
         if (node < 0) {
             return;
         }

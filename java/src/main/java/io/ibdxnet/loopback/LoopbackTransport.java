@@ -178,13 +178,11 @@ public final class LoopbackTransport implements Transport {
 
     // ---- pump thread ----
 
-    private final int[] counts = new int[2];
-
     private void run() {
         // Nodes whose receiver could not take everything: looked at again after a pause.
         java.util.List<Integer> stalled = new java.util.ArrayList<>();
         while (running) {
-            int node = wim.next(counts);
+            int node = wim.next();
             if (node >= 0) {
                 Connection c = connections.get(node);
                 if (c != null && !move(c)) {
