@@ -1,7 +1,8 @@
 package io.ibdxnet.transport;
 
 import io.ibdxnet.memory.Memory;
-import java.util.concurrent.atomic.AtomicLong;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -23,29 +24,33 @@ import java.util.concurrent.locks.LockSupport;
  * writers: the send thread finds the published prefix itself
  * ({@link #readyToPost}) by walking record lengths from {@code back} until a
  * zero word, and zeroes confirmed space ({@link #confirmed}) so a stale word
- * is never mistaken for a published one.
+ * is never mistaken for a published one. The producers' counter and the send
+ * thread's pointers live on separate cache lines ({@link RingLayout}).
  */
-public final class OutgoingRingBuffer {
+public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** Records start at multiples of this. */
     public static final int ALIGN = 4;
+    private static final boolean BIG_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN;
+    private static final VarHandle RESERVED;
 
-    private final long address;
-    private final int capacity;
-    private final long mask;
-    private final AtomicLong reserved = new AtomicLong();
-    private volatile long front;
-    private long back;
-    private long frontPosted;
-    private volatile boolean closed;
+    static {
+        try {
+            RESERVED = MethodHandles.lookup().findVarHandle(RingLayout.ProducerFields.class, "reserved", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     /** A ring over {@code capacity} zeroed bytes (a power of two) of native memory at {@code address}. */
     public OutgoingRingBuffer(long address, int capacity) {
+        super(address, checkedCapacity(capacity));
+    }
+
+    private static int checkedCapacity(int capacity) {
         if (capacity < ALIGN || Integer.bitCount(capacity) != 1) {
             throw new IllegalArgumentException("ring capacity " + capacity + " is not a power of two ≥ " + ALIGN);
         }
-        this.address = address;
-        this.capacity = capacity;
-        this.mask = capacity - 1;
+        return capacity;
     }
 
     public int capacity() {
@@ -74,9 +79,9 @@ public final class OutgoingRingBuffer {
             if (closed) {
                 throw new IllegalStateException("connection closed");
             }
-            long r = reserved.get();
+            long r = reserved;
             if (r + size - front <= capacity) {
-                if (reserved.compareAndSet(r, r + size)) {
+                if (RESERVED.compareAndSet(this, r, r + size)) {
                     return r;
                 }
                 continue;
@@ -105,17 +110,17 @@ public final class OutgoingRingBuffer {
         }
     }
 
+    private static int bigEndian(int v) {
+        return BIG_ENDIAN ? v : Integer.reverseBytes(v);
+    }
+
     /**
      * Publishes the record at {@code start}: stores its first word, the
      * record length {@code length} (big-endian), after everything else the
      * writer wrote. The record's bytes 0..3 must not have been written.
      */
     public void publish(long start, int length) {
-        int word = Integer.reverseBytes(length); // big-endian in memory on little-endian x86
-        if (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN) {
-            word = length;
-        }
-        Memory.putIntVolatile(address + (start & mask), word);
+        Memory.putIntVolatile(address + (start & mask), bigEndian(length));
     }
 
     /**
@@ -144,13 +149,12 @@ public final class OutgoingRingBuffer {
     // ---- send thread only ----
 
     private int lengthAt(long position) {
-        int word = Memory.getIntVolatile(address + (position & mask));
-        return java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN ? word : Integer.reverseBytes(word);
+        return bigEndian(Memory.getIntVolatile(address + (position & mask)));
     }
 
     /** Bytes published and not yet posted (walks newly published records). */
     public long readyToPost() {
-        long limit = reserved.get();
+        long limit = reserved;
         while (back < limit) {
             int len = lengthAt(back);
             if (len == 0) {
@@ -202,6 +206,6 @@ public final class OutgoingRingBuffer {
 
     /** True if everything reserved was confirmed. */
     public boolean isDrained() {
-        return front == reserved.get();
+        return front == reserved;
     }
 }
