@@ -10,6 +10,7 @@ import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
+import io.ibdxnet.transport.RingRecord;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import java.nio.ByteBuffer;
@@ -129,6 +130,23 @@ public final class LoopbackTransport implements Transport {
         RingConnection.checkFrame(header, length, maxFrameSize());
         Connection c = connection(node);
         c.write(header, payload, offset, length, deadlineNanos, false);
+        dataReady(node);
+    }
+
+    @Override
+    public void reserve(int node, int length, long deadlineNanos, RingRecord record) throws NetworkException {
+        RingConnection.checkFrame(length, maxFrameSize());
+        connection(node).reserve(length, deadlineNanos, false, record);
+    }
+
+    @Override
+    public void publish(RingRecord record) {
+        RingConnection c = record.connection();
+        c.publish(record);
+        dataReady(c.node);
+    }
+
+    private void dataReady(int node) {
         wim.pushData(node);
         if (sleeping) {
             LockSupport.unpark(pump);

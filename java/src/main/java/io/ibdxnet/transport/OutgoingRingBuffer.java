@@ -19,8 +19,10 @@ import java.util.concurrent.locks.LockSupport;
  * The ring holds <em>records</em> aligned to 4 bytes whose first 4 bytes are
  * the record length (big-endian, without the alignment padding; never 0).
  * Many threads write concurrently and lock-free: {@link #reserve} claims
- * space with a CAS, the writer fills the record behind its first word, and
- * {@link #publish} stores that word last (release). Nobody waits for earlier
+ * space with a CAS, the writer fills the record behind its first word (a
+ * copied frame with {@link #write}, or a message serialised in place with
+ * the {@code put} methods), and {@link #publish} stores that word last
+ * (release). Nobody waits for earlier
  * writers: the send thread finds the published prefix itself
  * ({@link #readyToPost}) by walking record lengths from {@code back} until a
  * zero word, and zeroes confirmed space ({@link #confirmed}) so a stale word
@@ -110,6 +112,46 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         }
     }
 
+    /** Stores {@code v} at ring position {@code position}. */
+    public void putByte(long position, byte v) {
+        Memory.putByte(address + (position & mask), v);
+    }
+
+    /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+    public void putShort(long position, short v) {
+        long index = position & mask;
+        if (index <= capacity - 2) {
+            Memory.putShort(address + index, BIG_ENDIAN ? v : Short.reverseBytes(v));
+        } else {
+            putByte(position, (byte) (v >>> 8));
+            putByte(position + 1, (byte) v);
+        }
+    }
+
+    /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+    public void putInt(long position, int v) {
+        long index = position & mask;
+        if (index <= capacity - 4) {
+            Memory.putInt(address + index, bigEndian(v));
+        } else {
+            for (int i = 0; i < 4; i++) {
+                putByte(position + i, (byte) (v >>> (24 - 8 * i)));
+            }
+        }
+    }
+
+    /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+    public void putLong(long position, long v) {
+        long index = position & mask;
+        if (index <= capacity - 8) {
+            Memory.putLong(address + index, BIG_ENDIAN ? v : Long.reverseBytes(v));
+        } else {
+            for (int i = 0; i < 8; i++) {
+                putByte(position + i, (byte) (v >>> (56 - 8 * i)));
+            }
+        }
+    }
+
     private static int bigEndian(int v) {
         return BIG_ENDIAN ? v : Integer.reverseBytes(v);
     }
@@ -121,20 +163,6 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
      */
     public void publish(long start, int length) {
         Memory.putIntVolatile(address + (start & mask), bigEndian(length));
-    }
-
-    /**
-     * Writes one record: {@code header} (whose first word, the length, is
-     * published last) followed by {@code payload[offset, offset + length)}.
-     * Waits for space like {@link #reserve}.
-     */
-    public void writeRecord(byte[] header, byte[] payload, int offset, int length, long deadlineNanos)
-            throws InterruptedException, java.util.concurrent.TimeoutException {
-        int total = header.length + length;
-        long pos = reserve(total, deadlineNanos);
-        write(pos + 4, header, 4, header.length - 4);
-        write(pos + header.length, payload, offset, length);
-        publish(pos, total);
     }
 
     /** Fails current and future reservations (the connection is gone). */
