@@ -29,11 +29,10 @@ csv=$out.csv
 idle_csv=$out-idle.csv
 failures=0
 # The engine settings (native key=value pairs) of every DXNet row that names
-# none: both nodes of a run share this machine's two cores, so idle engine
-# threads yield at once instead of spinning for 100 ms first.
-NATIVE_STD="parking_yield_after_ms=0"
+# none: the engine's defaults (yield at once, block after 1 ms idle).
+NATIVE_STD=""
 # The engine's idle behaviour at three values, name=settings ('' = the
-# engine's defaults): block on events at once, the defaults (spin, then
+# engine's defaults): block on events at once, the defaults (yield, then
 # block after parking_sleep_after_us = 1 ms), and the paper's pure polling
 # (never block; yield and park only after a day, the largest value).
 IDLE_MODES=(

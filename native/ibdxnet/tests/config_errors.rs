@@ -187,7 +187,7 @@ const OUT_OF_RANGE: &[Case] = &[
     ("parking_yield_after_ms", "86400001", &[]),
     ("parking_yield_after_ms", "2000", &[]),
     ("parking_park_after_ms", "86400001", &[]),
-    ("parking_park_after_ms", "50", &[]),
+    ("parking_park_after_ms", "50", &[("parking_yield_after_ms", "100")]),
     ("parking_park_for_ns", "100000001", &[]),
     ("parking_sleep_after_us", "86400000001", &[]),
     ("pin_threads", "send=1024", &[]),

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 /// Parking thresholds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParkingConfig {
-    /// Idle time before yielding (paper: 100 ms).
+    /// Idle time before yielding (paper: 100 ms; default 0: spinning pays
+    /// only with a free core per engine thread, see `DEFAULT_SLEEP_AFTER_US`).
     pub yield_after: Duration,
     /// Idle time before sleeping (paper: 1 s).
     pub park_after: Duration,
@@ -29,7 +30,7 @@ pub struct ParkingConfig {
 impl Default for ParkingConfig {
     fn default() -> Self {
         ParkingConfig {
-            yield_after: Duration::from_millis(100),
+            yield_after: Duration::ZERO,
             park_after: Duration::from_secs(1),
             park_for: Duration::from_nanos(1),
             sleep_after: Some(Duration::from_micros(DEFAULT_SLEEP_AFTER_US)),

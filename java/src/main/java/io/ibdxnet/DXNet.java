@@ -332,11 +332,16 @@ public final class DXNet implements AutoCloseable {
      * {@code responses_from_wrong_node}, {@code handler_errors},
      * {@code replies_failed} ({@link #reply} could not send),
      * {@code possible_losses} (connections that failed with data unconfirmed),
-     * {@code unfinished_bytes_claimed}.
+     * {@code unfinished_bytes_claimed}, {@code messages_copied} (messages to
+     * other nodes serialised into a buffer and copied into the send ring: no
+     * {@link Message#payloadSize}, or larger than one frame; the others are
+     * serialised in place), {@code in_place_aborted} (in-place serialisations
+     * that failed, sent as frames the receiver skips).
      */
     public Map<String, Long> transportStats() {
         Map<String, Long> m = new java.util.LinkedHashMap<>(transport.stats());
         counters.addTo(m);
+        sender.addTo(m);
         m.put("unfinished_bytes_claimed", incoming.unfinishedBytesClaimed());
         return m;
     }

@@ -22,6 +22,11 @@ final class ErrorResponse extends Response {
     }
 
     @Override
+    protected int payloadSize() {
+        return MessageExporter.stringSize(remoteClass) + MessageExporter.stringSize(remoteMessage);
+    }
+
+    @Override
     protected void importPayload(MessageImporter in) {
         throw new UnsupportedOperationException("read by IncomingPath.deliver");
     }

@@ -66,6 +66,21 @@ public abstract class Message {
     /** Writes the payload. */
     protected abstract void exportPayload(MessageExporter out);
 
+    /**
+     * The exact number of bytes {@link #exportPayload} will write, or -1 if
+     * that is not known in advance (the default). When it is known and the
+     * message fits one frame, the message is serialised straight into the
+     * connection's send ring, with no copy; otherwise into a buffer that is
+     * then copied into the ring. A value that does not match what
+     * {@code exportPayload} writes fails the send with an
+     * {@link IllegalStateException} (nothing is delivered, later messages
+     * are unaffected). {@code exportPayload} then runs while the ring space
+     * is reserved: it must not send messages itself.
+     */
+    protected int payloadSize() {
+        return -1;
+    }
+
     /** Reads the payload written by {@link #exportPayload}. */
     protected abstract void importPayload(MessageImporter in);
 }

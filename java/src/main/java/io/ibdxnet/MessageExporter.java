@@ -3,14 +3,49 @@ package io.ibdxnet;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
-/** Writes a message payload (big-endian primitives, length-prefixed arrays and strings). */
-public final class MessageExporter {
+/**
+ * Writes a message payload (big-endian primitives, length-prefixed arrays and
+ * strings). This class writes into a growing heap buffer; {@link RingExporter}
+ * (the only subclass) writes a message of known size straight into a send ring.
+ */
+public sealed class MessageExporter permits RingExporter {
     private byte[] buf;
     private int pos;
 
     /** A growing buffer, first {@code initialCapacity} bytes (at least 16). */
     public MessageExporter(int initialCapacity) {
         buf = new byte[Math.max(16, initialCapacity)];
+    }
+
+    /** For {@link RingExporter}, which has no buffer of its own. */
+    MessageExporter() {
+        buf = null;
+    }
+
+    /** The bytes {@link #writeString} writes for {@code s}: its length prefix and UTF-8 bytes (for {@link Message#payloadSize}). */
+    public static int stringSize(String s) {
+        return 4 + utf8Length(s);
+    }
+
+    /** UTF-8 bytes of {@code s} as {@link String#getBytes} encodes it (an unpaired surrogate becomes one '?'). */
+    static int utf8Length(String s) {
+        int n = 0;
+        for (int i = 0, len = s.length(); i < len; i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) {
+                n += 1;
+            } else if (c < 0x800) {
+                n += 2;
+            } else if (Character.isHighSurrogate(c) && i + 1 < len && Character.isLowSurrogate(s.charAt(i + 1))) {
+                n += 4;
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                n += 1;
+            } else {
+                n += 3;
+            }
+        }
+        return n;
     }
 
     private void need(int n) {

@@ -2,15 +2,21 @@ package io.ibdxnet;
 
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.RingRecord;
 import io.ibdxnet.transport.Transport;
 import java.util.Arrays;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
- * The send path: a message serialised into a per-thread buffer, then handed
- * to the transport in frames of at most {@link Transport#maxFrameSize}. A
- * message to the own node is handed to {@link LocalDelivery} instead.
+ * The send path. A message of known size ({@link Message#payloadSize}) that
+ * fits one frame is serialised straight into the frame reserved for it in
+ * the connection's ring ({@link Transport#reserve}, {@link RingExporter}).
+ * Any other is serialised into a per-thread buffer, then copied to the
+ * transport in frames of at most {@link Transport#maxFrameSize}. A message to
+ * the own node is handed to {@link LocalDelivery} instead.
  */
 final class MessageSender {
     /** Where messages to the own node go (the receive path, without a network). */
@@ -18,16 +24,26 @@ final class MessageSender {
         void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload);
     }
 
-    /** Per-thread serialization buffer and frame header, reused (two allocations per message less). */
+    /** Per-thread state, reused: the record and exporter of the in-place path, the buffer and header of the other. */
     private static final class SendScratch {
-        MessageExporter out = new MessageExporter(256);
+        final RingRecord record = new RingRecord();
+        final RingExporter ring = new RingExporter();
+        /** Created when a thread first sends a message of unknown size. */
+        MessageExporter out;
         final byte[] header = new byte[Frame.HEADER];
         boolean busy;
 
+        MessageExporter buffer() {
+            if (out == null) {
+                out = new MessageExporter(256);
+            }
+            return out;
+        }
+
         void release() {
             busy = false;
-            if (out.array().length > 1 << 20) {
-                out = new MessageExporter(256); // do not keep a huge buffer per thread
+            if (out != null && out.array().length > 1 << 20) {
+                out = null; // do not keep a huge buffer per thread
             }
         }
     }
@@ -38,11 +54,24 @@ final class MessageSender {
     private final Transport transport;
     private final LocalDelivery local;
     private final AtomicInteger nextMessageId = new AtomicInteger();
+    /** Largest declared payload serialised in place: one frame, within maxMessageSize. */
+    private final int inPlaceMax;
+    /** Messages to other nodes serialised into a buffer and copied (size unknown, or more than one frame). */
+    private final LongAdder copied = new LongAdder();
+    /** In-place serialisations that failed (wrong payloadSize, or the export threw): sent as skip frames. */
+    private final LongAdder aborted = new LongAdder();
 
     MessageSender(DXNetConfig config, Transport transport, LocalDelivery local) {
         this.config = config;
         this.transport = transport;
         this.local = local;
+        this.inPlaceMax = Math.min(config.maxMessageSize, transport.maxFrameSize() - Frame.HEADER);
+    }
+
+    /** {@code messages_copied} and {@code in_place_aborted} (see {@link DXNet#transportStats}). */
+    void addTo(Map<String, Long> m) {
+        m.put("messages_copied", copied.sum());
+        m.put("in_place_aborted", aborted.sum());
     }
 
     /**
@@ -66,14 +95,57 @@ final class MessageSender {
         }
         scratch.busy = true;
         try {
-            sendFrames(m, dest, kindFlags, requestId, scratch);
+            int size = dest == config.nodeId ? -1 : m.payloadSize();
+            if (size >= 0 && size <= inPlaceMax) {
+                sendInPlace(m, dest, kindFlags, requestId, size, scratch);
+            } else {
+                sendFrames(m, dest, kindFlags, requestId, scratch);
+            }
         } finally {
             scratch.release();
         }
     }
 
+    private long deadline() {
+        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.sendTimeoutMs);
+    }
+
+    /**
+     * One frame written where it goes. The reserved frame is published
+     * whatever happens (the ring's walk would stop at it): if the message
+     * wrote another size than it declared, or its export threw, as a frame
+     * the receiver skips, and the send fails.
+     */
+    private void sendInPlace(Message m, int dest, int kindFlags, int requestId, int size, SendScratch scratch)
+            throws NetworkException {
+        int messageId = nextMessageId.getAndIncrement();
+        RingRecord record = scratch.record;
+        transport.reserve(dest, Frame.HEADER + size, deadline(), record);
+        RingExporter out = scratch.ring;
+        out.wrap(record, Frame.HEADER, size);
+        boolean written = false;
+        try {
+            m.exportPayload(out);
+            if (out.overflowed() || out.size() != size) {
+                throw new IllegalStateException("message " + m.getType() + "/" + m.getSubtype() + " ("
+                        + m.getClass().getName() + ") declared payloadSize() " + size + " but wrote "
+                        + (out.overflowed() ? "more" : String.valueOf(out.size())) + " bytes; it was not sent");
+            }
+            Frame.writeHeader(record, messageId, m.getType(), m.getSubtype(), kindFlags | Frame.FIRST | Frame.LAST,
+                    requestId, size);
+            written = true;
+        } finally {
+            if (!written) {
+                Frame.writeSkip(record);
+                aborted.increment();
+            }
+            out.release();
+            transport.publish(record);
+        }
+    }
+
     private void sendFrames(Message m, int dest, int kindFlags, int requestId, SendScratch scratch) throws NetworkException {
-        MessageExporter out = scratch.out;
+        MessageExporter out = scratch.buffer();
         out.reset();
         m.exportPayload(out);
         int total = out.size();
@@ -86,9 +158,10 @@ final class MessageSender {
             local.deliver(config.nodeId, m.getType(), m.getSubtype(), kindFlags | Frame.FIRST | Frame.LAST, requestId, copy);
             return;
         }
+        copied.increment();
         int messageId = nextMessageId.getAndIncrement();
         int chunk = transport.maxFrameSize() - Frame.HEADER;
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.sendTimeoutMs);
+        long deadline = deadline();
         byte[] header = scratch.header;
         int at = 0;
         do {

@@ -9,6 +9,12 @@ public final class Codec {
 
     public static byte[] samplePayload() {
         MessageExporter out = new MessageExporter(8);
+        writeSample(out);
+        return java.util.Arrays.copyOf(out.array(), out.size());
+    }
+
+    /** Writes the sample payload to {@code out}. */
+    static void writeSample(MessageExporter out) {
         out.writeByte((byte) -7);
         out.writeBoolean(true);
         out.writeShort((short) -12345);
@@ -19,7 +25,6 @@ public final class Codec {
         out.writeIntArray(new int[] {-1, 0, Integer.MAX_VALUE});
         out.writeLongArray(new long[] {42L, -42L});
         out.writeString("grüße ✓");
-        return java.util.Arrays.copyOf(out.array(), out.size());
     }
 
     public static void checkSamplePayload(byte[] p) {

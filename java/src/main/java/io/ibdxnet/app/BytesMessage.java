@@ -30,6 +30,12 @@ public final class BytesMessage extends Message {
         out.writeByteArray(bytes);
     }
 
+    /** Known: the message is serialised straight into the send ring. */
+    @Override
+    protected int payloadSize() {
+        return 4 + bytes.length;
+    }
+
     @Override
     protected void importPayload(MessageImporter in) {
         bytes = in.readByteArray();

@@ -27,6 +27,12 @@ public final class BytesRequest extends Request<BytesResponse> {
         out.writeByteArray(bytes);
     }
 
+    /** Known: the message is serialised straight into the send ring. */
+    @Override
+    protected int payloadSize() {
+        return 4 + bytes.length;
+    }
+
     @Override
     protected void importPayload(MessageImporter in) {
         bytes = in.readByteArray();

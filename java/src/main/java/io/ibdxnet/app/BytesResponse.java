@@ -32,6 +32,12 @@ public final class BytesResponse extends Response {
         out.writeByteArray(bytes);
     }
 
+    /** Known: the message is serialised straight into the send ring. */
+    @Override
+    protected int payloadSize() {
+        return 4 + bytes.length;
+    }
+
     @Override
     protected void importPayload(MessageImporter in) {
         bytes = in.readByteArray();

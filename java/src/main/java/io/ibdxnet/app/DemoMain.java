@@ -164,8 +164,6 @@ public final class DemoMain {
         c.nativeConfig.put("send_ring_size", Integer.toString(1 << 20));
         c.nativeConfig.put("srq_size", "256");
         c.nativeConfig.put("recv_buffer_count", "2048");
-        // Two nodes share this machine's cores: idle engine threads yield at once.
-        c.nativeConfig.put("parking_yield_after_ms", "0");
         DXNet n = DXNet.start(c);
         n.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
         n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);

@@ -9,6 +9,7 @@ import java.util.Map;
  * Turns the byte stream of one connection back into messages, whatever the
  * buffer boundaries: a header or payload split across receive buffers (or
  * across the sender's ring wrap-around) is resumed with the next buffer.
+ * {@link Frame#SKIP} frames are dropped unread.
  * Used by the message creation coordinator only (one thread).
  *
  * <p>The stream comes from a peer that may be buggy or hostile: every header
@@ -62,6 +63,8 @@ public final class StreamAssembler {
     private int padLeft;
     private int frameTotal;
     private Partial current;
+    /** The frame being read is a {@link Frame#SKIP} frame: its payload is dropped. */
+    private boolean skipping;
     private int flags;
     private int messageId;
     private final Map<Integer, Partial> partials = new HashMap<>();
@@ -138,8 +141,10 @@ public final class StreamAssembler {
                 continue;
             }
             int n = Math.min(frameLeft, length - at);
-            Memory.copy(address + at, current.data, current.filled, n);
-            current.filled += n;
+            if (!skipping) {
+                Memory.copy(address + at, current.data, current.filled, n);
+                current.filled += n;
+            }
             frameLeft -= n;
             at += n;
             if (frameLeft == 0) {
@@ -177,6 +182,12 @@ public final class StreamAssembler {
         int total = Frame.getInt(header, 16);
         if (length < Frame.HEADER) {
             throw violation("frame length " + length + " is shorter than a header");
+        }
+        if (f == Frame.SKIP) {
+            if (header[11] != 0) {
+                throw violation("skip frame with reserved " + header[11]);
+            }
+            return; // nothing else of it is used
         }
         int kind = f & KIND;
         boolean kindOk = kind == 0 || kind == Frame.REQUEST || kind == Frame.RESPONSE || kind == (Frame.RESPONSE | Frame.ERROR);
@@ -228,7 +239,10 @@ public final class StreamAssembler {
         messageId = Frame.getInt(header, 4);
         flags = header[10] & 0xFF;
         int total = Frame.getInt(header, 16);
-        if ((flags & Frame.FIRST) != 0) {
+        skipping = flags == Frame.SKIP;
+        if (skipping) {
+            current = null;
+        } else if ((flags & Frame.FIRST) != 0) {
             current = allocate(total);
             if ((flags & Frame.LAST) == 0) {
                 partials.put(messageId, current);
@@ -270,7 +284,9 @@ public final class StreamAssembler {
     private void endFrame(Sink sink) {
         headerFilled = 0;
         padLeft = OutgoingRingBuffer.aligned(frameTotal) - frameTotal;
-        if ((flags & Frame.LAST) != 0) {
+        if (skipping) {
+            skipping = false;
+        } else if ((flags & Frame.LAST) != 0) {
             Partial done = current;
             current = null;
             if (partials.remove(messageId) != null) {

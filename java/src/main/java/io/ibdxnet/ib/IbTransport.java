@@ -8,6 +8,7 @@ import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.transport.RingConnection;
+import io.ibdxnet.transport.RingRecord;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import io.ibdxnet.transport.WriteInterestManager;
@@ -52,7 +53,6 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private final PrevWorkResults prev = new PrevWorkResults();
     private final CompletedWorkList completed = new CompletedWorkList();
     private final NextWorkPackage next = new NextWorkPackage();
-    private final int[] counts = new int[2];
     // Receive-thread state.
     private final IncomingRing ring = new IncomingRing();
     private final IncomingBuffer.BufferReleaser releaser;
@@ -169,20 +169,46 @@ public final class IbTransport implements Transport, EngineCallbacks {
         RingConnection.checkFrame(header, length, maxFrame);
         while (true) {
             Connection c = connection(node);
-            if (!c.write(header, payload, offset, length, deadlineNanos, !closing)) {
-                // Closed in order before we wrote: the next connection takes the frame
-                // (after what the closed one still held).
-                if (connections.get(node) == c) {
-                    if (System.nanoTime() - deadlineNanos > 0) {
-                        throw new NetworkException("send to node " + node + " timed out waiting for its new connection");
-                    }
-                    java.util.concurrent.locks.LockSupport.parkNanos(20_000);
-                }
-                continue;
+            if (c.write(header, payload, offset, length, deadlineNanos, !closing)) {
+                wim.pushData(node);
+                wakeSendThread();
+                return;
             }
-            wim.pushData(node);
-            wakeSendThread();
-            return;
+            awaitSuccessor(node, c, deadlineNanos);
+        }
+    }
+
+    @Override
+    public void reserve(int node, int length, long deadlineNanos, RingRecord record) throws NetworkException {
+        RingConnection.checkFrame(length, maxFrame);
+        while (true) {
+            Connection c = connection(node);
+            if (c.reserve(length, deadlineNanos, !closing, record)) {
+                return;
+            }
+            awaitSuccessor(node, c, deadlineNanos);
+        }
+    }
+
+    @Override
+    public void publish(RingRecord record) {
+        RingConnection c = record.connection();
+        c.publish(record);
+        wim.pushData(c.node);
+        wakeSendThread();
+    }
+
+    /**
+     * {@code c} was closed in order before we wrote: the next connection takes
+     * the frame (after what the closed one still held). Waits a moment while
+     * {@code c} is still the node's.
+     */
+    private void awaitSuccessor(int node, Connection c, long deadlineNanos) throws NetworkException {
+        if (connections.get(node) == c) {
+            if (System.nanoTime() - deadlineNanos > 0) {
+                throw new NetworkException("send to node " + node + " timed out waiting for its new connection");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(20_000);
         }
     }
 
@@ -251,7 +277,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 c.orb.confirmed(completed.bytes(i));
             }
         }
-        int node = wim.next(counts);
+        int node = wim.next();
         if (node < 0) {
             return;
         }

@@ -10,6 +10,7 @@ import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
+import io.ibdxnet.transport.RingRecord;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import java.nio.ByteBuffer;
@@ -129,6 +130,23 @@ public final class LoopbackTransport implements Transport {
         RingConnection.checkFrame(header, length, maxFrameSize());
         Connection c = connection(node);
         c.write(header, payload, offset, length, deadlineNanos, false);
+        dataReady(node);
+    }
+
+    @Override
+    public void reserve(int node, int length, long deadlineNanos, RingRecord record) throws NetworkException {
+        RingConnection.checkFrame(length, maxFrameSize());
+        connection(node).reserve(length, deadlineNanos, false, record);
+    }
+
+    @Override
+    public void publish(RingRecord record) {
+        RingConnection c = record.connection();
+        c.publish(record);
+        dataReady(c.node);
+    }
+
+    private void dataReady(int node) {
         wim.pushData(node);
         if (sleeping) {
             LockSupport.unpark(pump);
@@ -178,13 +196,11 @@ public final class LoopbackTransport implements Transport {
 
     // ---- pump thread ----
 
-    private final int[] counts = new int[2];
-
     private void run() {
         // Nodes whose receiver could not take everything: looked at again after a pause.
         java.util.List<Integer> stalled = new java.util.ArrayList<>();
         while (running) {
-            int node = wim.next(counts);
+            int node = wim.next();
             if (node >= 0) {
                 Connection c = connections.get(node);
                 if (c != null && !move(c)) {

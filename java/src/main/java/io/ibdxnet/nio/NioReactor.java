@@ -81,7 +81,6 @@ final class NioReactor {
     private final List<NioChannel> deferred = new ArrayList<>();
     private int nextId = 1;
     private long nextHousekeeping;
-    private final int[] counts = new int[2];
 
     NioReactor(NioTransport.Settings settings, TransportListener listener, NioHandshake handshake,
             Map<Integer, InetSocketAddress> nodes, DirectBufferPool pool) throws NetworkException {
@@ -342,7 +341,7 @@ final class NioReactor {
     private void serveWriteInterests() {
         int node;
         long now = System.nanoTime();
-        while ((node = wim.next(counts)) >= 0) {
+        while ((node = wim.next()) >= 0) {
             NioChannel out = conns.outgoing.get(node);
             if (out != null && out.state() == NioChannel.State.OPEN) {
                 flush(out, now);

@@ -7,6 +7,7 @@ import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
+import io.ibdxnet.transport.RingRecord;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import java.io.IOException;
@@ -131,13 +132,39 @@ public final class NioTransport implements Transport {
             if (!c.write(header, payload, offset, length, deadlineNanos, reactor.isRunning())) {
                 continue; // evicted before we wrote: the next connection takes the frame
             }
-            long now = System.nanoTime();
-            if (now - c.lastUse > 1_000_000L) {
-                c.lastUse = now;
-            }
+            used(c);
             reactor.wim.pushData(node);
             reactor.wake();
             return;
+        }
+    }
+
+    @Override
+    public void reserve(int node, int length, long deadlineNanos, RingRecord record) throws NetworkException {
+        RingConnection.checkFrame(length, maxFrame);
+        while (true) {
+            NioChannel c = connection(node, deadlineNanos);
+            if (c.reserve(length, deadlineNanos, reactor.isRunning(), record)) {
+                used(c);
+                return;
+            }
+            // evicted before we reserved: the next connection takes the frame
+        }
+    }
+
+    @Override
+    public void publish(RingRecord record) {
+        RingConnection c = record.connection();
+        c.publish(record);
+        reactor.wim.pushData(c.node);
+        reactor.wake();
+    }
+
+    /** For the least-recently-used eviction (a shared write at most once a millisecond). */
+    private static void used(NioChannel c) {
+        long now = System.nanoTime();
+        if (now - c.lastUse > 1_000_000L) {
+            c.lastUse = now;
         }
     }
 

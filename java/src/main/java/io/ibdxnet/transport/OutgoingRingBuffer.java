@@ -1,7 +1,8 @@
 package io.ibdxnet.transport;
 
 import io.ibdxnet.memory.Memory;
-import java.util.concurrent.atomic.AtomicLong;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -18,34 +19,40 @@ import java.util.concurrent.locks.LockSupport;
  * The ring holds <em>records</em> aligned to 4 bytes whose first 4 bytes are
  * the record length (big-endian, without the alignment padding; never 0).
  * Many threads write concurrently and lock-free: {@link #reserve} claims
- * space with a CAS, the writer fills the record behind its first word, and
- * {@link #publish} stores that word last (release). Nobody waits for earlier
+ * space with a CAS, the writer fills the record behind its first word (a
+ * copied frame with {@link #write}, or a message serialised in place with
+ * the {@code put} methods), and {@link #publish} stores that word last
+ * (release). Nobody waits for earlier
  * writers: the send thread finds the published prefix itself
  * ({@link #readyToPost}) by walking record lengths from {@code back} until a
  * zero word, and zeroes confirmed space ({@link #confirmed}) so a stale word
- * is never mistaken for a published one.
+ * is never mistaken for a published one. The producers' counter and the send
+ * thread's pointers live on separate cache lines ({@link RingLayout}).
  */
-public final class OutgoingRingBuffer {
+public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** Records start at multiples of this. */
     public static final int ALIGN = 4;
+    private static final boolean BIG_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN;
+    private static final VarHandle RESERVED;
 
-    private final long address;
-    private final int capacity;
-    private final long mask;
-    private final AtomicLong reserved = new AtomicLong();
-    private volatile long front;
-    private long back;
-    private long frontPosted;
-    private volatile boolean closed;
+    static {
+        try {
+            RESERVED = MethodHandles.lookup().findVarHandle(RingLayout.ProducerFields.class, "reserved", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     /** A ring over {@code capacity} zeroed bytes (a power of two) of native memory at {@code address}. */
     public OutgoingRingBuffer(long address, int capacity) {
+        super(address, checkedCapacity(capacity));
+    }
+
+    private static int checkedCapacity(int capacity) {
         if (capacity < ALIGN || Integer.bitCount(capacity) != 1) {
             throw new IllegalArgumentException("ring capacity " + capacity + " is not a power of two ≥ " + ALIGN);
         }
-        this.address = address;
-        this.capacity = capacity;
-        this.mask = capacity - 1;
+        return capacity;
     }
 
     public int capacity() {
@@ -74,9 +81,9 @@ public final class OutgoingRingBuffer {
             if (closed) {
                 throw new IllegalStateException("connection closed");
             }
-            long r = reserved.get();
+            long r = reserved;
             if (r + size - front <= capacity) {
-                if (reserved.compareAndSet(r, r + size)) {
+                if (RESERVED.compareAndSet(this, r, r + size)) {
                     return r;
                 }
                 continue;
@@ -105,31 +112,57 @@ public final class OutgoingRingBuffer {
         }
     }
 
+    /** Stores {@code v} at ring position {@code position}. */
+    public void putByte(long position, byte v) {
+        Memory.putByte(address + (position & mask), v);
+    }
+
+    /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+    public void putShort(long position, short v) {
+        long index = position & mask;
+        if (index <= capacity - 2) {
+            Memory.putShort(address + index, BIG_ENDIAN ? v : Short.reverseBytes(v));
+        } else {
+            putByte(position, (byte) (v >>> 8));
+            putByte(position + 1, (byte) v);
+        }
+    }
+
+    /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+    public void putInt(long position, int v) {
+        long index = position & mask;
+        if (index <= capacity - 4) {
+            Memory.putInt(address + index, bigEndian(v));
+        } else {
+            for (int i = 0; i < 4; i++) {
+                putByte(position + i, (byte) (v >>> (24 - 8 * i)));
+            }
+        }
+    }
+
+    /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+    public void putLong(long position, long v) {
+        long index = position & mask;
+        if (index <= capacity - 8) {
+            Memory.putLong(address + index, BIG_ENDIAN ? v : Long.reverseBytes(v));
+        } else {
+            for (int i = 0; i < 8; i++) {
+                putByte(position + i, (byte) (v >>> (56 - 8 * i)));
+            }
+        }
+    }
+
+    private static int bigEndian(int v) {
+        return BIG_ENDIAN ? v : Integer.reverseBytes(v);
+    }
+
     /**
      * Publishes the record at {@code start}: stores its first word, the
      * record length {@code length} (big-endian), after everything else the
      * writer wrote. The record's bytes 0..3 must not have been written.
      */
     public void publish(long start, int length) {
-        int word = Integer.reverseBytes(length); // big-endian in memory on little-endian x86
-        if (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN) {
-            word = length;
-        }
-        Memory.putIntVolatile(address + (start & mask), word);
-    }
-
-    /**
-     * Writes one record: {@code header} (whose first word, the length, is
-     * published last) followed by {@code payload[offset, offset + length)}.
-     * Waits for space like {@link #reserve}.
-     */
-    public void writeRecord(byte[] header, byte[] payload, int offset, int length, long deadlineNanos)
-            throws InterruptedException, java.util.concurrent.TimeoutException {
-        int total = header.length + length;
-        long pos = reserve(total, deadlineNanos);
-        write(pos + 4, header, 4, header.length - 4);
-        write(pos + header.length, payload, offset, length);
-        publish(pos, total);
+        Memory.putIntVolatile(address + (start & mask), bigEndian(length));
     }
 
     /** Fails current and future reservations (the connection is gone). */
@@ -144,13 +177,12 @@ public final class OutgoingRingBuffer {
     // ---- send thread only ----
 
     private int lengthAt(long position) {
-        int word = Memory.getIntVolatile(address + (position & mask));
-        return java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN ? word : Integer.reverseBytes(word);
+        return bigEndian(Memory.getIntVolatile(address + (position & mask)));
     }
 
     /** Bytes published and not yet posted (walks newly published records). */
     public long readyToPost() {
-        long limit = reserved.get();
+        long limit = reserved;
         while (back < limit) {
             int len = lengthAt(back);
             if (len == 0) {
@@ -202,6 +234,6 @@ public final class OutgoingRingBuffer {
 
     /** True if everything reserved was confirmed. */
     public boolean isDrained() {
-        return front == reserved.get();
+        return front == reserved;
     }
 }

@@ -7,7 +7,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * What every transport keeps per outgoing connection: the ring senders write
  * frames into, the flow-control window, and the senders inside the ring (the
- * ring must outlive them). {@link #write} is the one send path.
+ * ring must outlive them). {@link #write} copies a frame in;
+ * {@link #reserve} and {@link #publish} let the caller write it in place.
  */
 public class RingConnection {
     public final int node;
@@ -38,9 +39,16 @@ public class RingConnection {
 
     /** The frame size check every transport makes before sending. */
     public static void checkFrame(byte[] header, int length, int maxFrame) {
-        int total = header.length + length;
-        if (header.length < 4 || total > maxFrame) {
-            throw new IllegalArgumentException("frame of " + total + " bytes exceeds " + maxFrame);
+        if (header.length < 4) {
+            throw new IllegalArgumentException("frame header of " + header.length + " bytes has no length word");
+        }
+        checkFrame(header.length + length, maxFrame);
+    }
+
+    /** The same for a frame of {@code total} bytes written in place. */
+    public static void checkFrame(int total, int maxFrame) {
+        if (total < 4 || total > maxFrame) {
+            throw new IllegalArgumentException("frame of " + total + " bytes is not within [4, " + maxFrame + "]");
         }
     }
 
@@ -52,21 +60,68 @@ public class RingConnection {
      */
     public final boolean write(byte[] header, byte[] payload, int offset, int length, long deadlineNanos, boolean retry)
             throws NetworkException {
+        int total = header.length + length;
+        long pos = claim(total, deadlineNanos, retry);
+        if (pos < 0) {
+            return false;
+        }
+        try {
+            orb.write(pos + 4, header, 4, header.length - 4);
+            orb.write(pos + header.length, payload, offset, length);
+            orb.publish(pos, total);
+        } finally {
+            writers.decrementAndGet();
+        }
+        return true;
+    }
+
+    /**
+     * Like {@link #write}, but the record of {@code length} bytes is only
+     * reserved, for the caller to write in place and then {@link #publish}.
+     * False, with nothing reserved, where {@link #write} returns false.
+     */
+    public final boolean reserve(int length, long deadlineNanos, boolean retry, RingRecord record) throws NetworkException {
+        long pos = claim(length, deadlineNanos, retry);
+        if (pos < 0) {
+            return false;
+        }
+        record.reserved(this, pos, length);
+        return true;
+    }
+
+    /** Publishes {@code record} (reserved on this connection) and lets the ring go. */
+    public final void publish(RingRecord record) {
+        try {
+            orb.publish(record.start(), record.length());
+        } finally {
+            record.clear();
+            writers.decrementAndGet();
+        }
+    }
+
+    /**
+     * The window, then the ring: the record's start position with this
+     * sender counted in {@link #writers}, or -1 (see {@link #write}).
+     */
+    private long claim(int length, long deadlineNanos, boolean retry) throws NetworkException {
         try {
             // What the record occupies on the wire (aligned), as the receiver counts it:
             // its final confirmation on shutdown is then exact to the byte.
-            flow.acquire(io.ibdxnet.transport.OutgoingRingBuffer.aligned(header.length + length), deadlineNanos, node,
-                    orb::isClosed);
+            flow.acquire(OutgoingRingBuffer.aligned(length), deadlineNanos, node, orb::isClosed);
             writers.incrementAndGet();
+            boolean claimed = false;
             try {
-                orb.writeRecord(header, payload, offset, length, deadlineNanos);
+                long pos = orb.reserve(length, deadlineNanos);
+                claimed = true;
+                return pos;
             } finally {
-                writers.decrementAndGet();
+                if (!claimed) {
+                    writers.decrementAndGet();
+                }
             }
-            return true;
         } catch (NetworkException | IllegalStateException e) {
             if (orderly && retry) {
-                return false;
+                return -1;
             }
             throw e instanceof NetworkException ? (NetworkException) e
                     : new NetworkException("connection to node " + node + " closed", e);

@@ -6,7 +6,8 @@ import io.ibdxnet.NetworkException;
  * Moves frames to other nodes as an ordered byte stream per connection.
  * Implementations: {@code ib} (the native engine), {@code nio} (TCP
  * sockets). Connections are created on demand; a frame is written as one
- * unit, concurrently from many threads.
+ * unit, concurrently from many threads: copied in ({@link #send}) or
+ * written in place ({@link #reserve}, {@link #publish}).
  */
 public interface Transport extends AutoCloseable {
     /** Registers where node {@code id} listens. */
@@ -24,6 +25,20 @@ public interface Transport extends AutoCloseable {
      * full, until {@code deadlineNanos} ({@link System#nanoTime}).
      */
     void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException;
+
+    /**
+     * Reserves one frame of {@code length} bytes (header included, at most
+     * {@link #maxFrameSize}) in the ring of the connection to {@code node},
+     * waiting like {@link #send}, for the caller to write in place through
+     * {@code record} (bytes 4 and up). The caller must then {@link #publish}
+     * it exactly once, whatever happens — a frame it could not finish it turns
+     * into one the receiver skips. A thread's frames go out in the order of its
+     * {@code reserve} and {@code send} calls. On failure nothing is reserved.
+     */
+    void reserve(int node, int length, long deadlineNanos, RingRecord record) throws NetworkException;
+
+    /** Hands the frame written into {@code record} (see {@link #reserve}) to the connection; never blocks. */
+    void publish(RingRecord record);
 
     /** Called by the core after it processed {@code buffer} (flow control); never blocks. */
     void consumed(IncomingBuffer buffer);

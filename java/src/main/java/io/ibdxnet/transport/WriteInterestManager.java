@@ -4,17 +4,16 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
  * Write interest manager (paper §8.2, Figure 9): a lock-free queue of node
- * ids with ready-to-send data or flow-control data, plus per-node atomic
- * interest counters. A node is queued at most once (its flag goes 0 → 1), so
- * the queue is bounded by the number of nodes and nodes are served
- * round-robin in the order they became ready.
+ * ids with ready-to-send data or flow-control data. A node is queued at most
+ * once (its flag goes 0 → 1), so the queue is bounded by the number of nodes
+ * and nodes are served round-robin in the order they became ready. The
+ * paper's per-node interest counters are left out: every send thread looks
+ * at a served node's ring and confirmations itself, so nothing read them.
  */
 public final class WriteInterestManager {
     private static final int NODES = NodeId.COUNT;
     private final IntQueue queue = new IntQueue(NODES);
     private final AtomicIntegerArray queued = new AtomicIntegerArray(NODES);
-    private final AtomicIntegerArray data = new AtomicIntegerArray(NODES);
-    private final AtomicIntegerArray flowControl = new AtomicIntegerArray(NODES);
 
     /**
      * Any thread: {@code node} has ready-to-send data (already published).
@@ -25,13 +24,11 @@ public final class WriteInterestManager {
         if (queued.get(node) != 0) {
             return;
         }
-        data.incrementAndGet(node);
         enqueue(node);
     }
 
     /** Any thread: {@code node} has flow-control data to send. */
     public void pushFlowControl(int node) {
-        flowControl.incrementAndGet(node);
         enqueue(node);
     }
 
@@ -42,22 +39,18 @@ public final class WriteInterestManager {
     }
 
     /**
-     * Send thread: the next queued node, or {@code -1}. {@code counts} receives
-     * {data interests, flow-control interests}, which are reset. The node is
-     * returned even if both counts are 0: a producer that found the node
-     * already queued skipped its count (fast path), so the caller must look at
-     * the node's ring itself.
+     * Send thread: the next queued node, or {@code -1}. The caller looks at
+     * the node's ring and owed confirmations itself: anything pushed after
+     * this call queues the node again.
      */
-    public int next(int[] counts) {
+    public int next() {
         int node = queue.poll();
         if (node < 0) {
             return -1;
         }
-        // Clear the flag before looking at counters and data: anything
+        // Clear the flag before the caller looks at the data: anything
         // published after this point queues the node again.
         queued.set(node, 0);
-        counts[0] = data.getAndSet(node, 0);
-        counts[1] = flowControl.getAndSet(node, 0);
         return node;
     }
 

@@ -2,6 +2,7 @@ package io.ibdxnet.core;
 
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
 
 import io.ibdxnet.Codec;
 import io.ibdxnet.TestSupport;
@@ -111,6 +112,78 @@ public class StreamAssemblerTest {
             assertEquals(2, got.size());
             assertArrayEquals(p2, got.get(0));
             assertArrayEquals(p1, got.get(1));
+        } finally {
+            NativeBlocks.free(mem);
+        }
+    }
+
+    /** A {@link Frame#SKIP} frame of {@code payload} garbage bytes (and its padding). */
+    static byte[] skipFrame(int payload) {
+        byte[] f = new byte[OutgoingRingBuffer.aligned(Frame.HEADER + payload)];
+        Frame.writeHeader(f, Frame.HEADER + payload, 0, (byte) 0, (byte) 0, Frame.SKIP, 0, 0);
+        for (int i = Frame.HEADER; i < f.length; i++) {
+            f[i] = (byte) (0xA5 + i); // garbage, as a failed in-place export leaves it
+        }
+        return f;
+    }
+
+    /**
+     * Skip frames (a failed in-place serialisation) between messages and
+     * between the fragments of one are dropped, whatever the buffer split;
+     * a skip frame with any other flag or the reserved byte set is a violation.
+     */
+    @Test
+    public void skipFramesAreDroppedWhereverTheyStandAndWhateverTheSplit() throws ProtocolViolation {
+        byte[] p = payload();
+        byte[] a = frames(p, p.length, 1);
+        byte[] b = frames(p, p.length / 2 + 1, 2); // two fragments
+        int firstFragment = OutgoingRingBuffer.aligned(Frame.HEADER + p.length / 2 + 1);
+        byte[] skip = skipFrame(33);
+        ByteArrayOutputStream s = new ByteArrayOutputStream();
+        s.write(skip, 0, skip.length);
+        s.write(a, 0, a.length);
+        s.write(b, 0, firstFragment);
+        s.write(skip, 0, skip.length);
+        s.write(b, firstFragment, b.length - firstFragment);
+        byte[] empty = skipFrame(0);
+        s.write(empty, 0, empty.length);
+        byte[] stream = s.toByteArray();
+        long mem = NativeBlocks.allocate(stream.length);
+        try {
+            Memory.copy(stream, 0, mem, stream.length);
+            for (int split = 0; split <= stream.length; split++) {
+                List<byte[]> got = new ArrayList<>();
+                StreamAssembler asm = new StreamAssembler(9, 0, LIMITS);
+                StreamAssembler.Sink sink = (src, type, sub, flags, req, base, offset, length) -> got.add(copy(base, offset, length));
+                asm.feed(mem, split, sink);
+                asm.feed(mem + split, stream.length - split, sink);
+                assertEquals("split at " + split, 2, got.size());
+                assertArrayEquals(p, got.get(0));
+                assertArrayEquals(p, got.get(1));
+            }
+            for (int bad : new int[] {Frame.SKIP | Frame.FIRST | Frame.LAST, Frame.SKIP | Frame.LAST, Frame.SKIP | Frame.REQUEST}) {
+                byte[] f = skipFrame(8);
+                f[10] = (byte) bad;
+                assertViolation(f, "flags");
+            }
+            byte[] f = skipFrame(8);
+            f[11] = 1;
+            assertViolation(f, "reserved");
+        } finally {
+            NativeBlocks.free(mem);
+        }
+    }
+
+    private static void assertViolation(byte[] frame, String what) {
+        long mem = NativeBlocks.allocate(frame.length);
+        try {
+            Memory.copy(frame, 0, mem, frame.length);
+            new StreamAssembler(9, 0, LIMITS).feed(mem, frame.length, (src, t, st, fl, r, b, o, n) -> {
+                throw new AssertionError("a message from a bad skip frame");
+            });
+            throw new AssertionError("no violation for flags 0x" + Integer.toHexString(frame[10] & 0xFF));
+        } catch (ProtocolViolation expected) {
+            assertTrue(expected.getMessage(), expected.getMessage().contains(what));
         } finally {
             NativeBlocks.free(mem);
         }

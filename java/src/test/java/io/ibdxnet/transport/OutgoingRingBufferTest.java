@@ -165,4 +165,40 @@ public class OutgoingRingBufferTest {
         assertTrue(orb.isDrained());
         NativeBlocks.free(mem);
     }
+
+    /**
+     * The producers' CAS counter and the send thread's pointers are at least
+     * 128 bytes (two cache lines) apart, from each other and from the fields
+     * every thread reads, as the JVM actually laid them out.
+     */
+    @Test
+    public void theProducersCounterAndTheSendThreadsPointersDoNotShareACacheLine() throws Exception {
+        // Field offsets come from sun.misc.Unsafe, which warns on first use from JDK 24 on (JEP 498).
+        org.junit.Assume.assumeTrue("field offsets are read on JDK 17-22", Runtime.version().feature() < 23);
+        Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
+        java.lang.reflect.Field theUnsafe = unsafeClass.getDeclaredField("theUnsafe");
+        theUnsafe.setAccessible(true);
+        Object unsafe = theUnsafe.get(null);
+        java.lang.reflect.Method offsetOf = unsafeClass.getMethod("objectFieldOffset", java.lang.reflect.Field.class);
+        java.util.function.BiFunction<Class<?>, String, Long> offset = (c, name) -> {
+            try {
+                return (Long) offsetOf.invoke(unsafe, c.getDeclaredField(name));
+            } catch (ReflectiveOperationException e) {
+                throw new AssertionError(e);
+            }
+        };
+        long reserved = offset.apply(RingLayout.ProducerFields.class, "reserved");
+        long[] cold = {offset.apply(RingLayout.ColdFields.class, "address"), offset.apply(RingLayout.ColdFields.class, "capacity"),
+                offset.apply(RingLayout.ColdFields.class, "mask"), offset.apply(RingLayout.ColdFields.class, "closed")};
+        long[] consumer = {offset.apply(RingLayout.ConsumerFields.class, "front"), offset.apply(RingLayout.ConsumerFields.class, "back"),
+                offset.apply(RingLayout.ConsumerFields.class, "frontPosted")};
+        long lastPad = offset.apply(RingLayout.Pad3.class, "r15");
+        for (long c : cold) {
+            assertTrue("read-mostly field at " + c + ", the producers' counter at " + reserved, reserved - c >= 128);
+        }
+        for (long c : consumer) {
+            assertTrue("send thread's field at " + c + ", the producers' counter at " + reserved, c - reserved >= 128);
+            assertTrue("send thread's field at " + c + ", the object's end near " + lastPad, lastPad + 8 - c >= 128);
+        }
+    }
 }

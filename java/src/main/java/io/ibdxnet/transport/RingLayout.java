@@ -1,0 +1,76 @@
+package io.ibdxnet.transport;
+
+/**
+ * The fields of {@link OutgoingRingBuffer}, laid out so that the two sides
+ * of the ring do not share cache lines: the producers' CAS counter
+ * {@code reserved} and the send thread's pointers each sit between 128 bytes
+ * of padding (two lines: the adjacent-line prefetcher pairs them). The JVM
+ * places a superclass's fields before its subclass's, hence the class chain;
+ * {@code OutgoingRingBufferTest.theProducersCounterAndTheSendThreadsPointersDoNotShareACacheLine}
+ * checks the offsets. Measured with {@code RingSharingBenchmark} (bench/README.md).
+ */
+final class RingLayout {
+    private RingLayout() {}
+
+    /** Read by every thread, written once (closed). */
+    abstract static class ColdFields {
+        final long address;
+        final int capacity;
+        final long mask;
+        volatile boolean closed;
+
+        ColdFields(long address, int capacity) {
+            this.address = address;
+            this.capacity = capacity;
+            this.mask = capacity - 1;
+        }
+    }
+
+    @SuppressWarnings("unused")
+    abstract static class Pad1 extends ColdFields {
+        long p00, p01, p02, p03, p04, p05, p06, p07, p08, p09, p10, p11, p12, p13, p14, p15;
+
+        Pad1(long address, int capacity) {
+            super(address, capacity);
+        }
+    }
+
+    /** Written by the producers (CAS through a VarHandle), read by the send thread. */
+    abstract static class ProducerFields extends Pad1 {
+        volatile long reserved;
+
+        ProducerFields(long address, int capacity) {
+            super(address, capacity);
+        }
+    }
+
+    @SuppressWarnings("unused")
+    abstract static class Pad2 extends ProducerFields {
+        long q00, q01, q02, q03, q04, q05, q06, q07, q08, q09, q10, q11, q12, q13, q14, q15;
+
+        Pad2(long address, int capacity) {
+            super(address, capacity);
+        }
+    }
+
+    /** Written by the send thread; producers read {@code front} only. */
+    abstract static class ConsumerFields extends Pad2 {
+        volatile long front;
+        long back;
+        long frontPosted;
+
+        ConsumerFields(long address, int capacity) {
+            super(address, capacity);
+        }
+    }
+
+    /** Keeps the next object on the heap (often a flow window the producers write) off the send thread's line. */
+    @SuppressWarnings("unused")
+    abstract static class Pad3 extends ConsumerFields {
+        long r00, r01, r02, r03, r04, r05, r06, r07, r08, r09, r10, r11, r12, r13, r14, r15;
+
+        Pad3(long address, int capacity) {
+            super(address, capacity);
+        }
+    }
+}
