@@ -313,6 +313,13 @@ public final class DXNetConfig {
                 throw new IllegalArgumentException("idleTimeoutMs = " + idleTimeoutMs + " must be more than keepAliveMs = "
                         + keepAliveMs);
             }
+            long unit = io.ibdxnet.transport.Confirmations.unit(flowControlWindow, flowControlThreshold);
+            if (flowControlWindow - unit < 64) {
+                // Up to a unit can stay unconfirmed: frames must fit beside it (FlowWindow.largestFrame).
+                throw new IllegalArgumentException("flowControlThreshold = " + flowControlThreshold + " leaves "
+                        + (flowControlWindow - unit) + " bytes of the " + flowControlWindow
+                        + "-byte flowControlWindow for a frame; lower the threshold or raise the window");
+            }
             if (maxUnfinishedBytesPerConnection < maxMessageSize) {
                 throw new IllegalArgumentException("maxUnfinishedBytesPerConnection = " + maxUnfinishedBytesPerConnection
                         + " must be at least maxMessageSize = " + maxMessageSize);

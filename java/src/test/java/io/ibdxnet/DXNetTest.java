@@ -644,6 +644,33 @@ public class DXNetTest {
         }
     }
 
+    /**
+     * The receiver confirms whole units of the window only, so a small
+     * message leaves up to a unit unconfirmed; frames as large as the whole
+     * window then never fitted and a large message waited out its send
+     * timeout ("flow control window ... stayed full"). Frames are now at most
+     * the window less a unit.
+     */
+    @Test
+    public void aMessageLargerThanTheWindowAfterASmallOneIsNotStuck() throws Exception {
+        List<DXNet> n = start(2, "100", c -> {
+            c.flowControlWindow = 64 << 10;
+            c.sendTimeoutMs = 10_000;
+            c.maxMessageSize = 1 << 20;
+        });
+        List<DataMessage> got = new java.util.concurrent.CopyOnWriteArrayList<>();
+        n.get(1).register(TYPE, DATA, m -> got.add((DataMessage) m));
+        DataMessage large = new DataMessage(1, 0, 1, 200 << 10);
+        long t0 = System.nanoTime();
+        n.get(0).sendMessage(new DataMessage(1, 0, 0, 100));
+        n.get(0).sendMessage(large);
+        waitFor("both messages handled", 10_000, () -> got.size() == 2);
+        assertTrue("the large message arrived changed", java.util.Arrays.equals(large.payload, got.get(1).payload));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue("took " + ms + " ms: a frame waited for window space", ms < 5_000);
+        assertTrue(n.get(0).maxFrameSize() <= (64 << 10) - (64 << 10) / 10);
+    }
+
     @Test
     public void requestTimeoutMsEndsAsyncRequestsAndEmptiesThePendingMap() throws Exception {
         List<DXNet> n = start(2, "100", c -> c.requestTimeoutMs = 300);

@@ -100,7 +100,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         this.connectTimeoutMs = connectTimeoutMs;
         this.engine = NativeEngine.start(nativeConfig, this);
         this.releaser = engine::returnBuffer;
-        this.maxFrame = (int) Math.min(engine.ringSize() / 2, flowControlWindow);
+        this.maxFrame = FlowWindow.largestFrame(engine.ringSize(), flowControlWindow, confirmations.unit());
     }
 
     @Override

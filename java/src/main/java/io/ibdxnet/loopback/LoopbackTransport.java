@@ -104,7 +104,7 @@ public final class LoopbackTransport implements Transport {
 
     @Override
     public int maxFrameSize() {
-        return (int) Math.min(ringSize / 2, window);
+        return FlowWindow.largestFrame(ringSize, window, confirmations.unit());
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.ibdxnet.nio;
 
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.transport.AuthKey;
+import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.ConnectLocks;
 import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
@@ -70,7 +71,8 @@ public final class NioTransport implements Transport {
 
     public NioTransport(Settings settings, TransportListener listener) throws NetworkException {
         this.settings = settings;
-        this.maxFrame = (int) Math.min(settings.ringSize / 2, settings.flowControlWindow);
+        this.maxFrame = FlowWindow.largestFrame(settings.ringSize, settings.flowControlWindow,
+                Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold));
         this.handshake = new NioHandshake(settings.nodeId, new SecureRandom().nextLong(), settings.authKey,
                 settings.checkPeerAddress);
         DirectBufferPool pool = new DirectBufferPool(settings.bufferCount, settings.bufferSize);

@@ -26,6 +26,25 @@ public final class FlowWindow {
         boolean isClosed();
     }
 
+    /**
+     * The largest frame (header included) a transport may send through a
+     * ring of {@code ringSize} bytes and a window of {@code window} bytes
+     * confirmed in units of {@code unit}: at most half the ring, and at most
+     * the window less one unit. The receiver confirms whole units only, so up
+     * to a unit less one byte can stay unconfirmed; a frame as large as the
+     * whole window would then never fit and its sender would wait until its
+     * timeout.
+     */
+    public static int largestFrame(long ringSize, long window, long unit) {
+        long max = Math.min(ringSize / 2, window - unit);
+        max &= -OutgoingRingBuffer.ALIGN; // whole records: an aligned frame still fits
+        if (max < 64) {
+            throw new IllegalArgumentException("flow control window " + window + " with confirmation unit " + unit
+                    + " leaves no room for a frame (window - unit must be at least 64 bytes)");
+        }
+        return (int) Math.min(max, Integer.MAX_VALUE & -OutgoingRingBuffer.ALIGN);
+    }
+
     /** Waits until {@code bytes} fit into the window, until {@code deadlineNanos}. */
     public void acquire(int bytes, long deadlineNanos, int node, Liveness connection) throws NetworkException {
         int spins = 0;
