@@ -30,6 +30,9 @@ import java.util.concurrent.locks.LockSupport;
  * thread's pointers live on separate cache lines ({@link RingLayout}).
  */
 public final class OutgoingRingBuffer extends RingLayout.Pad3 {
+    /** What {@link #reserve} returns for a closed ring (positions are never negative). */
+    public static final long CLOSED = -1;
+
     /** Records start at multiples of this. */
     public static final int ALIGN = 4;
     private static final boolean BIG_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN;
@@ -67,9 +70,10 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /**
      * Claims space for a record of {@code length} bytes (at least 4),
      * waiting (spinning, then parking) while the ring is full. Returns the
-     * start position for {@link #write} and {@link #publish}. Fails if the
-     * record exceeds the capacity, the ring is closed, or {@code deadlineNanos}
-     * (a {@link System#nanoTime} value) passes first.
+     * start position for {@link #write} and {@link #publish}, or
+     * {@link #CLOSED} once the ring is closed (an expected end, not an
+     * error). Fails if the record exceeds the capacity or
+     * {@code deadlineNanos} (a {@link System#nanoTime} value) passes first.
      */
     public long reserve(int length, long deadlineNanos) throws InterruptedException, java.util.concurrent.TimeoutException {
         int size = aligned(length);
@@ -79,7 +83,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         int spins = 0;
         while (true) {
             if (closed) {
-                throw new IllegalStateException("connection closed");
+                return CLOSED;
             }
             long r = reserved;
             if (r + size - front <= capacity) {

@@ -112,19 +112,21 @@ public class RingConnection {
             boolean claimed = false;
             try {
                 long pos = orb.reserve(length, deadlineNanos);
-                claimed = true;
-                return pos;
+                claimed = pos != OutgoingRingBuffer.CLOSED;
+                if (claimed) {
+                    return pos;
+                }
             } finally {
                 if (!claimed) {
                     writers.decrementAndGet();
                 }
             }
-        } catch (NetworkException | IllegalStateException e) {
+            throw new NetworkException("connection to node " + node + " closed");
+        } catch (NetworkException e) {
             if (orderly && retry) {
                 return -1;
             }
-            throw e instanceof NetworkException ? (NetworkException) e
-                    : new NetworkException("connection to node " + node + " closed", e);
+            throw e;
         } catch (TimeoutException e) {
             throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
         } catch (InterruptedException e) {

@@ -30,6 +30,20 @@ public class OutgoingRingBufferTest {
     }
 
     @Test
+    public void aClosedRingSaysSoInsteadOfThrowing() throws Exception {
+        long mem = NativeBlocks.allocate(64);
+        Memory.fill(mem, 64, (byte) 0);
+        try {
+            OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, 64);
+            assertEquals(0, orb.reserve(8, FOREVER));
+            orb.close();
+            assertEquals(OutgoingRingBuffer.CLOSED, orb.reserve(8, FOREVER));
+        } finally {
+            NativeBlocks.free(mem);
+        }
+    }
+
+    @Test
     public void areasFollowTheFrontPostedPointerAndUnpublishedRecordsBlockTheWalk() throws Exception {
         long mem = NativeBlocks.allocate(64);
         Memory.fill(mem, 64, (byte) 0);
