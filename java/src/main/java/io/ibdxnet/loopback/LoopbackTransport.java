@@ -221,9 +221,12 @@ public final class LoopbackTransport implements Transport {
             while (wim.isEmpty() && System.nanoTime() - idle < IDLE_YIELD_NANOS) {
                 Thread.yield();
             }
+            // Senders write, then read `sleeping`; we write it, then read the
+            // queue: one of us sees the other, so the long park loses nothing
+            // (it only bounds how long a missed unpark could cost).
             sleeping = true;
             if (wim.isEmpty()) {
-                LockSupport.parkNanos(1_000_000);
+                LockSupport.parkNanos(50_000_000);
             }
             sleeping = false;
         }
