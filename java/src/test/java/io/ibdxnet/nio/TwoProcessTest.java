@@ -110,10 +110,11 @@ public class TwoProcessTest {
         awaitOutput(recvLog, "waiting for node 0");
         Process sender = demo(sendLog, "--transport", TRANSPORT, "--role", "sender", "--node0", n0, "--node1", n1,
                 "--messages", Integer.toString(DEMO_MESSAGES), "--requests", "500");
-        assertTrue("sender did not finish", sender.waitFor(300, TimeUnit.SECONDS));
-        assertTrue("receiver did not finish", receiver.waitFor(60, TimeUnit.SECONDS));
+        assertTrue("sender did not finish: " + read(sendLog), sender.waitFor(300, TimeUnit.SECONDS));
         String out = read(sendLog);
-        assertEquals(out, 0, sender.exitValue());
+        // A sender that failed never sent the receiver its quit request: say why.
+        assertEquals("sender failed: " + out, 0, sender.exitValue());
+        assertTrue("receiver did not finish: " + read(recvLog), receiver.waitFor(60, TimeUnit.SECONDS));
         assertEquals(read(recvLog), 0, receiver.exitValue());
         assertTrue(out, out.contains("messages: " + DEMO_MESSAGES + " x 64 B"));
         assertTrue(out, out.contains("request/response: 500 round trips"));
