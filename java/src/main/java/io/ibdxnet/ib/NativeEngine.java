@@ -34,11 +34,11 @@ public final class NativeEngine implements AutoCloseable {
      * and this read are both volatile, hence ordered.
      */
     public void wakeSendThread() {
-        if (Memory.getIntVolatile(sendSleepWord) != 0) {
-            long h = handle;
-            if (h != 0) {
-                IbdxnetNative.wakeSendThread(h);
-            }
+        // The word lives in the engine: never read it once the engine is closed
+        // (a close racing this call is the caller's to exclude, as IbTransport does).
+        long h = handle;
+        if (h != 0 && Memory.getIntVolatile(sendSleepWord) != 0) {
+            IbdxnetNative.wakeSendThread(h);
         }
     }
 
