@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use common::engine::{base_config, start_nodes, wait_until, Node};
+use common::records::Rng;
 use ibdxnet::con::proto::{Body, Packet};
 use ibdxnet::con::{NodeEvent, NodeId};
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
@@ -29,20 +30,6 @@ const FAKE: NodeId = NodeId(0x7A7A);
 /// Datagrams sent before waiting for the manager to count them (keeps the
 /// socket's receive buffer from overflowing, so the count is exact).
 const BURST: u64 = 64;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 const DROPS: [&str; 5] =
     ["dropped_malformed", "dropped_foreign", "dropped_spoofed", "dropped_stale", "dropped_unauthenticated"];

@@ -6,22 +6,13 @@
 //! CI runs 10^6 hand-offs (~10 s here); `IBDXNET_WAKEUP_HANDOFFS=10000000`
 //! the long run (`bench/README.md` has its result).
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use common::records::Rng;
 use ibdxnet::sys::doorbell::Doorbell;
-
-/// xorshift64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 #[test]
 fn no_wakeup_is_lost_in_a_million_handoffs() {

@@ -78,9 +78,17 @@ pub(crate) trait Agent {
 /// of work done (busy, yield, park, sleep), until the engine stops.
 fn agent_loop<A: Agent>(running: &AtomicBool, parking: ParkingConfig, agent: &mut A, iterations: &AtomicU64) {
     let mut park = Parking::new(parking);
+    // Counted here and published now and then (and before every sleep): the
+    // two threads' counters share a cache line, which a store per iteration
+    // would bounce between them.
+    let mut count = 0u64;
     while running.load(Ordering::Acquire) {
-        iterations.fetch_add(1, Ordering::Relaxed);
+        count += 1;
+        if count % 1024 == 0 {
+            iterations.store(count, Ordering::Relaxed);
+        }
         if park.idle(agent.do_work()) {
+            iterations.store(count, Ordering::Relaxed);
             match agent.sleep() {
                 Sleep::Slept => {}
                 Sleep::FoundWork(n) => {
@@ -90,6 +98,7 @@ fn agent_loop<A: Agent>(running: &AtomicBool, parking: ParkingConfig, agent: &mu
             }
         }
     }
+    iterations.store(count, Ordering::Relaxed);
 }
 
 /// Restricts the calling engine thread to `cpu` (`pin_threads`). The start

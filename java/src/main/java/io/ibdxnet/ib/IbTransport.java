@@ -73,7 +73,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private int packageConnection;
 
     /** One connection's Java side. */
-    private static final class Connection extends RingConnection {
+    private final class Connection extends RingConnection {
         /** The native connection whose ring {@link #orb} covers. */
         final int connectionId;
         /** Set once, when the connection is closed and handed to the send thread to settle. */
@@ -82,6 +82,17 @@ public final class IbTransport implements Transport, EngineCallbacks {
         Connection(int node, OutgoingRingBuffer orb, int connectionId, FlowWindow flow) {
             super(node, orb, flow);
             this.connectionId = connectionId;
+        }
+
+        /**
+         * New data for the send thread, which may be asleep. Inside the
+         * writers window: {@link #close} waits the writers out before it
+         * destroys the engine, so no guard of our own is needed here.
+         */
+        @Override
+        protected void published() {
+            wim.pushData(node);
+            engine.wakeSendThread();
         }
     }
 
@@ -170,9 +181,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         while (true) {
             Connection c = connection(node);
             if (c.write(header, payload, offset, length, deadlineNanos, !closing)) {
-                wim.pushData(node);
-                wakeSendThread();
-                return;
+                return; // the connection told the send thread (published)
             }
             awaitSuccessor(node, c, deadlineNanos);
         }
@@ -193,9 +202,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     @Override
     public void publish(RingRecord record) {
         RingConnection c = record.connection();
-        c.publish(record);
-        wim.pushData(c.node);
-        wakeSendThread();
+        c.publish(record); // tells the send thread (published)
     }
 
     /**

@@ -69,6 +69,7 @@ public class RingConnection {
             orb.write(pos + 4, header, 4, header.length - 4);
             orb.write(pos + header.length, payload, offset, length);
             orb.publish(pos, total);
+            published();
         } finally {
             writers.decrementAndGet();
         }
@@ -93,11 +94,20 @@ public class RingConnection {
     public final void publish(RingRecord record) {
         try {
             orb.publish(record.start(), record.length());
+            published();
         } finally {
             record.clear();
             writers.decrementAndGet();
         }
     }
+
+    /**
+     * A record was published: tell whoever sends the ring (the transport's
+     * own hook). Runs while this sender still counts in {@link #writers}, so
+     * a transport that waits out the writers before it closes knows no hook
+     * is running any more.
+     */
+    protected void published() {}
 
     /**
      * The window, then the ring: the record's start position with this
