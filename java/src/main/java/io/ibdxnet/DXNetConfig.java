@@ -120,9 +120,10 @@ public final class DXNetConfig {
         ConfigKey.ofInt("connectTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "connection setup timeout",
             c -> c.connectTimeoutMs, (c, v) -> c.connectTimeoutMs = v).setsNative("connect_timeout_ms"),
         ConfigKey.ofLong("flowControlWindow", 16L << 20, 4096, Long.MAX_VALUE, "flow control window per "
-            + "connection, bytes (paper Table 2: 16 MB)",
+            + "connection, bytes (paper Table 2: 16 MB); the same on every node: a receiver confirms in units of its own "
+            + "window × threshold, which its senders count in theirs",
             c -> c.flowControlWindow, (c, v) -> c.flowControlWindow = v),
-        ConfigKey.ofFraction("flowControlThreshold", 0.1, "confirm after this share of the window was received",
+        ConfigKey.ofFraction("flowControlThreshold", 0.1, "confirm after this share of the window was received; the same on every node, as flowControlWindow",
             c -> c.flowControlThreshold, (c, v) -> c.flowControlThreshold = v),
         ConfigKey.ofInt("ibqMaxBuffers", 8192, 1, Integer.MAX_VALUE, "incoming buffers queued at most",
             c -> c.ibqMaxBuffers, (c, v) -> c.ibqMaxBuffers = v),

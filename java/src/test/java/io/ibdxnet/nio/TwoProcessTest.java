@@ -186,7 +186,9 @@ public class TwoProcessTest {
         c.handlerThreads = 1;
         c.handlerQueueSize = 1;
         c.ibqMaxBytes = 2 << 20;
-        c.flowControlWindow = 4 << 20;
+        // The window stays the demo sender's (the default): confirmations count
+        // in units of it on both sides (a 4 MB window here let the sender run
+        // four times too far, and sometimes stop between two messages).
         c.sendTimeoutMs = TIMEOUT_MS;
         node = DXNet.start(c);
         node.registerMessageType((byte) 1, (byte) 1, BytesMessage.class);
@@ -235,7 +237,24 @@ public class TwoProcessTest {
             assertTrue("the big messages never arrived: " + read(log), System.nanoTime() < end && sender.isAlive());
             Thread.sleep(20);
         }
-        Thread.sleep(1_000); // the sender is now stuck in the next message (window 4 MB, message 16 MB)
+        // Kill only once the sender is stuck inside a message: the coordinator
+        // has stopped (its handler is held) and frames it has not parsed, which
+        // follow the last message it completed, wait in the incoming queue,
+        // unchanged for a while. A fixed pause sometimes killed the sender
+        // between two messages (serialising 16 MB takes seconds in the VM).
+        long queued = -1;
+        long stableSince = System.nanoTime();
+        while (true) {
+            long q = node.incomingBytesQueued();
+            if (q != queued) {
+                queued = q;
+                stableSince = System.nanoTime();
+            } else if (q > 0 && System.nanoTime() - stableSince > 2_000_000_000L) {
+                break;
+            }
+            assertTrue("the sender never got stuck inside a message: " + read(log), System.nanoTime() < end && sender.isAlive());
+            Thread.sleep(20);
+        }
         sender.destroyForcibly(); // SIGKILL
         sender.waitFor(10, TimeUnit.SECONDS);
         release.countDown();
