@@ -2,6 +2,7 @@ package io.ibdxnet;
 
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.core.HandlerDispatch;
+import io.ibdxnet.core.IdleYield;
 import io.ibdxnet.core.IncomingBufferQueue;
 import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.transport.IncomingBuffer;
@@ -59,7 +60,8 @@ public final class DXNet implements AutoCloseable {
         this.transport = Transports.open(config, new TransportListener() {
             @Override
             public boolean onBuffer(IncomingBuffer b) {
-                return ibq.offer(b);
+                IncomingPath in = incoming; // null while starting: the coordinator takes those from the queue
+                return in != null ? in.offer(b) : ibq.offer(b);
             }
 
             @Override
@@ -201,6 +203,7 @@ public final class DXNet implements AutoCloseable {
      */
     public <R extends Response> R sendSync(Request<R> request, int timeoutMs) throws NetworkException {
         CompletableFuture<R> f = sendAsync(request, timeoutMs);
+        IdleYield.until(f::isDone); // a parked requester costs its response a wake-up
         try {
             return f.get();
         } catch (InterruptedException e) {
@@ -336,13 +339,16 @@ public final class DXNet implements AutoCloseable {
      * other nodes serialised into a buffer and copied into the send ring: no
      * {@link Message#payloadSize}, or larger than one frame; the others are
      * serialised in place), {@code in_place_aborted} (in-place serialisations
-     * that failed, sent as frames the receiver skips).
+     * that failed, sent as frames the receiver skips), {@code buffers_received_inline}
+     * (received buffers the transport's own thread turned into messages, see
+     * {@code receiveInline}).
      */
     public Map<String, Long> transportStats() {
         Map<String, Long> m = new java.util.LinkedHashMap<>(transport.stats());
         counters.addTo(m);
         sender.addTo(m);
         m.put("unfinished_bytes_claimed", incoming.unfinishedBytesClaimed());
+        m.put("buffers_received_inline", incoming.inlineBuffers());
         return m;
     }
 

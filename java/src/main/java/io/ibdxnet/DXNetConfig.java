@@ -46,6 +46,8 @@ public final class DXNetConfig {
     public boolean orderPerSender;
     /** Key {@code handlerQueueSize}. */
     public int handlerQueueSize;
+    /** Key {@code receiveInline}. */
+    public boolean receiveInline;
     /** Key {@code requestTimeoutMs}. */
     public int requestTimeoutMs;
     /** Key {@code sendTimeoutMs}. */
@@ -112,6 +114,10 @@ public final class DXNetConfig {
         ConfigKey.ofInt("handlerQueueSize", 16_384, 1, Integer.MAX_VALUE, "received batches waiting for a "
             + "handler; when full, receiving waits (backpressure)",
             c -> c.handlerQueueSize, (c, v) -> c.handlerQueueSize = v),
+        ConfigKey.ofBoolean("receiveInline", true, "a transport's receiving thread turns a received buffer into "
+            + "messages itself while nothing waits for the coordinator (a round trip crosses one thread hand-off "
+            + "less per side; messages' importPayload then runs on that thread); false: always the coordinator",
+            c -> c.receiveInline, (c, v) -> c.receiveInline = v),
         ConfigKey.ofInt("requestTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "default request timeout",
             c -> c.requestTimeoutMs, (c, v) -> c.requestTimeoutMs = v),
         ConfigKey.ofInt("sendTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "how long a send may wait for ring space or "

@@ -13,7 +13,9 @@ import io.ibdxnet.transport.Transport;
 import java.lang.reflect.Constructor;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -44,10 +46,19 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     private final ErrorReplier replier;
     private final Thread coordinator;
     private final AtomicReferenceArray<StreamAssembler> assemblers = new AtomicReferenceArray<>(NodeId.COUNT);
-    /** Coordinator thread only: the batch being filled from the current buffer. */
+    /**
+     * Held by whoever turns buffers into messages: the coordinator, or a
+     * transport's receiving thread inline (see {@link #offer}). It guards the
+     * assemblers, the batch and the importer.
+     */
+    private final ReentrantLock role = new ReentrantLock();
+    private final AtomicLong inlineBuffers = new AtomicLong();
+    /** Role holder only: the batch being filled from the current buffer. */
     private Batch batch = new Batch();
-    /** Coordinator thread only: one importer for every received message (valid during importPayload). */
+    /** Role holder only: one importer for every received message (valid during importPayload). */
     private final MessageImporter importer = new MessageImporter(null, 0, 0);
+    private final StreamAssembler.Sink sink = (src, type, sub, flags, req, array, at, length) ->
+            deliver(src, type, sub, flags, req, importer.reset(array, at, length), batch);
     /** The coordinator consumed bytes whose messages never reached a handler (stopped or closed meanwhile). */
     private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
@@ -120,12 +131,42 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         }
     }
 
-    /** The message creation coordinator: buffers → messages, in order per source. */
+    /**
+     * A transport hands over a received buffer (its receiving thread:
+     * the native receive thread, the selector, a loopback pump). When nothing
+     * waits for the coordinator and it is free, that thread turns the buffer
+     * into messages itself: a round trip then crosses one thread hand-off less
+     * on each side. Otherwise (or if no handler room is free right now) the
+     * buffer goes to the queue. Never blocks; false if the queue is full.
+     */
+    boolean offer(IncomingBuffer b) {
+        if (config.receiveInline && ibq.idle() && running && role.tryLock()) {
+            try {
+                // Each source's buffers come from one thread, and none of them
+                // waits in the queue: this one is next in its stream.
+                if (ibq.idle() && running && handlers.tryReserve()) {
+                    inlineBuffers.incrementAndGet();
+                    handle(b, true);
+                    return true;
+                }
+            } catch (Throwable e) { // the transport's thread must live on; what the buffer held is lost
+                counters.streamErrors.incrementAndGet();
+                LOG.log(Level.SEVERE, "node " + config.nodeId + ": receiving a buffer of node " + b.source + " failed", e);
+                return true;
+            } finally {
+                role.unlock();
+            }
+        }
+        return ibq.offer(b);
+    }
+
+    /** Buffers turned into messages by the transport's own thread (see {@link #offer}). */
+    long inlineBuffers() {
+        return inlineBuffers.get();
+    }
+
+    /** The message creation coordinator: queued buffers → messages, in order per source. */
     private void coordinate() {
-        // One hand-off per buffer, not per message: waking a handler thread
-        // (unpark) was the top hotspot with small messages.
-        StreamAssembler.Sink sink = (src, type, sub, flags, req, array, at, length) ->
-                deliver(src, type, sub, flags, req, importer.reset(array, at, length), batch);
         while (running) {
             IncomingBuffer b;
             try {
@@ -136,25 +177,48 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             if (b == null) {
                 continue;
             }
+            role.lock();
             try {
-                parse(b, sink);
-            } finally {
-                b.release();
-                transport.consumed(b);
-            }
-            if (!batch.messages.isEmpty()) {
-                try {
-                    if (!handlers.submit(b.source, batch)) {
-                        consumedNotHandled = true;
-                        return;
-                    }
-                } catch (InterruptedException e) {
-                    consumedNotHandled = true;
+                if (!handle(b, false)) {
                     return;
                 }
-                batch = new Batch();
+            } catch (InterruptedException e) {
+                consumedNotHandled = true;
+                return;
+            } finally {
+                ibq.finished();
+                role.unlock();
             }
         }
+    }
+
+    /**
+     * One buffer into messages, one batch of them to the handlers (one
+     * hand-off per buffer, not per message: waking a handler thread was the
+     * top hotspot with small messages). Role holder only; {@code reserved}:
+     * the handler room is taken already. False if the handlers were shut
+     * down and messages taken from the buffer never reach one.
+     */
+    private boolean handle(IncomingBuffer b, boolean reserved) throws InterruptedException {
+        try {
+            parse(b, sink);
+        } finally {
+            b.release();
+            transport.consumed(b);
+        }
+        if (batch.messages.isEmpty()) {
+            if (reserved) {
+                handlers.unreserve();
+            }
+            return true;
+        }
+        Batch full = batch;
+        batch = new Batch();
+        if (reserved ? handlers.submitReserved(b.source, full) : handlers.submit(b.source, full)) {
+            return true;
+        }
+        consumedNotHandled = true;
+        return false;
     }
 
     /**

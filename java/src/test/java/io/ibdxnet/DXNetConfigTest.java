@@ -125,6 +125,7 @@ public class DXNetConfigTest {
         cases("maxConnections", Arrays.asList("many", "1e3"), Arrays.asList("0", "65535"));
         cases("handlerThreads", Arrays.asList("two"), Arrays.asList("0", "1025"));
         cases("orderPerSender", Arrays.asList("yes", "1"), none);
+        cases("receiveInline", Arrays.asList("no", "0"), none);
         cases("handlerQueueSize", Arrays.asList("2147483648"), Arrays.asList("0"));
         cases("requestTimeoutMs", Arrays.asList("10s"), Arrays.asList("0", "86400001"));
         cases("sendTimeoutMs", Arrays.asList("soon"), Arrays.asList("-1", "86400001"));

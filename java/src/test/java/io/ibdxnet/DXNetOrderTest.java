@@ -105,6 +105,50 @@ public class DXNetOrderTest {
     }
 
     /**
+     * With {@code receiveInline} the transport's thread parses a buffer itself
+     * only while none waits for the coordinator; a tiny handler queue and a
+     * handler that stalls now and then make both paths take turns mid-stream.
+     * One sender's messages still arrive whole and in order, on either setting.
+     */
+    @Test
+    public void inlineAndCoordinatorTakingTurnsKeepOneSendersOrder() throws Exception {
+        for (boolean inline : new boolean[] {true, false}) {
+            List<DXNet> n = start(2, c -> {
+                c.handlerThreads = 2;
+                c.handlerQueueSize = 2;
+                c.receiveInline = inline;
+            });
+            int count = 30_000;
+            AtomicInteger next = new AtomicInteger();
+            AtomicReference<String> problem = new AtomicReference<>();
+            n.get(1).register(DataMessage.class, d -> {
+                int expected = next.get();
+                if (d.seq != expected || !d.intact()) {
+                    problem.compareAndSet(null, "seq " + d.seq + " handled when " + expected + " was due");
+                }
+                next.set(d.seq + 1);
+                if (d.seq % 5_000 == 0) {
+                    TimeUnit.MILLISECONDS.sleep(20); // the queue fills up behind this
+                }
+            });
+            for (int s = 0; s < count; s++) {
+                n.get(0).sendMessage(new DataMessage(1, 0, s, s % 700 == 0 ? 9_000 : 24));
+                if (s % 1_000 == 0) {
+                    Thread.sleep(1); // idle moments: the coordinator drains, inline becomes possible
+                }
+            }
+            waitFor("all messages, receiveInline=" + inline, () -> next.get() == count || problem.get() != null);
+            assertEquals(null, problem.get());
+            long inlined = n.get(1).transportStats().get("buffers_received_inline");
+            assertEquals("receiveInline=" + inline + ": " + inlined + " buffers inline", inline, inlined > 0);
+            for (DXNet d : n) {
+                d.close();
+            }
+            nodes.clear();
+        }
+    }
+
+    /**
      * Node 2's handler blocks on node 0's first message: node 1's messages are
      * handled meanwhile, node 0's second waits for its first; after the
      * release node 0's messages follow in order.

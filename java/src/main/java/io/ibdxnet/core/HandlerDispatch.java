@@ -50,7 +50,7 @@ public final class HandlerDispatch {
         AtomicInteger index = new AtomicInteger();
         // Unbounded: the semaphore bounds the waiting tasks, and a lane's own
         // rescheduling must never block or be refused while running.
-        this.pool = new ThreadPoolExecutor(threads, threads, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
+        this.pool = new ThreadPoolExecutor(threads, threads, 0, TimeUnit.MILLISECONDS, new YieldingQueue(), r -> {
             Thread t = new Thread(r, name + index.getAndIncrement());
             t.setDaemon(true);
             return t;
@@ -71,13 +71,45 @@ public final class HandlerDispatch {
                 return false;
             }
         }
+        queue(source, task);
+        return true;
+    }
+
+    /**
+     * Takes the room for one task now, without waiting: false if there is none
+     * (or this dispatch is shut down). Pair it with {@link #submitReserved} or
+     * {@link #unreserve}.
+     */
+    public boolean tryReserve() {
+        return !closed && room.tryAcquire();
+    }
+
+    /** Gives back the room {@link #tryReserve} took. */
+    public void unreserve() {
+        room.release();
+    }
+
+    /**
+     * Queues {@code task} into the room {@link #tryReserve} took; never blocks.
+     * False if this dispatch was shut down meanwhile (the task is dropped).
+     */
+    public boolean submitReserved(int source, Runnable task) {
+        if (closed) {
+            room.release();
+            return false;
+        }
+        queue(source, task);
+        return true;
+    }
+
+    private void queue(int source, Runnable task) {
         unfinished.incrementAndGet();
         if (!ordered) {
             pool.execute(() -> {
                 room.release();
                 runGuarded(task);
             });
-            return true;
+            return;
         }
         Lane lane = lanes.get(source);
         if (lane == null) {
@@ -88,7 +120,6 @@ public final class HandlerDispatch {
             }
         }
         lane.add(task);
-        return true;
     }
 
     /** Tasks waiting to start (at most {@code capacity}). */
@@ -128,6 +159,17 @@ public final class HandlerDispatch {
             Thread.sleep(1);
         }
         return true;
+    }
+
+    /** The pool's queue: an idle handler thread yields for a moment before it blocks ({@link IdleYield}). */
+    private static final class YieldingQueue extends LinkedBlockingQueue<Runnable> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Runnable take() throws InterruptedException {
+            Runnable r = IdleYield.poll(this::poll);
+            return r != null ? r : super.take();
+        }
     }
 
     /** One source's tasks: runs on at most one pool thread at a time. */

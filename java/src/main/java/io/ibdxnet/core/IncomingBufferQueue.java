@@ -3,6 +3,7 @@ package io.ibdxnet.core;
 import io.ibdxnet.transport.IncomingBuffer;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -12,10 +13,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * network: receiver not ready).
  */
 public final class IncomingBufferQueue {
-    private static final long IDLE_YIELD_NANOS = 50_000;
     private final ArrayBlockingQueue<IncomingBuffer> queue;
     private final long maxBytes;
     private final AtomicLong bytes = new AtomicLong();
+    /** Buffers offered and not yet {@link #finished}: in the queue or being handled. */
+    private final AtomicInteger unfinished = new AtomicInteger();
 
     public IncomingBufferQueue(int maxBuffers, long maxBytes) {
         this.queue = new ArrayBlockingQueue<>(maxBuffers);
@@ -29,25 +31,31 @@ public final class IncomingBufferQueue {
             bytes.addAndGet(-b.length);
             return false;
         }
+        unfinished.incrementAndGet();
         if (!queue.offer(b)) {
+            unfinished.decrementAndGet();
             bytes.addAndGet(-b.length);
             return false;
         }
         return true;
     }
 
+    /** The consumer handled a buffer it took. */
+    public void finished() {
+        unfinished.decrementAndGet();
+    }
+
+    /** True if every buffer offered was taken and handled. */
+    public boolean idle() {
+        return unfinished.get() == 0;
+    }
+
     /**
      * The oldest buffer, waiting up to {@code timeoutMs}; null if none came.
-     * Yields for a moment before blocking: a blocked consumer costs the
-     * producer a wake-up system call and the next buffer a scheduling delay.
+     * Yields for a moment before blocking ({@link IdleYield}).
      */
     public IncomingBuffer poll(long timeoutMs) throws InterruptedException {
-        IncomingBuffer b = queue.poll();
-        long idle = System.nanoTime();
-        while (b == null && System.nanoTime() - idle < IDLE_YIELD_NANOS) {
-            Thread.yield();
-            b = queue.poll();
-        }
+        IncomingBuffer b = IdleYield.poll(queue::poll);
         if (b == null) {
             b = queue.poll(timeoutMs, TimeUnit.MILLISECONDS);
         }

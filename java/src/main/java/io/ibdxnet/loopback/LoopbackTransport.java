@@ -1,6 +1,7 @@
 package io.ibdxnet.loopback;
 
 import io.ibdxnet.NetworkException;
+import io.ibdxnet.core.IdleYield;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.transport.WriteInterestManager;
@@ -34,7 +35,6 @@ public final class LoopbackTransport implements Transport {
     private static final AtomicInteger NEXT_PORT = new AtomicInteger(1);
     private static final AtomicInteger NEXT_CONNECTION = new AtomicInteger();
     private static final int NODES = NodeId.COUNT;
-    private static final long IDLE_YIELD_NANOS = 50_000;
 
     private final int nodeId;
     private final int port;
@@ -217,10 +217,7 @@ public final class LoopbackTransport implements Transport {
                 continue;
             }
             // Idle: yield for a moment (cheap to wake), then sleep (a sender unparks us).
-            long idle = System.nanoTime();
-            while (wim.isEmpty() && System.nanoTime() - idle < IDLE_YIELD_NANOS) {
-                Thread.yield();
-            }
+            IdleYield.until(() -> !wim.isEmpty());
             // Senders write, then read `sleeping`; we write it, then read the
             // queue: one of us sees the other, so the long park loses nothing
             // (it only bounds how long a missed unpark could cost).
