@@ -6,10 +6,13 @@
 //!  0 magic u32 = "IBDX"   4 version u8   5 type u8   6 src node u16   8 dst node u16
 //! 10 flags u16 (0)       12 instance u32 (sender's, random per engine)
 //! 16 payload length u16  18 reserved u16 (0)          20 payload
-//! Exchange payload (52 bytes)
+//! Exchange payload (60 bytes)
 //!  0 qpn u32   4 psn u32   8 lid u16   10 flags u16 (bit 0: sender is established)   12 mtu u32   16 gid [16]
 //! 32 sim address u64      40 peer qpn u32 (the receiver's QPN the sender is connected to, 0 = none)
 //! 44 sim network u64 (the sender's; 0 on an RDMA device)
+//! 52 flow unit u64 (bytes one flow-control confirmation stands for in what the sender
+//!    sends: the receiver confirms that connection's bytes in it; in
+//!    [`MIN_FLOW_UNIT`, `MAX_FLOW_UNIT`], else the packet is malformed)
 //! Close payload (4 bytes): qpn u32 of the closed queue pair
 //! Leave payload (12 bytes): qpn u32 of the closed queue pair, handled u64: the bytes
 //!   received on it that the leaving node's application handled beyond its last
@@ -33,7 +36,9 @@
 //! An exchange from a queue pair on another fabric instance (another
 //! process's sim network, or sim against an RDMA device) is answered with
 //! `WrongFabric` instead of a connection: its QPN names nothing reachable.
-//! Version 4 added the sim network to the exchange, and `WrongFabric`.
+//! Version 4 added the sim network to the exchange, and `WrongFabric`;
+//! version 5 the sender's flow-control unit, so nodes with different
+//! flow-control settings confirm each other correctly.
 
 use super::node::NodeId;
 use crate::fabric::{Gid, QpEndpoint};
@@ -41,7 +46,7 @@ use crate::fabric::{Gid, QpEndpoint};
 /// "IBDX".
 pub const MAGIC: u32 = 0x4942_4458;
 /// Protocol version of unkeyed packets.
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 /// Protocol version of keyed (sealed) packets: bit 7 marks the seal.
 pub const VERSION_KEYED: u8 = 0x80 | VERSION;
 /// Seal bytes after the payload of a keyed packet: sequence number and MAC.
@@ -53,7 +58,14 @@ pub const NONCE_LEN: usize = 16;
 /// Header bytes.
 pub const HEADER_LEN: usize = 20;
 /// Exchange payload bytes.
-pub const EXCHANGE_LEN: usize = 52;
+pub const EXCHANGE_LEN: usize = 60;
+/// Smallest flow-control unit a peer may name: smaller ones would make the
+/// receiver send a confirmation for every few bytes (one per 255 units on
+/// ib), more packets than the peer spends sending the data.
+pub const MIN_FLOW_UNIT: u64 = 64;
+/// Largest flow-control unit a peer may name: byte counts in units of it
+/// stay far from overflowing a `u64`/`i64`.
+pub const MAX_FLOW_UNIT: u64 = 1 << 62;
 /// Largest packet we send or accept.
 pub const MAX_PACKET: usize = 256;
 /// `Leave::handled` when the leaving node does not know it (not an orderly shutdown).
@@ -74,6 +86,9 @@ pub enum Body {
         peer_qpn: u32,
         /// The sender considers the connection established (it knows we are connected).
         established: bool,
+        /// Bytes one flow-control confirmation stands for in what the sender
+        /// sends (its window × threshold): the receiver confirms in it.
+        flow_unit: u64,
     },
     /// I closed my queue pair `qpn` for you, in order (eviction): nothing was lost.
     Close {
@@ -222,7 +237,7 @@ impl Packet {
         out.extend_from_slice(&(self.body.payload_len() as u16).to_be_bytes());
         out.extend_from_slice(&0u16.to_be_bytes());
         match self.body {
-            Body::Exchange { endpoint: e, peer_qpn, established } => {
+            Body::Exchange { endpoint: e, peer_qpn, established, flow_unit } => {
                 out.extend_from_slice(&e.qpn.to_be_bytes());
                 out.extend_from_slice(&e.psn.to_be_bytes());
                 out.extend_from_slice(&e.lid.to_be_bytes());
@@ -232,6 +247,7 @@ impl Packet {
                 out.extend_from_slice(&e.sim_addr.to_be_bytes());
                 out.extend_from_slice(&peer_qpn.to_be_bytes());
                 out.extend_from_slice(&e.sim_network.to_be_bytes());
+                out.extend_from_slice(&flow_unit.to_be_bytes());
             }
             Body::WrongFabric { sim_network } => out.extend_from_slice(&sim_network.to_be_bytes()),
             Body::Close { qpn } => out.extend_from_slice(&qpn.to_be_bytes()),
@@ -323,15 +339,18 @@ impl Packet {
             3 => {
                 let (qpn, psn, lid, flags, mtu) = (r.u32(), r.u32(), r.u16(), r.u16(), r.u32());
                 let gid = Gid(r.take());
-                let (sim_addr, peer_qpn, sim_network) = (r.u64(), r.u32(), r.u64());
+                let (sim_addr, peer_qpn, sim_network, flow_unit) = (r.u64(), r.u32(), r.u64(), r.u64());
                 if flags > 1 || qpn == 0 || !valid_qpn(qpn) || !valid_qpn(peer_qpn) || psn > 0x00FF_FFFF {
+                    return Err(ParseError::Malformed);
+                }
+                if !(MIN_FLOW_UNIT..=MAX_FLOW_UNIT).contains(&flow_unit) {
                     return Err(ParseError::Malformed);
                 }
                 if !matches!(mtu, 256 | 512 | 1024 | 2048 | 4096) {
                     return Err(ParseError::Malformed);
                 }
                 let endpoint = QpEndpoint { qpn, psn, lid, gid, mtu, sim_addr, sim_network };
-                Body::Exchange { endpoint, peer_qpn, established: flags == 1 }
+                Body::Exchange { endpoint, peer_qpn, established: flags == 1, flow_unit }
             }
             6 => {
                 let (qpn, peer_qpn) = (r.u32(), r.u32());
@@ -377,7 +396,7 @@ mod tests {
             src: NodeId(1),
             dst: NodeId(2),
             instance: 0xDEAD_BEEF,
-            body: Body::Exchange { endpoint, peer_qpn: 17, established: true },
+            body: Body::Exchange { endpoint, peer_qpn: 17, established: true, flow_unit: 1_677_721 },
         }
     }
 
@@ -436,6 +455,30 @@ mod tests {
         assert_eq!(with(HEADER_LEN, 0x01), Err(ParseError::Malformed), "qpn beyond 24 bits");
         assert_eq!(with(HEADER_LEN + 14, 0x33), Err(ParseError::Malformed), "odd mtu");
         assert_eq!(with(HEADER_LEN + 11, 2), Err(ParseError::Malformed), "unknown exchange flag");
+    }
+
+    /// The peer's flow-control unit is a trust boundary: outside
+    /// [`MIN_FLOW_UNIT`, `MAX_FLOW_UNIT`] the exchange is malformed.
+    #[test]
+    fn flow_unit_out_of_range_is_malformed() {
+        let unit = |u: u64| {
+            let mut p = exchange();
+            if let Body::Exchange { flow_unit, .. } = &mut p.body {
+                *flow_unit = u;
+            }
+            let mut b = Vec::new();
+            p.encode(&mut b);
+            Packet::decode(&b)
+        };
+        for ok in [MIN_FLOW_UNIT, 104_857, 2 << 20, MAX_FLOW_UNIT] {
+            assert!(matches!(unit(ok), Ok(Packet { body: Body::Exchange { flow_unit, .. }, .. }) if flow_unit == ok));
+        }
+        for bad in [0, 1, MIN_FLOW_UNIT - 1, MAX_FLOW_UNIT + 1, u64::MAX] {
+            assert_eq!(unit(bad), Err(ParseError::Malformed), "unit {bad}");
+        }
+        let mut good = Vec::new();
+        exchange().encode(&mut good);
+        assert_eq!(&good[HEADER_LEN + 52..], &1_677_721u64.to_be_bytes(), "the unit is the exchange's last field");
     }
 
     /// Property: decoding arbitrary bytes never panics, and whatever decodes
