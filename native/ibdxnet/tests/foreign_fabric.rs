@@ -93,7 +93,7 @@ fn an_exchange_from_an_rdma_device_is_refused_with_wrong_fabric() {
     peer.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
     n.engine.add_node(NodeId(5), peer.local_addr().unwrap()).unwrap();
     let endpoint = QpEndpoint { qpn: 0x42, psn: 7, lid: 3, gid: Gid([0; 16]), mtu: 4096, sim_addr: 0, sim_network: 0 };
-    let exchange = Body::Exchange { endpoint, peer_qpn: 0, established: false };
+    let exchange = Body::Exchange { endpoint, peer_qpn: 0, established: false, flow_unit: 1 << 20 };
     let mut buf = Vec::new();
     Packet { src: NodeId(5), dst: NodeId(0), instance: 0x77, body: exchange }.encode(&mut buf);
     let to = n.engine.manager().local_addr();

@@ -101,7 +101,12 @@ fn still_intact(nodes: &[Node<SimFabric>]) {
 /// (the nodes' own: the forger passes the fabric check).
 fn forged_exchange(sim_network: u64, instance: u32, qpn: u32, peer_qpn: u32) -> Packet {
     let endpoint = QpEndpoint { qpn, psn: 0x1234, lid: 0, gid: Gid([0; 16]), mtu: 4096, sim_addr: 0xBAD, sim_network };
-    Packet { src: NodeId(1), dst: NodeId(0), instance, body: Body::Exchange { endpoint, peer_qpn, established: true } }
+    Packet {
+        src: NodeId(1),
+        dst: NodeId(0),
+        instance,
+        body: Body::Exchange { endpoint, peer_qpn, established: true, flow_unit: 1 << 20 },
+    }
 }
 
 fn net_of(n: &Node<SimFabric>) -> u64 {

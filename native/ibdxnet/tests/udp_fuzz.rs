@@ -62,7 +62,11 @@ fn hostile(rng: &mut Rng, i: u64, real_qpn: u32, real_instance: u32, out: &mut V
     let body = match rng.below(5) {
         0 => Body::Discover,
         1 => Body::DiscoverAck,
-        2 => Body::Exchange { endpoint, peer_qpn: real_qpn, established: rng.below(2) == 1 },
+        2 => {
+            // Now and then a flow-control unit out of range: malformed, counted as such.
+            let flow_unit = if rng.below(8) == 0 { rng.next() | (1 << 63) } else { 1 << 20 };
+            Body::Exchange { endpoint, peer_qpn: real_qpn, established: rng.below(2) == 1, flow_unit }
+        }
         3 => Body::Done { qpn: endpoint.qpn, peer_qpn: real_qpn },
         _ => Body::Close { qpn: real_qpn },
     };

@@ -1,6 +1,7 @@
 //! What the connection manager needs to know, and nothing more: its node
 //! id, its UDP address, the control-plane key, the connection limit, the
-//! size of each connection's send ring and the timers of the protocol.
+//! size of each connection's send ring, the timers of the protocol and
+//! the flow-control unit it tells peers.
 //!
 //! The engine builds it from its own configuration (`msgrc` owns the keys,
 //! their defaults and their validation); `con` never reads the engine's.
@@ -32,4 +33,7 @@ pub struct ConConfig {
     pub exchange_retry: Duration,
     /// Interval of discovery rounds for nodes not heard from.
     pub discovery_interval: Duration,
+    /// Bytes one flow-control confirmation stands for in what we send (our
+    /// user's window × threshold), told to every peer in the exchange.
+    pub flow_unit: u64,
 }

@@ -81,6 +81,8 @@ pub struct Connection<F: Fabric> {
     state: AtomicU8,
     peer_qpn: AtomicU32,
     peer_instance: AtomicU32,
+    /// The peer's flow-control unit from the exchange that connected us (0 until then).
+    peer_flow_unit: AtomicU64,
     created: Instant,
     /// Milliseconds since `created` of the last use (for LRU eviction).
     last_used_ms: AtomicU64,
@@ -98,6 +100,7 @@ impl<F: Fabric> Connection<F> {
             state: AtomicU8::new(ConState::Pending as u8),
             peer_qpn: AtomicU32::new(0),
             peer_instance: AtomicU32::new(0),
+            peer_flow_unit: AtomicU64::new(0),
             created: Instant::now(),
             last_used_ms: AtomicU64::new(0),
             inflight: AtomicU32::new(0),
@@ -139,6 +142,11 @@ impl<F: Fabric> Connection<F> {
     pub fn peer_instance(&self) -> u32 {
         self.peer_instance.load(Ordering::Acquire)
     }
+    /// Bytes one flow-control confirmation stands for in what the peer sends
+    /// on this connection (its exchange said; 0 until connected).
+    pub fn peer_flow_unit(&self) -> u64 {
+        self.peer_flow_unit.load(Ordering::Acquire)
+    }
     /// True if this connection is connected to queue pair `qpn` of peer instance `instance`.
     pub fn is_peer(&self, instance: u32, qpn: u32) -> bool {
         self.peer_instance() == instance && self.peer_qpn() == qpn
@@ -147,8 +155,10 @@ impl<F: Fabric> Connection<F> {
     pub fn endpoint(&self) -> QpEndpoint {
         self.qp.endpoint()
     }
-    /// Connects the queue pair to the peer's endpoint.
-    pub(crate) fn connect(&self, remote: &QpEndpoint, instance: u32) -> Result<(), FabricError> {
+    /// Connects the queue pair to the peer's endpoint; `flow_unit` is the
+    /// peer's flow-control unit (stored before anything can arrive on it).
+    pub(crate) fn connect(&self, remote: &QpEndpoint, instance: u32, flow_unit: u64) -> Result<(), FabricError> {
+        self.peer_flow_unit.store(flow_unit, Ordering::Release);
         self.qp.connect(remote)?;
         self.peer_qpn.store(remote.qpn, Ordering::Release);
         self.peer_instance.store(instance, Ordering::Release);

@@ -224,6 +224,13 @@ impl<F: Fabric> ConManager<F> {
         self.qpns.node_of_open(qpn)
     }
 
+    /// The flow-control unit `node` told us for the connection of our queue
+    /// pair `qpn` (`None`: that is not the node's connection any more).
+    pub fn peer_flow_unit(&self, node: NodeId, qpn: u32) -> Option<u64> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        t.get(&node).filter(|c| c.local_qpn() == qpn).map(|c| c.peer_flow_unit()).filter(|&u| u != 0)
+    }
+
     /// The node a local queue pair belongs or recently belonged to (data it
     /// delivered before it closed is still polled afterwards), and whether it
     /// is still open.

@@ -323,6 +323,24 @@ extern "system" fn connection_open<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, hand
     })
 }
 
+/// The flow-control unit node `id` named for our queue pair `qpn` when the
+/// connection was set up (the receiver confirms that connection's bytes in
+/// it); 0 if `qpn` is no longer the node's connection.
+extern "system" fn peer_flow_unit<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    handle: jlong,
+    id: jint,
+    qpn: jint,
+) -> jlong {
+    guarded(&mut env, 0, |_| {
+        let id = node(id)?;
+        let unit = with_native!(engine(handle)?, |n| n.engine.manager().peer_flow_unit(id, qpn as u32));
+        // At most MAX_FLOW_UNIT (2^62, checked by the parser): fits a jlong.
+        Ok(unit.map_or(0, |u| u as jlong))
+    })
+}
+
 /// Drops one of Java's handles on connection `qpn` (after its close event, once no
 /// Java thread touches its ring any more); closes nothing.
 extern "system" fn release_connection<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, qpn: jint) {
@@ -383,6 +401,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("setHandledOnLeave", "(JIIJ)V", set_handled_on_leave as *mut c_void),
         m("releaseConnection", "(JI)V", release_connection as *mut c_void),
         m("connectionOpen", "(JI)Z", connection_open as *mut c_void),
+        m("peerFlowUnit", "(JII)J", peer_flow_unit as *mut c_void),
         m("returnBuffer", "(JI)I", return_buffer as *mut c_void),
         m("stats", "(J)Ljava/lang/String;", stats as *mut c_void),
     ];

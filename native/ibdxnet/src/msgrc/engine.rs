@@ -46,6 +46,7 @@ fn con_config(cfg: &EngineConfig) -> ConConfig {
         connect_timeout: cfg.connect_timeout,
         exchange_retry: cfg.exchange_retry,
         discovery_interval: cfg.discovery_interval,
+        flow_unit: cfg.flow_control_unit,
     }
 }
 

@@ -37,6 +37,8 @@ pub(super) struct Exchange {
     pub(super) peer_qpn: u32,
     /// The peer considers the connection established.
     pub(super) peer_established: bool,
+    /// The peer's flow-control unit (checked by the parser): we confirm its bytes in it.
+    pub(super) flow_unit: u64,
 }
 
 impl<F: Fabric> ConManager<F> {
@@ -94,7 +96,12 @@ impl<F: Fabric> ConManager<F> {
     pub(super) fn send_exchange(&self, c: &Connection<F>, st: &mut JobState<F>) {
         st.last_exchange.insert(c.node(), Instant::now());
         let established = c.state() == ConState::Established;
-        let body = Body::Exchange { endpoint: c.endpoint(), peer_qpn: c.peer_qpn(), established };
+        let body = Body::Exchange {
+            endpoint: c.endpoint(),
+            peer_qpn: c.peer_qpn(),
+            established,
+            flow_unit: self.cfg.flow_unit,
+        };
         self.send(c.node(), body, &mut st.buf);
     }
 
@@ -111,7 +118,7 @@ impl<F: Fabric> ConManager<F> {
 
     /// The peer's `Exchange`.
     pub(super) fn handle_exchange(&self, node: NodeId, x: Exchange, st: &mut JobState<F>) {
-        let Exchange { instance, remote, peer_qpn, peer_established } = x;
+        let Exchange { instance, remote, peer_qpn, peer_established, flow_unit } = x;
         self.finish_closes_of_old_instances(node, instance, st);
         let current = self.table.read().unwrap_or_else(|p| p.into_inner()).get(&node).cloned();
         if current.is_none() && peer_qpn != 0 {
@@ -162,7 +169,7 @@ impl<F: Fabric> ConManager<F> {
             },
         };
         if c.state() == ConState::Pending {
-            if let Err(e) = c.connect(&remote, instance) {
+            if let Err(e) = c.connect(&remote, instance, flow_unit) {
                 log::error!("node {}: connecting the queue pair to {node} failed: {e}", self.me);
                 self.close_conn(node, CloseKind::Abort, st);
                 return;

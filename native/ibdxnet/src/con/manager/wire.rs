@@ -70,8 +70,14 @@ impl<F: Fabric> ConManager<F> {
             Body::Exchange { endpoint, .. } if endpoint.sim_network != self.sim_network() => {
                 self.refuse_exchange(p.src, p.instance, endpoint.sim_network, st)
             }
-            Body::Exchange { endpoint, peer_qpn, established } => {
-                let x = Exchange { instance: p.instance, remote: endpoint, peer_qpn, peer_established: established };
+            Body::Exchange { endpoint, peer_qpn, established, flow_unit } => {
+                let x = Exchange {
+                    instance: p.instance,
+                    remote: endpoint,
+                    peer_qpn,
+                    peer_established: established,
+                    flow_unit,
+                };
                 self.handle_exchange(p.src, x, st)
             }
             Body::WrongFabric { sim_network } => self.handle_wrong_fabric(p.src, p.instance, sim_network, st),

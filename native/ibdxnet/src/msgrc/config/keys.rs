@@ -11,6 +11,7 @@ use super::error::ValueError;
 use super::pins::ThreadPins;
 use super::EngineConfig;
 use crate::con::node::resolve_address;
+use crate::con::proto::{MAX_FLOW_UNIT, MIN_FLOW_UNIT};
 use crate::con::NodeId;
 use crate::fabric::FabricKind;
 
@@ -105,6 +106,21 @@ impl Codec for U32 {
     }
     fn number(v: &u32) -> Option<u64> {
         Some((*v).into())
+    }
+}
+
+pub(super) struct U64;
+impl Codec for U64 {
+    type T = u64;
+    const KIND: &'static str = "integer";
+    fn parse(v: &str) -> Result<u64, ValueError> {
+        unsigned(v)
+    }
+    fn show(v: &u64) -> String {
+        v.to_string()
+    }
+    fn number(v: &u64) -> Option<u64> {
+        Some(*v)
     }
 }
 
@@ -335,6 +351,8 @@ pub static KEYS: &[Key] = &[
         "send requests up to this many bytes inline (capped by the device)"),
     key!("poll_batch", U32, poll_batch, "32", Int(1, 4096),
         "completions polled per call"),
+    key!("flow_control_unit", U64, flow_control_unit, "1677721", Int(MIN_FLOW_UNIT, MAX_FLOW_UNIT),
+        "bytes one flow-control confirmation stands for in what this node sends (Java sets it to `flowControlWindow` × `flowControlThreshold`); each connection's exchange tells the peer, which confirms this node's bytes in it"),
     key!("connect_timeout_ms", Millis, connect_timeout, "10000", Int(1, MAX_TIMEOUT_MS),
         "how long a caller waits for a connection to come up"),
     key!("exchange_retry_ms", Millis, exchange_retry, "100", Int(1, MAX_INTERVAL_MS),

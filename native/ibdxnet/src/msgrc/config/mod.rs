@@ -59,6 +59,8 @@ pub struct EngineConfig {
     pub max_inline: u32,
     /// (`poll_batch`)
     pub poll_batch: u32,
+    /// (`flow_control_unit`)
+    pub flow_control_unit: u64,
     /// (`connect_timeout_ms`)
     pub connect_timeout: Duration,
     /// (`exchange_retry_ms`)
@@ -116,6 +118,7 @@ impl EngineConfig {
             signal_interval: 0,
             max_inline: 0,
             poll_batch: 0,
+            flow_control_unit: 0,
             connect_timeout: Duration::ZERO,
             exchange_retry: Duration::ZERO,
             discovery_interval: Duration::ZERO,

@@ -126,10 +126,11 @@ public final class DXNetConfig {
         ConfigKey.ofInt("connectTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "connection setup timeout",
             c -> c.connectTimeoutMs, (c, v) -> c.connectTimeoutMs = v).setsNative("connect_timeout_ms"),
         ConfigKey.ofLong("flowControlWindow", 16L << 20, 4096, Long.MAX_VALUE, "flow control window per "
-            + "connection, bytes (paper Table 2: 16 MB); the same on every node: a receiver confirms in units of its own "
-            + "window × threshold, which its senders count in theirs",
+            + "connection, bytes (paper Table 2: 16 MB); may differ between nodes: each sender names its unit "
+            + "(window × threshold, in [64, 2^62]) when a connection is set up and the receiver confirms in it",
             c -> c.flowControlWindow, (c, v) -> c.flowControlWindow = v),
-        ConfigKey.ofFraction("flowControlThreshold", 0.1, "confirm after this share of the window was received; the same on every node, as flowControlWindow",
+        ConfigKey.ofFraction("flowControlThreshold", 0.1, "the receiver confirms each time this share of our window was "
+            + "handled; may differ between nodes, as flowControlWindow",
             c -> c.flowControlThreshold, (c, v) -> c.flowControlThreshold = v),
         ConfigKey.ofInt("ibqMaxBuffers", 8192, 1, Integer.MAX_VALUE, "incoming buffers queued at most",
             c -> c.ibqMaxBuffers, (c, v) -> c.ibqMaxBuffers = v),
@@ -321,6 +322,12 @@ public final class DXNetConfig {
                         + keepAliveMs);
             }
             long unit = io.ibdxnet.transport.Confirmations.unit(flowControlWindow, flowControlThreshold);
+            if (!io.ibdxnet.transport.Confirmations.acceptable(unit)) {
+                // Peers refuse such a unit (they would confirm every few bytes, or overflow).
+                throw new IllegalArgumentException("flowControlWindow × flowControlThreshold = " + flowControlWindow + " × "
+                        + flowControlThreshold + " = " + unit + " bytes must be in [" + io.ibdxnet.transport.Confirmations.MIN_UNIT
+                        + ", " + io.ibdxnet.transport.Confirmations.MAX_UNIT + "]: raise the threshold or the window");
+            }
             if (flowControlWindow - unit < 64) {
                 // Up to a unit can stay unconfirmed: frames must fit beside it (FlowWindow.largestFrame).
                 throw new IllegalArgumentException("flowControlThreshold = " + flowControlThreshold + " leaves "

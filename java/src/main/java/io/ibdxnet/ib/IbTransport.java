@@ -22,7 +22,9 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * or flow-control confirmations; received buffers go to the messaging core
  * and back to the native pool once parsed. Flow control (paper §2.4): at
  * most {@code window} bytes unconfirmed per connection; the receiver confirms
- * in units of {@code window × threshold}, carried in the immediate data.
+ * in units of the sender's {@code window × threshold} (named in the native
+ * connection exchange, {@link NativeEngine#peerFlowUnit}), carried in the
+ * immediate data.
  */
 public final class IbTransport implements Transport, EngineCallbacks {
     private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(IbTransport.class.getName());
@@ -109,9 +111,24 @@ public final class IbTransport implements Transport, EngineCallbacks {
         this.listener = listener;
         this.window = flowControlWindow;
         this.connectTimeoutMs = connectTimeoutMs;
-        this.engine = NativeEngine.start(nativeConfig, this);
+        this.engine = NativeEngine.start(withFlowUnit(nativeConfig, confirmations.unit()), this);
         this.releaser = engine::returnBuffer;
         this.maxFrame = FlowWindow.largestFrame(engine.ringSize(), flowControlWindow, confirmations.unit());
+    }
+
+    /**
+     * {@code config} with {@code flow_control_unit}: our unit goes to each peer
+     * in the connection exchange, and it confirms our bytes in it.
+     */
+    private static Map<String, String> withFlowUnit(Map<String, String> config, long unit) {
+        String given = config.get("flow_control_unit");
+        if (given != null && !given.trim().equals(Long.toString(unit))) {
+            throw new IllegalArgumentException("native.flow_control_unit = '" + given.trim() + "' contradicts flowControlWindow"
+                    + " × flowControlThreshold = " + unit + ": it is set from them; give only those");
+        }
+        Map<String, String> out = new java.util.LinkedHashMap<>(config);
+        out.put("flow_control_unit", Long.toString(unit));
+        return out;
     }
 
     @Override
@@ -256,6 +273,22 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
     }
 
+    /**
+     * The unit {@code node} confirms in on connection {@code conn}: what its
+     * exchange named (the native parser refused any outside
+     * [{@link Confirmations#MIN_UNIT}, {@link Confirmations#MAX_UNIT}]), or
+     * ours if the connection is already gone (nothing on it is confirmed then).
+     */
+    private long peerUnit(int node, int conn) {
+        long u = 0;
+        try {
+            u = engine.peerFlowUnit(node, conn);
+        } catch (IllegalStateException e) {
+            // the engine is closing (EngineClosedException): no confirmation matters any more
+        }
+        return Confirmations.acceptable(u) ? u : confirmations.unit();
+    }
+
     // ---- native send thread ----
 
     @Override
@@ -314,7 +347,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             int conn = ring.connection(i);
             if (incomingConnection.get(source) != conn) {
                 incomingConnection.set(source, conn);
-                confirmations.reset(source);
+                confirmations.reset(source, peerUnit(source, conn));
             }
             if (id != IncomingRing.NO_BUFFER) {
                 IncomingBuffer b = new IncomingBuffer(source, ring.dataAddress(i), ring.dataLength(i), conn, id, releaser);

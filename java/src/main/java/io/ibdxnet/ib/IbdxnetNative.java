@@ -57,6 +57,8 @@ final class IbdxnetNative {
     /** Before shutting down: what our Leave to {@code nodeId} says we handled of its queue pair {@code qpn}. */
     static native void setHandledOnLeave(long handle, int nodeId, int qpn, long bytes);
 
+    static native long peerFlowUnit(long handle, int nodeId, int qpn);
+
     /** True while connection {@code connectionId} (one we hold) is established. */
     static native boolean connectionOpen(long handle, int connectionId);
 

@@ -162,6 +162,15 @@ public final class NativeEngine implements AutoCloseable {
     }
 
     /**
+     * The flow-control unit {@code nodeId} named for our connection
+     * {@code connectionId} when it was set up (we confirm its bytes on it in
+     * that unit); 0 if that is no longer the node's connection.
+     */
+    public long peerFlowUnit(int nodeId, int connectionId) {
+        return IbdxnetNative.peerFlowUnit(handle(), nodeId, connectionId);
+    }
+
+    /**
      * Drops one of Java's handles on connection {@code connectionId} (after its close
      * event, once no Java thread touches its ring): the ring may be freed.
      */

@@ -167,7 +167,12 @@ public final class LoopbackTransport implements Transport {
             throw new NetworkException("no node " + node + " at loopback port " + port);
         }
         Connection fresh = new Connection(node, peer, ByteBuffer.allocateDirect(ringSize), new FlowWindow(window, confirmations.unit()));
-        return connections.compareAndSet(node, null, fresh) ? fresh : connections.get(node);
+        if (!connections.compareAndSet(node, null, fresh)) {
+            return connections.get(node);
+        }
+        // Before its first byte: the peer confirms what we send in our unit (set-up, as the handshake does on nio).
+        peer.confirmations.reset(nodeId, confirmations.unit());
+        return fresh;
     }
 
     @Override

@@ -88,6 +88,7 @@ final class NioConnections {
     void accept(NioChannel c) {
         int source = c.handshake.source;
         long peerInstance = c.handshake.peerInstance;
+        long peerUnit = c.handshake.peerUnit;
         NioChannel old = incoming.get(source);
         handshake.accept(c);
         if (old != null) {
@@ -99,8 +100,9 @@ final class NioConnections {
         // The same stream, continued after an eviction, keeps its id.
         c.open(source, peerInstance, last != null && last[0] == peerInstance ? (int) last[1] : c.id());
         // The sender starts a fresh window (bytes of the old connection still being
-        // processed may credit it once more: at most one window extra, once).
-        confirmations.reset(source);
+        // processed may credit it once more: at most one window extra, once),
+        // confirmed in the unit its hello named.
+        confirmations.reset(source, peerUnit);
         incoming.put(source, c);
         incomingId.set(source, c.id());
     }

@@ -25,7 +25,7 @@ import javax.crypto.Mac;
  */
 final class NioHandshake {
     private static final Logger LOG = Logger.getLogger(NioHandshake.class.getName());
-    private static final byte[] DOMAIN = "ibdxnet nio handshake v2".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    private static final byte[] DOMAIN = "ibdxnet nio handshake v4".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     /** Connector nonces remembered to tell a replayed hello (older replays fail the proof instead). */
     private static final int NONCES_KEPT = 4096;
     /** Refusal log lines per second at most (a flood is counted, not logged line by line). */
@@ -52,12 +52,16 @@ final class NioHandshake {
         /** Incoming: the node the hello claims. */
         int source = -1;
         long peerInstance;
+        /** Incoming: the connector's flow-control unit (we confirm its bytes in it). */
+        long peerUnit;
         byte[] ownNonce;
         byte[] peerNonce;
     }
 
     private final int nodeId;
     private final long instance;
+    /** Our flow-control unit, told to every node we connect to. */
+    private final long flowUnit;
     private final AuthKey key;
     private final Mac mac;
     private final boolean checkAddress;
@@ -78,14 +82,15 @@ final class NioHandshake {
     private long logSecond;
     private int loggedThisSecond;
 
-    NioHandshake(int nodeId, long instance, AuthKey key, boolean checkAddress) {
+    NioHandshake(int nodeId, long instance, long flowUnit, AuthKey key, boolean checkAddress) {
         this.nodeId = nodeId;
         this.instance = instance;
+        this.flowUnit = flowUnit;
         this.key = key;
         this.mac = key == null ? null : key.newMac();
         this.checkAddress = checkAddress;
         for (String s : new String[] {"bad_magic", "version", "destination", "unknown_node", "address", "unauthenticated",
-            "unexpected_key", "replayed", "duplicate", "timeout", "busy"}) {
+            "unexpected_key", "replayed", "flow_unit", "duplicate", "timeout", "busy"}) {
             refused.put(s, new AtomicLong());
         }
     }
@@ -142,7 +147,7 @@ final class NioHandshake {
             random.nextBytes(p.ownNonce);
         }
         c.handshake = p;
-        NioWire.putHello(c.control, key != null ? NioWire.HELLO_KEYED : 0, nodeId, c.peer(), instance, p.ownNonce);
+        NioWire.putHello(c.control, key != null ? NioWire.HELLO_KEYED : 0, nodeId, c.peer(), instance, p.ownNonce, flowUnit);
         c.small.clear().limit(NioWire.REPLY);
     }
 
@@ -184,9 +189,9 @@ final class NioHandshake {
         byte[] theirs = new byte[NioWire.PROOF];
         b.position(NioWire.REPLY + 8);
         b.get(p.peerNonce).get(theirs);
-        byte[] expected = proof(NioWire.ROLE_ACCEPTOR, nodeId, c.peer(), instance, p.peerInstance, p.ownNonce, p.peerNonce);
+        byte[] expected = proof(NioWire.ROLE_ACCEPTOR, nodeId, c.peer(), instance, p.peerInstance, flowUnit, p.ownNonce, p.peerNonce);
         // Our proof goes out even when theirs is wrong: the acceptor then counts and logs the refusal too.
-        c.control.put(proof(NioWire.ROLE_CONNECTOR, nodeId, c.peer(), instance, p.peerInstance, p.ownNonce, p.peerNonce));
+        c.control.put(proof(NioWire.ROLE_CONNECTOR, nodeId, c.peer(), instance, p.peerInstance, flowUnit, p.ownNonce, p.peerNonce));
         if (!MessageDigest.isEqual(expected, theirs)) {
             peerUnauthenticated.incrementAndGet();
             c.flush(now);
@@ -238,6 +243,7 @@ final class NioHandshake {
         p.peerNonce = new byte[NioWire.NONCE];
         b.position(24);
         b.get(p.peerNonce);
+        p.peerUnit = b.getLong(40);
         InetAddress[] allowed = addresses.get(p.source);
         if (destination != nodeId) {
             return refuse(c, Refusal.WRONG_DESTINATION);
@@ -249,6 +255,9 @@ final class NioHandshake {
             return refuse(c, Refusal.KEY_REQUIRED);
         } else if (key == null && keyedPeer) {
             return refuse(c, Refusal.KEY_UNEXPECTED);
+        } else if (!io.ibdxnet.transport.Confirmations.acceptable(p.peerUnit)) {
+            // A trust boundary: an absurd unit would make us confirm every few bytes, or overflow.
+            return refuse(c, Refusal.FLOW_UNIT);
         } else if (key == null) {
             return Step.ACCEPT;
         }
@@ -259,7 +268,7 @@ final class NioHandshake {
         random.nextBytes(p.ownNonce);
         NioWire.putReply(c.control, NioWire.REPLY_CHALLENGE, nodeId);
         c.control.putLong(instance).put(p.ownNonce)
-                .put(proof(NioWire.ROLE_ACCEPTOR, p.source, nodeId, p.peerInstance, instance, p.peerNonce, p.ownNonce));
+                .put(proof(NioWire.ROLE_ACCEPTOR, p.source, nodeId, p.peerInstance, instance, p.peerUnit, p.peerNonce, p.ownNonce));
         p.step = 2;
         b.clear().limit(NioWire.PROOF);
         return Step.CONTINUE;
@@ -269,7 +278,7 @@ final class NioHandshake {
         byte[] theirs = new byte[NioWire.PROOF];
         b.position(0);
         b.get(theirs);
-        byte[] expected = proof(NioWire.ROLE_CONNECTOR, p.source, nodeId, p.peerInstance, instance, p.peerNonce, p.ownNonce);
+        byte[] expected = proof(NioWire.ROLE_CONNECTOR, p.source, nodeId, p.peerInstance, instance, p.peerUnit, p.peerNonce, p.ownNonce);
         return MessageDigest.isEqual(expected, theirs) ? Step.ACCEPT : refuse(c, Refusal.WRONG_PROOF);
     }
 
@@ -322,12 +331,15 @@ final class NioHandshake {
         return false;
     }
 
-    /** The proof of {@code role} over everything both sides said (layout: {@link NioWire}). */
+    /**
+     * The proof of {@code role} over everything both sides said (layout: {@link NioWire}),
+     * the connector's flow-control unit included: nobody without the key can change it.
+     */
     private byte[] proof(int role, int source, int destination, long connectorInstance, long acceptorInstance,
-            byte[] connectorNonce, byte[] acceptorNonce) {
-        ByteBuffer fields = ByteBuffer.allocate(1 + 2 + 2 + 2 + 8 + 8);
+            long connectorUnit, byte[] connectorNonce, byte[] acceptorNonce) {
+        ByteBuffer fields = ByteBuffer.allocate(1 + 2 + 2 + 2 + 8 + 8 + 8);
         fields.put((byte) role).putShort(NioWire.VERSION).putShort((short) source).putShort((short) destination)
-                .putLong(connectorInstance).putLong(acceptorInstance);
+                .putLong(connectorInstance).putLong(acceptorInstance).putLong(connectorUnit);
         mac.update(DOMAIN);
         mac.update(fields.array());
         mac.update(connectorNonce);

@@ -73,7 +73,8 @@ public final class NioTransport implements Transport {
         this.settings = settings;
         this.maxFrame = FlowWindow.largestFrame(settings.ringSize, settings.flowControlWindow,
                 Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold));
-        this.handshake = new NioHandshake(settings.nodeId, new SecureRandom().nextLong(), settings.authKey,
+        this.handshake = new NioHandshake(settings.nodeId, new SecureRandom().nextLong(),
+                Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold), settings.authKey,
                 settings.checkPeerAddress);
         DirectBufferPool pool = new DirectBufferPool(settings.bufferCount, settings.bufferSize);
         this.reactor = new NioReactor(settings, listener, handshake, nodes, pool);

@@ -3,17 +3,20 @@ package io.ibdxnet.nio;
 import java.nio.ByteBuffer;
 
 /**
- * The NIO transport's wire format (big-endian), version 3 (3 added LEAVING and
- * FINAL; the proof's domain string still says v2). A connection is
+ * The NIO transport's wire format (big-endian), version 4 (3 added LEAVING and
+ * FINAL, 4 the connector's flow-control unit). A connection is
  * opened by the sending node and carries its frames; the way back carries
  * only control words (flow-control confirmations, keep-alives).
  *
  * <pre>
- * hello (connector → acceptor, 40 bytes):
- *    0 magic u32 "DXN1"   4 version u16 (3)   6 flags u16 (HELLO_KEYED: the connector uses a pre-shared key)
+ * hello (connector → acceptor, 48 bytes):
+ *    0 magic u32 "DXN1"   4 version u16 (4)   6 flags u16 (HELLO_KEYED: the connector uses a pre-shared key)
  *    8 source node u16    10 destination node u16   12 reserved u32
  *   16 instance u64 (random per process start: tells a restart from a duplicate)
  *   24 nonce [16] (fresh random per connection when keyed, else zero)
+ *   40 flow unit u64 (bytes one confirmation stands for in what the connector sends: its
+ *      window × threshold; the acceptor confirms this connection in it. Outside
+ *      [Confirmations.MIN_UNIT, MAX_UNIT] the hello is refused: Refusal.FLOW_UNIT)
  *   The acceptor reads the first 8 bytes first: a peer of another version gets REPLY_BAD_VERSION.
  * reply (acceptor → connector, 8 bytes):
  *    0 magic u32   4 status u16 (REPLY_OK, REPLY_CHALLENGE or a {@link Refusal} code)   6 acceptor node u16
@@ -22,9 +25,9 @@ import java.nio.ByteBuffer;
  * proof (connector → acceptor, 32 bytes, keyed only): the connector's proof
  * final reply (acceptor → connector, keyed only): a reply (8 bytes), REPLY_OK or a refusal
  *
- * proof = HMAC-SHA256(key, "ibdxnet nio handshake v2" | role u8 (1 acceptor, 2 connector) | version u16
+ * proof = HMAC-SHA256(key, "ibdxnet nio handshake v4" | role u8 (1 acceptor, 2 connector) | version u16
  *                     | source u16 | destination u16 | connector instance u64 | acceptor instance u64
- *                     | connector nonce [16] | acceptor nonce [16])
+ *                     | connector flow unit u64 | connector nonce [16] | acceptor nonce [16])
  *
  * then records, each starting at a multiple of 4:
  *   word ≥ 0: a data record of that many bytes (the word included; the frames of the
@@ -43,10 +46,10 @@ import java.nio.ByteBuffer;
  */
 final class NioWire {
     static final int MAGIC = 0x44584E31;
-    static final short VERSION = 3;
+    static final short VERSION = 4;
     /** The part of a hello read first (magic, version, flags). */
     static final int HELLO_HEAD = 8;
-    static final int HELLO = 40;
+    static final int HELLO = 48;
     static final int HELLO_KEYED = 1;
     static final int NONCE = 16;
     static final int PROOF = 32;
@@ -85,7 +88,11 @@ final class NioWire {
                 "it uses a pre-shared key and we have none"),
         WRONG_PROOF(8, "unauthenticated", "our proof of the pre-shared key was wrong (a different key)",
                 "its proof of the pre-shared key was wrong (a different key, or forged)"),
-        REPLAYED(9, "replayed", "it saw our handshake nonce before (replayed)", "the hello repeats an earlier handshake (replayed)");
+        REPLAYED(9, "replayed", "it saw our handshake nonce before (replayed)", "the hello repeats an earlier handshake (replayed)"),
+        FLOW_UNIT(10, "flow_unit", "it does not accept our flow-control unit (flowControlWindow × flowControlThreshold must be in ["
+                + io.ibdxnet.transport.Confirmations.MIN_UNIT + ", " + io.ibdxnet.transport.Confirmations.MAX_UNIT + "])",
+                "its flow-control unit is not in [" + io.ibdxnet.transport.Confirmations.MIN_UNIT + ", "
+                + io.ibdxnet.transport.Confirmations.MAX_UNIT + "]");
 
         final int status;
         final String stat;
@@ -113,9 +120,9 @@ final class NioWire {
 
     private NioWire() {}
 
-    static void putHello(ByteBuffer b, int flags, int source, int destination, long instance, byte[] nonce) {
+    static void putHello(ByteBuffer b, int flags, int source, int destination, long instance, byte[] nonce, long flowUnit) {
         b.putInt(MAGIC).putShort(VERSION).putShort((short) flags).putShort((short) source).putShort((short) destination)
-                .putInt(0).putLong(instance).put(nonce);
+                .putInt(0).putLong(instance).put(nonce).putLong(flowUnit);
     }
 
     static void putReply(ByteBuffer b, int status, int node) {

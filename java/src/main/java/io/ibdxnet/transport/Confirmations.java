@@ -1,21 +1,37 @@
 package io.ibdxnet.transport;
 
-import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * Receiver side of flow control: counts bytes the core has processed per
- * node and turns them into confirmation units ({@code window × threshold}
- * bytes each) owed to the sender. Never blocks.
+ * node and turns them into confirmation units owed to the sender. A unit is
+ * the <em>sender's</em> {@code window × threshold}, told to us when its
+ * connection was set up ({@link #reset(int, long)}): nodes with different
+ * settings then confirm each other exactly (in our own unit the sender would
+ * be over- or under-credited). Never blocks.
  */
 public final class Confirmations {
+    /**
+     * Smallest unit a peer may name (and we may use): smaller ones would make
+     * us send a confirmation every few bytes (ib carries 255 units at most per
+     * message).
+     */
+    public static final long MIN_UNIT = 64;
+    /** Largest unit a peer may name (and we may use): byte counts in it cannot overflow. */
+    public static final long MAX_UNIT = 1L << 62;
     private static final int NODES = NodeId.COUNT;
     private final long unit;
+    /** Per node: the unit of its current connection (its sender's), ours until it names one. */
+    private final AtomicLongArray units = new AtomicLongArray(NODES);
     private final AtomicLongArray unconfirmed = new AtomicLongArray(NODES);
-    private final AtomicIntegerArray owed = new AtomicIntegerArray(NODES);
+    private final AtomicLongArray owed = new AtomicLongArray(NODES);
 
+    /** {@code unit}: our own, what we send is confirmed in (and the default for a peer). */
     public Confirmations(long unit) {
         this.unit = unit;
+        for (int i = 0; i < NODES; i++) {
+            units.set(i, unit);
+        }
     }
 
     /** Bytes per unit for a window and threshold (checked). */
@@ -26,25 +42,41 @@ public final class Confirmations {
         return Math.max(1, (long) (window * threshold));
     }
 
+    /**
+     * Whether a unit a peer named is one we accept: in [{@link #MIN_UNIT},
+     * {@link #MAX_UNIT}]. It only decides when we confirm; what we buffer
+     * stays bounded by our own receive limits whatever it is.
+     */
+    public static boolean acceptable(long unit) {
+        return unit >= MIN_UNIT && unit <= MAX_UNIT;
+    }
+
+    /** Our own unit (what we send is confirmed in). */
     public long unit() {
         return unit;
     }
 
+    /** The unit we confirm {@code node}'s bytes in. */
+    public long unit(int node) {
+        return units.get(node);
+    }
+
     /** {@code bytes} from {@code node} were processed; true if a new unit is owed. */
     public boolean consumed(int node, int bytes) {
+        long u = units.get(node);
         long r = unconfirmed.addAndGet(node, bytes);
-        if (r < unit) {
+        if (r < u) {
             return false;
         }
-        long units = r / unit;
-        unconfirmed.addAndGet(node, -units * unit);
-        owed.addAndGet(node, (int) units);
+        long n = r / u;
+        unconfirmed.addAndGet(node, -n * u);
+        owed.addAndGet(node, n);
         return true;
     }
 
     /** Units owed to {@code node} (at most {@code max}), to be sent. */
     public int owed(int node, int max) {
-        return Math.min(Math.max(owed.get(node), 0), max);
+        return (int) Math.min(Math.max(owed.get(node), 0), max);
     }
 
     /** {@code units} were sent to {@code node}. */
@@ -60,9 +92,23 @@ public final class Confirmations {
         return unconfirmed.get(node);
     }
 
-    /** Forgets what {@code node} sent so far (its connection was replaced). */
+    /** Forgets what {@code node} sent so far (its connection was replaced); its unit stays. */
     public void reset(int node) {
         unconfirmed.set(node, 0);
         owed.set(node, 0);
+    }
+
+    /**
+     * Forgets what {@code node} sent so far: its new connection's bytes are
+     * confirmed in {@code peerUnit}, the unit the sender named (checked by
+     * the transport with {@link #acceptable}).
+     */
+    public void reset(int node, long peerUnit) {
+        if (!acceptable(peerUnit)) {
+            throw new IllegalArgumentException("flow-control unit " + peerUnit + " of node " + node + " is not in ["
+                    + MIN_UNIT + ", " + MAX_UNIT + "]");
+        }
+        units.set(node, peerUnit);
+        reset(node);
     }
 }

@@ -217,7 +217,7 @@ public class NioFailureTest {
         DXNet b = node(1);
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
             java.nio.ByteBuffer hello = java.nio.ByteBuffer.allocate(NioWire.HELLO);
-            NioWire.putHello(hello, 0, 77, 1, 42, new byte[NioWire.NONCE]); // 77: not in node 1's table
+            NioWire.putHello(hello, 0, 77, 1, 42, new byte[NioWire.NONCE], 1 << 20); // 77: not in node 1's table
             s.getOutputStream().write(hello.array());
             s.setSoTimeout(5_000);
             DataInputStream in = new DataInputStream(s.getInputStream());
@@ -347,7 +347,7 @@ public class NioFailureTest {
     /** Writes an unkeyed hello; returns the reply's status. */
     private static int hello(Socket s, int source, int destination, long instance) throws IOException {
         java.nio.ByteBuffer h = java.nio.ByteBuffer.allocate(NioWire.HELLO);
-        NioWire.putHello(h, 0, source, destination, instance, new byte[NioWire.NONCE]);
+        NioWire.putHello(h, 0, source, destination, instance, new byte[NioWire.NONCE], 1 << 20);
         s.getOutputStream().write(h.array());
         s.setSoTimeout(5_000);
         DataInputStream in = new DataInputStream(s.getInputStream());

@@ -224,8 +224,12 @@ public class NioTrustTest {
     }
 
     private static byte[] hello(int flags, int source, int destination, long instance, byte[] nonce) {
+        return hello(flags, source, destination, instance, nonce, 1 << 20);
+    }
+
+    private static byte[] hello(int flags, int source, int destination, long instance, byte[] nonce, long flowUnit) {
         ByteBuffer b = ByteBuffer.allocate(NioWire.HELLO);
-        NioWire.putHello(b, flags, source, destination, instance, nonce);
+        NioWire.putHello(b, flags, source, destination, instance, nonce, flowUnit);
         return b.array();
     }
 
@@ -290,6 +294,28 @@ public class NioTrustTest {
         b.addNode(0, "127.0.0.1:1");
         assertEquals(NioWire.REPLY_OK, rawStatus("127.0.0.2", b.localPort(), hello(0, 0, 1, 7, new byte[16])));
         assertEquals(0, stat(b, "rejected"));
+    }
+
+    /**
+     * The connector's flow-control unit is a trust boundary: one we would confirm
+     * every few bytes in, or that could overflow our counts, is refused and counted;
+     * the honest connection is undisturbed.
+     */
+    @Test
+    public void helloWithAFlowUnitOutOfRangeIsRefusedAndCounted() throws Exception {
+        DXNet a = node(0);
+        DXNet b = node(1);
+        meet(a, b);
+        long[] bad = {0, 1, io.ibdxnet.transport.Confirmations.MIN_UNIT - 1, io.ibdxnet.transport.Confirmations.MAX_UNIT + 1,
+            Long.MAX_VALUE, -1};
+        for (long u : bad) {
+            assertEquals("unit " + u, NioWire.Refusal.FLOW_UNIT.status,
+                    rawStatus("127.0.0.1", b.localPort(), hello(0, 0, 1, 7, new byte[16], u)));
+        }
+        assertEquals(bad.length, stat(b, "hellos_refused_flow_unit"));
+        assertEquals(bad.length, stat(b, "rejected"));
+        honest(a, b);
+        assertEquals(0, stat(a, "failures"));
     }
 
     @Test
