@@ -118,7 +118,7 @@ final class MessageSender {
      */
     private void sendInPlace(Message m, int dest, int kindFlags, int requestId, int size, SendScratch scratch)
             throws NetworkException {
-        int messageId = nextMessageId.getAndIncrement();
+        int messageId = 0; // one frame: nothing to reassemble, so no id (and no shared counter per message)
         RingRecord record = scratch.record;
         transport.reserve(dest, Frame.HEADER + size, deadline(), record);
         RingExporter out = scratch.ring;

@@ -13,7 +13,7 @@ import io.ibdxnet.transport.RingRecord;
  *
  * <pre>
  *  0 frameLength u32   header + payload bytes of this frame (padding excluded)
- *  4 messageId   u32   per sending node
+ *  4 messageId   u32   per sending node; 0 in a message of one frame (FIRST|LAST), which needs none
  *  8 type u8  9 subtype u8  10 flags u8 (FIRST, LAST, REQUEST, RESPONSE, ERROR; or SKIP alone)  11 reserved u8 (0)
  * 12 requestId   u32   requests and responses
  * 16 totalLength u32   payload bytes of the whole message
