@@ -5,12 +5,14 @@
 
 use std::ffi::c_void;
 
-use jni::objects::{JByteArray, JClass, JObject, JValue};
+use jni::objects::{GlobalRef, JByteArray, JClass, JMethodID, JObject, JValue};
 use jni::signature::{Primitive, ReturnType};
-use jni::sys::{jint, jlong};
-use jni::{JNIEnv, NativeMethod};
+use jni::sys::{jint, jlong, jvalue};
+use jni::{JNIEnv, JavaVM, NativeMethod};
 
-use super::{cached, guarded, Throw};
+use super::handler::{attach_current_thread, detach_current_thread, raw_call_int, JniHandler};
+use super::{cached, guarded, CallbackIds, Throw};
+use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults};
 
 /// Class holding the benchmark natives.
 pub const BENCH_CLASS: &str = "io/ibdxnet/bench/JniCost";
@@ -33,12 +35,33 @@ extern "system" fn copy_in<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, array: JByte
     })
 }
 
-/// Runs `count` up-calls of `target.callback(long)` from a fresh native
-/// thread and returns the elapsed nanoseconds. `mode`: 0 = attached once,
-/// raw JNI call, no exception check; 1 = as 0 plus an exception check after
-/// each call (what the engine's up-calls do); 2 = attach and detach around
-/// every call; 3 = attached once, through the jni crate's checked call (the
-/// alternative the engine does not use, for comparison).
+/// Calls a `void` Java method through the raw JNI function table: one
+/// transition, no exception check.
+///
+/// # Safety
+/// `env` must be the current thread's environment and `method` a `void`
+/// method of `obj`'s class whose parameters match `args`.
+unsafe fn raw_call_void(env: &mut JNIEnv, obj: &JObject, method: JMethodID, args: &[jvalue]) {
+    let raw = env.get_raw();
+    // SAFETY: `raw` is this thread's live JNIEnv (caller's promise), and the
+    // method, receiver and arguments agree (caller's promise).
+    unsafe {
+        if let Some(f) = (**raw).CallVoidMethodA {
+            f(raw, obj.as_raw(), method.into_raw(), args.as_ptr());
+        }
+    }
+}
+
+/// Runs `count` up-calls from a fresh native thread and returns the elapsed
+/// nanoseconds. `mode`: 0 = `target.callback(long)` attached once, raw JNI
+/// call, no exception check (the floor); 1 = as 0 plus an `ExceptionCheck`
+/// after each call (what the engine did until ABI 4); 2 = attach and detach
+/// around every call; 3 = attached once, through the jni crate's checked call;
+/// 4 and 5 = the engine's own code: `JniHandler::next_data_to_send` and
+/// `JniHandler::received` (jni/handler.rs) on a thread attached as the engine
+/// attaches its threads, with `target` as the `EngineCallbacks`; 6 and 7 =
+/// their floor: the same `nextDataToSend(JJJ)I` / `received(J)I` with the same
+/// method IDs and arguments, raw JNI, no exception check.
 extern "system" fn upcalls<'l>(
     mut env: JNIEnv<'l>,
     _c: JClass<'l>,
@@ -50,9 +73,17 @@ extern "system" fn upcalls<'l>(
         let target = env.new_global_ref(&target)?;
         let class = env.get_object_class(&target)?;
         let method = env.get_method_id(&class, "callback", "(J)V")?;
-        let vm = &cached().ok_or_else(|| Throw::state("JNI not initialised"))?.vm;
+        let c = cached().ok_or_else(|| Throw::state("JNI not initialised"))?;
+        if (4..=7).contains(&mode) && !env.is_instance_of(&target, super::CALLBACKS_CLASS)? {
+            return Err(Throw::arg("modes 4 to 7 need an EngineCallbacks target"));
+        }
+        let vm = &c.vm;
+        let ids = c.ids;
         let worker =
             std::thread::Builder::new().name("ibdxnet-jni-bench".into()).spawn(move || -> Result<u64, String> {
+                if (4..=7).contains(&mode) {
+                    return engine_upcalls(vm, target, ids, count, mode);
+                }
                 let call = |env: &mut JNIEnv, i: jint| {
                     let args = [JValue::Long(jlong::from(i)).as_jni()];
                     if mode == 3 {
@@ -69,8 +100,8 @@ extern "system" fn upcalls<'l>(
                             )
                         };
                     } else {
-                        // SAFETY: as above; the raw JNI function, as the engine's handler uses it.
-                        unsafe { super::handler::raw_call_void(env, target.as_obj(), method, &args) };
+                        // SAFETY: as above, through the raw JNI function.
+                        unsafe { raw_call_void(env, target.as_obj(), method, &args) };
                     }
                 };
                 let start = std::time::Instant::now();
@@ -95,6 +126,66 @@ extern "system" fn upcalls<'l>(
         let ns = handle.join().map_err(|_| Throw::state("benchmark thread panicked"))?.map_err(Throw::state)?;
         Ok(ns as jlong)
     })
+}
+
+/// Modes 4 to 7 of [`upcalls`], on the calling (fresh) thread.
+fn engine_upcalls(vm: &JavaVM, target: GlobalRef, ids: CallbackIds, count: jint, mode: jint) -> Result<u64, String> {
+    let prev = PrevWorkResults::default();
+    let completed = CompletedList::new(64).map_err(|e| e.to_string())?;
+    let ring = IncomingRing::new(64).map_err(|e| e.to_string())?;
+    // The engine's own attach (the JNIEnv kept in its thread local).
+    attach_current_thread(vm).map_err(|rc| format!("attach failed ({rc})"))?;
+    let raw_env = vm.get_env().map_err(|e| e.to_string())?.get_raw();
+    let obj = target.as_obj().as_raw();
+    // The engine never checks every up-call unless -Xcheck:jni or not HotSpot.
+    let handler = JniHandler::new(target.clone(), ids, false);
+    let mut sink = 0u64;
+    let start = std::time::Instant::now();
+    match mode {
+        4 => {
+            for _ in 0..count {
+                sink = sink.wrapping_add(u64::from(handler.next_data_to_send(&prev, &completed).length));
+            }
+        }
+        5 => {
+            for _ in 0..count {
+                sink = sink.wrapping_add(u64::from(handler.received(&ring)));
+            }
+        }
+        6 => {
+            // The arguments next_data_to_send passes (its slot is a local here).
+            let mut slot = NextWorkPackage::default();
+            let args = [
+                JValue::Long(&prev as *const PrevWorkResults as i64).as_jni(),
+                JValue::Long(completed.address() as i64).as_jni(),
+                JValue::Long(&mut slot as *mut NextWorkPackage as i64).as_jni(),
+            ];
+            for _ in 0..count {
+                // SAFETY: `raw_env` is this attached thread's; `obj` implements
+                // EngineCallbacks, whose nextDataToSend(JJJ)I the ID names.
+                let r = unsafe { raw_call_int(raw_env, obj, ids.next_data_to_send.into_raw(), &args) };
+                sink = sink.wrapping_add(r as u64);
+            }
+        }
+        _ => {
+            let args = [JValue::Long(ring.address() as i64).as_jni()];
+            for _ in 0..count {
+                // SAFETY: as above, for received(J)I.
+                let r = unsafe { raw_call_int(raw_env, obj, ids.received.into_raw(), &args) };
+                sink = sink.wrapping_add(r as u64);
+            }
+        }
+    }
+    let ns = start.elapsed().as_nanos() as u64;
+    std::hint::black_box(sink);
+    let exceptions = handler.upcalls.exceptions();
+    drop(handler);
+    drop(target);
+    detach_current_thread(vm);
+    if exceptions > 0 {
+        return Err(format!("{exceptions} Java exceptions in the measured up-calls"));
+    }
+    Ok(ns)
 }
 
 /// Registers the natives if the benchmark class is present.

@@ -3,53 +3,219 @@
 //! struct addresses that Java reads and writes with `Unsafe`.
 //!
 //! The engine threads attach to the JVM once, as daemon threads named after
-//! their role and node. Every up-call goes the same way ([`JniHandler::upcall`]):
-//! the raw JNI `Call<Type>MethodA` (one VM transition, no hidden exception
-//! check), then one `ExceptionCheck`. A Java exception is logged, cleared and
-//! treated as "nothing to send" / "nothing consumed".
+//! their role and node, and keep their `JNIEnv` in a thread local
+//! ([`attach_current_thread`]). Every up-call goes through [`Upcalls`]: the raw
+//! JNI `Call<Type>MethodA` (one VM transition, no hidden exception check) and
+//! an `ExceptionCheck` only when it can matter (see [`Upcalls::call_int`]). A
+//! Java exception is counted, logged, cleared and treated as "nothing to send"
+//! / "nothing consumed". The JMH benchmark (`jni/bench.rs`, mode 4 and 5)
+//! calls the same [`Upcalls::call_int`], so what it measures is what runs here.
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use jni::objects::{GlobalRef, JMethodID, JObject, JValue};
-use jni::sys::jvalue;
+use jni::objects::{GlobalRef, JValue};
+use jni::sys::{jint, jmethodID, jobject, jvalue};
 
-use super::cached;
+use super::{cached, CallbackIds};
 use crate::abi::{
     EVENT_CLOSED, EVENT_DISCONNECTED, EVENT_DISCOVERED, EVENT_INVALIDATED, EVENT_LEFT, EVENT_LOST, LEFT_HANDLED_UNKNOWN,
 };
 use crate::con::NodeEvent;
 use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, ThreadRole};
 
-/// Calls a `void` Java method through the raw JNI function table: one
-/// transition, no exception check (the caller checks once).
+/// Calls an `int` Java method through the raw JNI function table, no
+/// exception check (0 if the table has no such function, which a conforming
+/// JVM never lacks).
 ///
 /// # Safety
-/// `env` must be the current thread's environment and `method` a `void`
+/// `env` must be the current thread's live JNIEnv and `method` an `int`
 /// method of `obj`'s class whose parameters match `args`.
-pub(crate) unsafe fn raw_call_void(env: &mut jni::JNIEnv, obj: &JObject, method: JMethodID, args: &[jvalue]) {
-    let raw = env.get_raw();
-    // SAFETY: `raw` is this thread's live JNIEnv (caller's promise), and the
-    // method, receiver and arguments agree (caller's promise).
+#[inline]
+pub(crate) unsafe fn raw_call_int(
+    env: *mut jni::sys::JNIEnv,
+    obj: jobject,
+    method: jmethodID,
+    args: &[jvalue],
+) -> jint {
+    // SAFETY: the caller's promises above.
     unsafe {
-        if let Some(f) = (**raw).CallVoidMethodA {
-            f(raw, obj.as_raw(), method.into_raw(), args.as_ptr());
+        match (**env).CallIntMethodA {
+            Some(f) => f(env, obj, method, args.as_ptr()),
+            None => 0,
         }
     }
 }
 
-/// Calls an `int` Java method through the raw JNI function table (0 if the
-/// table has no such function, which a conforming JVM never lacks).
-///
-/// # Safety
-/// As [`raw_call_void`], for an `int` method.
-pub(crate) unsafe fn raw_call_int(env: &mut jni::JNIEnv, obj: &JObject, method: JMethodID, args: &[jvalue]) -> i32 {
-    let raw = env.get_raw();
-    // SAFETY: as in raw_call_void.
+thread_local! {
+    /// This thread's JNIEnv while it is attached through
+    /// [`attach_current_thread`] (null otherwise): one TLS load per up-call
+    /// instead of `GetEnv` (a JNI invocation-interface call) per up-call.
+    static THREAD_ENV: Cell<*mut jni::sys::JNIEnv> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Attaches the current native thread to the JVM as a daemon (the JVM may
+/// exit while it runs) under its own thread name (shows in thread dumps),
+/// and remembers its JNIEnv for [`Upcalls`]. `Err` is the JNI error code.
+pub(crate) fn attach_current_thread(vm: &jni::JavaVM) -> Result<(), jint> {
+    let name = std::ffi::CString::new(std::thread::current().name().unwrap_or("ibdxnet")).unwrap_or_default();
+    let vm = vm.get_java_vm_pointer();
+    let mut args = jni::sys::JavaVMAttachArgs {
+        version: jni::sys::JNI_VERSION_1_8,
+        name: name.as_ptr() as *mut std::ffi::c_char,
+        group: std::ptr::null_mut(),
+    };
+    let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: `vm` is the live JavaVM; AttachCurrentThreadAsDaemon copies the name.
+    let rc = unsafe {
+        match (**vm).AttachCurrentThreadAsDaemon {
+            Some(attach) => attach(vm, &mut env, &mut args as *mut _ as *mut std::ffi::c_void),
+            None => jni::sys::JNI_ERR,
+        }
+    };
+    if rc != jni::sys::JNI_OK || env.is_null() {
+        return Err(rc);
+    }
+    THREAD_ENV.set(env.cast());
+    Ok(())
+}
+
+/// Forgets this thread's JNIEnv and detaches it (after [`attach_current_thread`]).
+pub(crate) fn detach_current_thread(vm: &jni::JavaVM) {
+    if THREAD_ENV.replace(std::ptr::null_mut()).is_null() {
+        return; // never attached (or attaching failed): nothing to detach
+    }
+    let vm = vm.get_java_vm_pointer();
+    // SAFETY: this thread attached itself in attach_current_thread and holds
+    // no local references beyond this point.
     unsafe {
-        match (**raw).CallIntMethodA {
-            Some(f) => f(raw, obj.as_raw(), method.into_raw(), args.as_ptr()),
-            None => 0,
+        if let Some(detach) = (**vm).DetachCurrentThread {
+            detach(vm);
+        }
+    }
+}
+
+/// The checked up-call of the engine threads, and its exception count.
+///
+/// # The exception protocol
+/// The `int` up-calls never return 0 when they succeed (`EngineCallbacks`:
+/// `nextDataToSend` returns `OK` = 1, `received` the count plus one). When a
+/// Java exception escapes, HotSpot's `Call<Type>MethodA` returns 0: in
+/// `jni.cpp` (`DEFINE_CALLMETHODA`, JDK 8 to 25) the result is
+/// `jni_invoke_nonstatic(..., CHECK_0)`, and `CHECK_0` returns 0 when an
+/// exception is pending. So only a 0 needs the `ExceptionCheck` (a JNI call
+/// with a VM thread-state transition, ~17 ns); any other value proves no
+/// exception is pending. The JNI specification leaves the value undefined
+/// then, and `-Xcheck:jni` warns about every call result not followed by a
+/// check: for those the Java side asks for `check_every` (a VM other than
+/// HotSpot, or `CheckJNICalls` on; `NativeEngine.checkEveryUpcall`).
+pub(crate) struct Upcalls {
+    /// Check for an exception after every up-call, not only after a 0.
+    check_every: bool,
+    /// Java exceptions caught in up-calls.
+    exceptions: AtomicU64,
+}
+
+impl Upcalls {
+    pub fn new(check_every: bool) -> Self {
+        Upcalls { check_every, exceptions: AtomicU64::new(0) }
+    }
+
+    /// Whether every up-call is checked (not only a 0).
+    pub fn check_every(&self) -> bool {
+        self.check_every
+    }
+
+    /// Java exceptions caught so far.
+    pub fn exceptions(&self) -> u64 {
+        self.exceptions.load(Ordering::Relaxed)
+    }
+
+    /// Calls `obj.method(args)` (an `int` method following the protocol
+    /// above) on this attached thread: `None` if the thread is not attached
+    /// or Java threw (the exception is counted, logged and cleared).
+    ///
+    /// # Safety
+    /// `obj` must be a live reference to an object whose class has the `int`
+    /// method `method`, whose parameters match `args`.
+    #[inline]
+    pub unsafe fn call_int(&self, what: &str, obj: jobject, method: jmethodID, args: &[jvalue]) -> Option<jint> {
+        let env = THREAD_ENV.get();
+        if env.is_null() {
+            return None;
+        }
+        // SAFETY: `env` is this thread's (set when it attached, cleared before
+        // it detaches); the caller vouches for obj, method and args.
+        let r = unsafe { raw_call_int(env, obj, method, args) };
+        if r != 0 && !self.check_every {
+            return Some(r); // HotSpot returns 0 when an exception escapes: none is pending
+        }
+        // SAFETY: as above.
+        if unsafe { self.exception_caught(env, what) } {
+            return None;
+        }
+        Some(r)
+    }
+
+    /// Calls the `void` method `obj.method(args)` and always checks for an
+    /// exception (a void method returns nothing to read): `false` if the
+    /// thread is not attached or Java threw (counted, logged, cleared).
+    ///
+    /// # Safety
+    /// As [`Self::call_int`], for a `void` method.
+    pub unsafe fn call_void(&self, what: &str, obj: jobject, method: jmethodID, args: &[jvalue]) -> bool {
+        let env = THREAD_ENV.get();
+        if env.is_null() {
+            return false;
+        }
+        // SAFETY: `env` is this thread's; the caller vouches for the rest.
+        unsafe {
+            if let Some(f) = (**env).CallVoidMethodA {
+                f(env, obj, method, args.as_ptr());
+            }
+            !self.exception_caught(env, what)
+        }
+    }
+
+    /// `ExceptionCheck`; if one is pending, counts, logs and clears it.
+    ///
+    /// # Safety
+    /// `env` is the current thread's live JNIEnv.
+    unsafe fn exception_caught(&self, env: *mut jni::sys::JNIEnv, what: &str) -> bool {
+        // SAFETY: the caller's promise; these functions are in every JNI 1.2+ table.
+        unsafe {
+            let pending = match (**env).ExceptionCheck {
+                Some(check) => check(env) != 0,
+                None => false,
+            };
+            if pending {
+                self.handle_exception(env, what);
+            }
+            pending
+        }
+    }
+
+    /// Rare: kept out of the up-call's inlined path.
+    ///
+    /// # Safety
+    /// As [`Self::exception_caught`], with an exception pending.
+    #[cold]
+    #[inline(never)]
+    unsafe fn handle_exception(&self, env: *mut jni::sys::JNIEnv, what: &str) {
+        let n = self.exceptions.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's promise.
+        unsafe {
+            // Describe the first few, then every 1000th: a buggy callback
+            // must not flood the log. (ExceptionDescribe clears it too.)
+            if n < 5 || n % 1000 == 0 {
+                log::error!("ibdxnet: Java exception in {what} (#{}):", n + 1);
+                if let Some(describe) = (**env).ExceptionDescribe {
+                    describe(env);
+                }
+            }
+            if let Some(clear) = (**env).ExceptionClear {
+                clear(env);
+            }
         }
     }
 }
@@ -64,45 +230,22 @@ unsafe impl Sync for NextSlot {}
 /// Forwards engine callbacks to Java.
 pub(crate) struct JniHandler {
     callbacks: GlobalRef,
+    /// The callback method IDs (copied from the load-time cache).
+    ids: CallbackIds,
     next: Box<NextSlot>,
-    /// Java exceptions caught in up-calls.
-    pub exceptions: AtomicU64,
+    /// The up-calls and their exception count.
+    pub upcalls: Upcalls,
 }
 
 impl JniHandler {
-    pub fn new(callbacks: GlobalRef) -> Self {
+    /// `check_every`: see [`Upcalls`].
+    pub fn new(callbacks: GlobalRef, ids: CallbackIds, check_every: bool) -> Self {
         JniHandler {
             callbacks,
+            ids,
             next: Box::new(NextSlot(UnsafeCell::new(NextWorkPackage::default()))),
-            exceptions: AtomicU64::new(0),
+            upcalls: Upcalls::new(check_every),
         }
-    }
-
-    /// Runs one up-call on the current (attached) thread, then checks for a
-    /// Java exception once: `None` if the thread is not attached or Java threw
-    /// (the exception is counted, logged and cleared).
-    fn upcall<R>(
-        &self,
-        what: &str,
-        call: impl FnOnce(&mut jni::JNIEnv, &JObject, &super::CallbackIds) -> R,
-    ) -> Option<R> {
-        let c = cached()?;
-        let mut env = c.vm.get_env().ok()?;
-        let r = call(&mut env, self.callbacks.as_obj(), &c.ids);
-        if env.exception_check().unwrap_or(false) {
-            let n = self.exceptions.fetch_add(1, Ordering::Relaxed);
-            // Describe the first few, then every 1000th: a buggy callback
-            // must not flood the log.
-            if n < 5 || n % 1000 == 0 {
-                log::error!("ibdxnet: Java exception in {what} (#{}):", n + 1);
-                // Both err only if the JNIEnv lacks the function: the
-                // exception is counted either way, and nothing else can be done.
-                let _ = env.exception_describe();
-            }
-            let _ = env.exception_clear();
-            return None;
-        }
-        Some(r)
     }
 }
 
@@ -116,11 +259,16 @@ impl EngineHandler for JniHandler {
             JValue::Long(completed.address() as i64).as_jni(),
             JValue::Long(slot as i64).as_jni(),
         ];
-        let called = self.upcall("nextDataToSend", |env, cb, ids| {
-            // SAFETY: `env` is this attached thread's; `cb` implements
-            // EngineCallbacks, whose nextDataToSend(JJJ)V the ID names; three longs.
-            unsafe { raw_call_void(env, cb, ids.next_data_to_send, &args) }
-        });
+        // SAFETY: `callbacks` implements EngineCallbacks, whose
+        // nextDataToSend(JJJ)I the ID names; three longs.
+        let called = unsafe {
+            self.upcalls.call_int(
+                "nextDataToSend",
+                self.callbacks.as_obj().as_raw(),
+                self.ids.next_data_to_send.into_raw(),
+                &args,
+            )
+        };
         match called {
             // SAFETY: as above; Java has returned, so the slot is ours again.
             Some(_) => unsafe { *slot },
@@ -130,12 +278,14 @@ impl EngineHandler for JniHandler {
 
     fn received(&self, ring: &IncomingRing) -> u32 {
         let args = [JValue::Long(ring.address() as i64).as_jni()];
-        let consumed = self.upcall("received", |env, cb, ids| {
-            // SAFETY: `env` is this attached thread's; `cb` implements
-            // EngineCallbacks, whose received(J)I the ID names; one long.
-            unsafe { raw_call_int(env, cb, ids.received, &args) }
-        });
-        consumed.map_or(0, |n| n.max(0) as u32)
+        // SAFETY: `callbacks` implements EngineCallbacks, whose received(J)I
+        // the ID names; one long.
+        let r = unsafe {
+            self.upcalls.call_int("received", self.callbacks.as_obj().as_raw(), self.ids.received.into_raw(), &args)
+        };
+        // Java returns the count plus one (0 is an exception's value);
+        // a 0 without an exception, or less, consumed nothing.
+        r.map_or(0, |r| r.saturating_sub(1).max(0) as u32)
     }
 
     fn node_event(&self, event: NodeEvent) {
@@ -153,50 +303,26 @@ impl EngineHandler for JniHandler {
         };
         let args = [JValue::Int(kind).as_jni(), JValue::Int(i32::from(node.0)).as_jni(), JValue::Long(value).as_jni()];
         // A Java exception was logged and cleared: the event is not retried.
-        let _: Option<()> = self.upcall("nodeEvent", |env, cb, ids| {
-            // SAFETY: `env` is this attached thread's; `cb` implements
-            // EngineCallbacks, whose nodeEvent(IIJ)V the ID names; int, int, long.
-            unsafe { raw_call_void(env, cb, ids.node_event, &args) }
-        });
+        // SAFETY: `callbacks` implements EngineCallbacks, whose nodeEvent(IIJ)V
+        // the ID names; int, int, long.
+        let _ = unsafe {
+            self.upcalls.call_void("nodeEvent", self.callbacks.as_obj().as_raw(), self.ids.node_event.into_raw(), &args)
+        };
     }
 
     fn thread_started(&self, role: ThreadRole) {
-        // Attach once, as a daemon (the JVM may exit while we run), under the
-        // thread's own name (e.g. "ibdxnet-send-0001") so it shows in thread dumps.
         let Some(c) = cached() else {
             log::error!("ibdxnet: no JVM to attach the {} thread to", role.name());
             return;
         };
-        let name = std::ffi::CString::new(std::thread::current().name().unwrap_or("ibdxnet")).unwrap_or_default();
-        let vm = c.vm.get_java_vm_pointer();
-        let mut args = jni::sys::JavaVMAttachArgs {
-            version: jni::sys::JNI_VERSION_1_8,
-            name: name.as_ptr() as *mut std::ffi::c_char,
-            group: std::ptr::null_mut(),
-        };
-        let mut env = std::ptr::null_mut();
-        // SAFETY: `vm` is the live JavaVM; AttachCurrentThreadAsDaemon copies the name.
-        let rc = unsafe {
-            match (**vm).AttachCurrentThreadAsDaemon {
-                Some(attach) => attach(vm, &mut env, &mut args as *mut _ as *mut std::ffi::c_void),
-                None => jni::sys::JNI_ERR,
-            }
-        };
-        if rc != jni::sys::JNI_OK {
+        if let Err(rc) = attach_current_thread(&c.vm) {
             log::error!("ibdxnet: attaching the {} thread to the JVM failed ({rc})", role.name());
         }
     }
 
     fn thread_stopping(&self, _role: ThreadRole) {
         if let Some(c) = cached() {
-            let vm = c.vm.get_java_vm_pointer();
-            // SAFETY: this thread attached itself in thread_started and holds no
-            // local references beyond this point.
-            unsafe {
-                if let Some(detach) = (**vm).DetachCurrentThread {
-                    detach(vm);
-                }
-            }
+            detach_current_thread(&c.vm);
         }
     }
 }

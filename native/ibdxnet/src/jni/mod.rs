@@ -186,7 +186,7 @@ fn on_load(vm: JavaVM) -> Result<(), LoadError> {
         env.get_method_id(&cb, method, sig).map_err(|source| LoadError::Method { class, method, sig, source })
     };
     let ids = CallbackIds {
-        next_data_to_send: id("nextDataToSend", "(JJJ)V")?,
+        next_data_to_send: id("nextDataToSend", "(JJJ)I")?,
         received: id("received", "(J)I")?,
         node_event: id("nodeEvent", "(IIJ)V")?,
     };

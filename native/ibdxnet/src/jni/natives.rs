@@ -12,7 +12,7 @@ use jni::sys::{jboolean, jint, jlong, jlongArray, jstring};
 use jni::{JNIEnv, NativeMethod};
 
 use super::handler::JniHandler;
-use super::{guarded, Throw, NATIVE_CLASS};
+use super::{cached, guarded, Throw, NATIVE_CLASS};
 use crate::abi;
 use crate::con::{Connection, NodeId};
 use crate::fabric::sim::SimFabric;
@@ -128,6 +128,7 @@ extern "system" fn create<'l>(
     _c: JClass<'l>,
     config: JString<'l>,
     callbacks: JObject<'l>,
+    check_every_upcall: jboolean,
 ) -> jlong {
     guarded(&mut env, 0, |env| {
         if callbacks.is_null() {
@@ -137,7 +138,8 @@ extern "system" fn create<'l>(
         let mut cfg = EngineConfig::new(NodeId(0), "0.0.0.0:5730".parse().expect("valid"));
         cfg.apply_keys(&text, "native.").map_err(|e| Throw::arg(e.to_string()))?;
         let kind = cfg.fabric.resolve().map_err(|e| Throw::arg(e.to_string()))?;
-        let handler = Arc::new(JniHandler::new(env.new_global_ref(&callbacks)?));
+        let ids = cached().ok_or_else(|| Throw::state("JNI not initialised"))?.ids;
+        let handler = Arc::new(JniHandler::new(env.new_global_ref(&callbacks)?, ids, check_every_upcall != 0));
         let any = match kind {
             FabricKind::Verbs => AnyEngine::Verbs(start(cfg, handler)?),
             _ => AnyEngine::Sim(start(cfg, handler)?),
@@ -363,15 +365,15 @@ extern "system" fn return_buffer<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle
 
 extern "system" fn stats<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jstring {
     guarded(&mut env, std::ptr::null_mut(), |env| {
-        use std::sync::atomic::Ordering::Relaxed;
         let s = with_native!(engine(handle)?, |n| {
             let mut s = String::new();
             for (k, v) in n.engine.stats_map() {
                 s += &format!("{k}={v}\n");
             }
             s += &format!(
-                "upcall_exceptions={}\nrunning={}\n",
-                n.handler.exceptions.load(Relaxed),
+                "upcall_exceptions={}\nupcall_check_every={}\nrunning={}\n",
+                n.handler.upcalls.exceptions(),
+                n.handler.upcalls.check_every(),
                 n.engine.is_running()
             );
             s
@@ -385,7 +387,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
     let methods = [
         m("layouts", "()Ljava/lang/String;", layouts_text as *mut c_void),
         m("defaultConfig", "()Ljava/lang/String;", default_config as *mut c_void),
-        m("create", "(Ljava/lang/String;Lio/ibdxnet/ib/EngineCallbacks;)J", create as *mut c_void),
+        m("create", "(Ljava/lang/String;Lio/ibdxnet/ib/EngineCallbacks;Z)J", create as *mut c_void),
         m("destroy", "(J)V", destroy as *mut c_void),
         m("localPort", "(J)I", local_port as *mut c_void),
         m("rdmaDevices", "()Ljava/lang/String;", rdma_devices as *mut c_void),

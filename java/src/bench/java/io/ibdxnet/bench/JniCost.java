@@ -24,9 +24,12 @@ public final class JniCost {
     public static native void copyIn(byte[] array, long address);
 
     /**
-     * Calls {@code target.callback(long)} {@code count} times from a native thread;
-     * mode 0: attached once, raw JNI; 1: plus an exception check per call (the engine's way);
-     * 2: attach/detach per call; 3: attached once, through the jni crate's checked call.
+     * Makes {@code count} up-calls to {@code target} from a native thread;
+     * mode 0: {@code callback(long)} attached once, raw JNI; 1: plus an exception check
+     * per call (the engine's way until native ABI 4); 2: attach/detach per call; 3: attached
+     * once, through the jni crate's checked call; 4 and 5: the engine's own up-call code
+     * ({@code JniHandler}'s send and receive path, {@code target} an {@code EngineCallbacks});
+     * 6 and 7: the raw JNI calls of the same two methods, no check (their floor).
      * Returns the elapsed nanoseconds.
      */
     public static native long upcalls(Object target, int count, int mode);

@@ -1,5 +1,6 @@
 package io.ibdxnet.bench;
 
+import io.ibdxnet.ib.EngineCallbacks;
 import io.ibdxnet.memory.Memory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -19,8 +20,9 @@ import org.openjdk.jmh.infra.Blackhole;
 
 /**
  * The JNI cost table (paper §5, Figure 2): Java→native calls, native→Java
- * up-calls from a native thread (raw JNI attached once, plus the exception
- * check the engine makes, through the jni crate, attached per call), and
+ * up-calls from a native thread (raw JNI attached once, plus an exception
+ * check after each, through the jni crate, attached per call; the engine's own
+ * send and receive up-calls next to the raw calls of the same methods), and
  * three ways to access a 64-byte native struct.
  */
 @State(Scope.Benchmark)
@@ -39,11 +41,29 @@ public class JniCostBenchmark {
     byte[] array = new byte[STRUCT];
     long sink;
 
-    /** Up-call target. */
-    public final class Target {
+    /**
+     * Up-call target: {@code callback} for modes 0 to 3, and the engine's two
+     * per-iteration callbacks (as cheap as Java can make them) for modes 4 to 7.
+     */
+    public final class Target implements EngineCallbacks {
         public void callback(long v) {
             sink += v;
         }
+
+        @Override
+        public int nextDataToSend(long prev, long completed, long next) {
+            sink += next;
+            return OK;
+        }
+
+        @Override
+        public int received(long ring) {
+            sink += ring;
+            return EngineCallbacks.consumed(0);
+        }
+
+        @Override
+        public void nodeEvent(int kind, int nodeId, long value) {}
     }
 
     final Target target = new Target();
@@ -82,6 +102,34 @@ public class JniCostBenchmark {
     @OperationsPerInvocation(UPCALLS)
     public long upcallThroughJniCrate() {
         return JniCost.upcalls(target, UPCALLS, 3);
+    }
+
+    /** The engine's own send-thread up-call (JniHandler::next_data_to_send). */
+    @Benchmark
+    @OperationsPerInvocation(UPCALLS)
+    public long upcallEngineSendPath() {
+        return JniCost.upcalls(target, UPCALLS, 4);
+    }
+
+    /** The engine's own receive-thread up-call (JniHandler::received). */
+    @Benchmark
+    @OperationsPerInvocation(UPCALLS)
+    public long upcallEngineReceivePath() {
+        return JniCost.upcalls(target, UPCALLS, 5);
+    }
+
+    /** The floor of the send path: the same method and arguments, raw JNI, no check. */
+    @Benchmark
+    @OperationsPerInvocation(UPCALLS)
+    public long upcallRawSendShape() {
+        return JniCost.upcalls(target, UPCALLS, 6);
+    }
+
+    /** The floor of the receive path: the same method and argument, raw JNI, no check. */
+    @Benchmark
+    @OperationsPerInvocation(UPCALLS)
+    public long upcallRawReceiveShape() {
+        return JniCost.upcalls(target, UPCALLS, 7);
     }
 
     @Benchmark

@@ -292,7 +292,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     // ---- native send thread ----
 
     @Override
-    public void nextDataToSend(long prevAddress, long completedAddress, long nextAddress) {
+    public int nextDataToSend(long prevAddress, long completedAddress, long nextAddress) {
         prev.wrap(prevAddress);
         int pn = prev.nodeId();
         if (pn != PrevWorkResults.NO_NODE) {
@@ -319,7 +319,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
         int node = wim.next();
         if (node < 0) {
-            return;
+            return OK;
         }
         Connection c = connections.get(node);
         if (c != null && c.orb.isClosed()) {
@@ -332,6 +332,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             packageConnection = c == null ? NextWorkPackage.CONNECTION_NONE : c.connectionId;
             next.wrap(nextAddress).set(node, fc, offset, ready, packageConnection);
         }
+        return OK;
     }
 
     // ---- native receive thread ----
@@ -363,7 +364,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 }
             }
         }
-        return i;
+        return EngineCallbacks.consumed(i);
     }
 
     // ---- native job thread ----

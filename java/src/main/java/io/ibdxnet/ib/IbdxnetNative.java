@@ -20,7 +20,8 @@ final class IbdxnetNative {
     /** Every configuration key with its default, as key=value lines. */
     static native String defaultConfig();
 
-    static native long create(String config, EngineCallbacks callbacks) throws IbException;
+    /** {@code checkEveryUpcall}: see {@link NativeEngine#checkEveryUpcall()}. */
+    static native long create(String config, EngineCallbacks callbacks, boolean checkEveryUpcall) throws IbException;
 
     static native void destroy(long handle);
 

@@ -1,6 +1,8 @@
 package io.ibdxnet.ib;
 
+import com.sun.management.HotSpotDiagnosticMXBean;
 import io.ibdxnet.memory.Memory;
+import java.lang.management.ManagementFactory;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -71,7 +73,37 @@ public final class NativeEngine implements AutoCloseable {
         for (Map.Entry<String, String> e : config.entrySet()) {
             text.append(e.getKey()).append('=').append(e.getValue()).append('\n');
         }
-        return new NativeEngine(IbdxnetNative.create(text.toString(), callbacks));
+        return new NativeEngine(IbdxnetNative.create(text.toString(), callbacks, CheckEveryUpcall.VALUE));
+    }
+
+    /**
+     * Whether the library checks for a Java exception after every up-call, not
+     * only after one that returned 0 ({@link EngineCallbacks}). Only HotSpot is
+     * known to return 0 when an exception escapes a JNI call, and {@code -Xcheck:jni}
+     * ({@code CheckJNICalls}) warns about every call result that is not followed by
+     * a check: on any other VM, or with that flag, every up-call is checked.
+     * {@code -Dibdxnet.checkEveryUpcall=true|false} overrides the choice.
+     */
+    static boolean checkEveryUpcall() {
+        return CheckEveryUpcall.VALUE;
+    }
+
+    /** Decided once, when the first engine starts (the management beans load then). */
+    private static final class CheckEveryUpcall {
+        static final boolean VALUE = decide();
+
+        private static boolean decide() {
+            String forced = System.getProperty("ibdxnet.checkEveryUpcall");
+            if (forced != null) {
+                return Boolean.parseBoolean(forced);
+            }
+            try {
+                HotSpotDiagnosticMXBean hotspot = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
+                return hotspot == null || !"false".equals(hotspot.getVMOption("CheckJNICalls").getValue());
+            } catch (RuntimeException | LinkageError e) {
+                return true; // not HotSpot, or no management modules: the safe way
+            }
+        }
     }
 
     private long handle() {

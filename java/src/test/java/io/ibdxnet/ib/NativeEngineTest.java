@@ -139,13 +139,13 @@ public class NativeEngineTest {
     public void anExceptionInAnUpcallIsHandledAndTheEngineKeepsRunning() throws Exception {
         EngineCallbacks throwing = new EngineCallbacks() {
             @Override
-            public void nextDataToSend(long p, long c, long n) {
+            public int nextDataToSend(long p, long c, long n) {
                 throw new IllegalStateException("bug in the transport");
             }
 
             @Override
             public int received(long ring) {
-                return 0;
+                return EngineCallbacks.consumed(0);
             }
 
             @Override
@@ -155,6 +155,30 @@ public class NativeEngineTest {
             waitFor("exceptions counted", () -> e.stats().get("upcall_exceptions") > 100);
             assertEquals(Long.valueOf(1), e.stats().get("running"));
         }
+    }
+
+    @Test
+    public void exceptionsInBothUpcallsAreCountedAndTheNextUpcallsWork() throws Exception {
+        // This JVM runs with -Xcheck:jni: the library checks every up-call.
+        assertTrue(NativeEngine.checkEveryUpcall());
+        Map<String, Long> s = UpcallExceptions.run();
+        assertEquals(Long.valueOf(1), s.get("upcall_check_every"));
+    }
+
+    @Test
+    public void exceptionsInBothUpcallsAreFoundByTheirZeroWithoutJniChecks() throws Exception {
+        // A child JVM without -Xcheck:jni: only an up-call that returned 0 is
+        // checked, so an escaped exception must show as that 0 (HotSpot's CHECK_0).
+        String classes = System.getProperty("test.classpath", System.getProperty("java.class.path"));
+        Process p = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-cp", classes,
+                "-Djava.library.path=" + System.getProperty("java.library.path"), UpcallExceptions.class.getName())
+                .redirectErrorStream(true).start();
+        byte[] out = p.getInputStream().readAllBytes();
+        assertTrue("child JVM timed out", p.waitFor(120, java.util.concurrent.TimeUnit.SECONDS));
+        String text = new String(out, java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals(text, 0, p.exitValue());
+        assertTrue(text, text.contains("upcall-exceptions-ok exceptions=" + 2 * UpcallExceptions.THROWS + " check_every=0"));
+        assertFalse(text, text.contains("WARNING in native method"));
     }
 
     @Test

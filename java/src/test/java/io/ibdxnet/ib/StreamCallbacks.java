@@ -46,10 +46,10 @@ final class StreamCallbacks implements EngineCallbacks {
     }
 
     @Override
-    public void nextDataToSend(long prevAddr, long completedAddr, long nextAddr) {
+    public int nextDataToSend(long prevAddr, long completedAddr, long nextAddr) {
         int t = target;
         if (t < 0) {
-            return;
+            return OK;
         }
         prev.wrap(prevAddr);
         if (prev.nodeId() == t) {
@@ -70,6 +70,7 @@ final class StreamCallbacks implements EngineCallbacks {
             // Names the connection: the engine posts only from that connection's ring.
             next.wrap(nextAddr).set(t, 0, posted & (ringSize - 1), written - posted, connection);
         }
+        return OK;
     }
 
     @Override
@@ -93,7 +94,7 @@ final class StreamCallbacks implements EngineCallbacks {
             received.addAndGet(len);
             engine.returnBuffer(id);
         }
-        return n;
+        return EngineCallbacks.consumed(n);
     }
 
     @Override
