@@ -28,10 +28,10 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  */
 public final class IbTransport implements Transport, EngineCallbacks {
     private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(IbTransport.class.getName());
-    private final NativeEngine engine;
-    private final TransportListener listener;
-    private final WriteInterestManager wim = new WriteInterestManager();
-    private final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(NodeId.COUNT);
+    final NativeEngine engine;
+    final TransportListener listener;
+    final WriteInterestManager wim = new WriteInterestManager();
+    final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(NodeId.COUNT);
     private final Confirmations confirmations;
     /**
      * Per node: the connection its bytes last came on (receive thread writes).
@@ -40,15 +40,15 @@ public final class IbTransport implements Transport, EngineCallbacks {
      */
     private final java.util.concurrent.atomic.AtomicIntegerArray incomingConnection =
             new java.util.concurrent.atomic.AtomicIntegerArray(NodeId.COUNT);
-    private final ConnectLocks connectLocks = new ConnectLocks();
+    final ConnectLocks connectLocks = new ConnectLocks();
     private final long window;
-    private final int connectTimeoutMs;
+    final int connectTimeoutMs;
     private final int maxFrame;
-    private volatile boolean closing;
+    volatile boolean closing;
     /** Threads between checking {@link #closing} and waking the native send thread (close waits them out). */
     private final java.util.concurrent.atomic.AtomicInteger wakers = new java.util.concurrent.atomic.AtomicInteger();
     /** Orderly closes that lost data: published but unposted, or lost in flight (reported as failures). */
-    private final java.util.concurrent.atomic.AtomicLong lostOnClose = new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong lostOnClose = new java.util.concurrent.atomic.AtomicLong();
     /** Connections whose peer shut down (NodeEvents.LEFT). */
     private final java.util.concurrent.atomic.AtomicLong peerShutdowns = new java.util.concurrent.atomic.AtomicLong();
     // Send-thread state: flyweights, reused.
@@ -58,24 +58,13 @@ public final class IbTransport implements Transport, EngineCallbacks {
     // Receive-thread state.
     private final IncomingRing ring = new IncomingRing();
     private final IncomingBuffer.BufferReleaser releaser;
-    /**
-     * Closed connections whose native handle the send thread releases at the
-     * start of its next up-call: it may be inside an up-call holding one of
-     * them right now, and their rings must outlive that.
-     */
-    private final java.util.concurrent.ConcurrentLinkedQueue<Connection> retired = new java.util.concurrent.ConcurrentLinkedQueue<>();
-    /** Writes records stranded by an orderly close to the node's next connection (see {@link #settle}). */
-    private final java.util.concurrent.ExecutorService resender = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "ibdxnet-resend");
-        t.setDaemon(true);
-        return t;
-    });
-    private final java.util.concurrent.atomic.AtomicLong resent = new java.util.concurrent.atomic.AtomicLong();
+    /** Connections after their close: settled by the send thread, stranded records resent. */
+    private final IbRetirement retirement = new IbRetirement(this);
     /** Send thread: the connection of the package handed out last. */
     private int packageConnection;
 
     /** One connection's Java side. */
-    private final class Connection extends RingConnection {
+    final class Connection extends RingConnection {
         /** The native connection whose ring {@link #orb} covers. */
         final int connectionId;
         /** Set once, when the connection is closed and handed to the send thread to settle. */
@@ -158,7 +147,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         Map<String, Long> m = new java.util.LinkedHashMap<>(engine.stats());
         m.put("closes_with_unsent_data", lostOnClose.get());
         m.put("peer_shutdowns", peerShutdowns.get());
-        m.put("bytes_resent_after_close", resent.get());
+        m.put("bytes_resent_after_close", retirement.resent());
         m.put("unconfirmed_bytes", RingConnection.unconfirmed(connections));
         return m;
     }
@@ -173,14 +162,14 @@ public final class IbTransport implements Transport, EngineCallbacks {
             if (c == null) {
                 c = open(node);
                 connections.set(node, c);
-                retireIfClosed(c); // its close event may have come before it was ours to retire
+                retirement.retireIfClosed(c); // its close event may have come before it was ours to retire
             }
             return c;
         }
     }
 
     /** Connects (under the node's connect lock) and wraps the native ring. */
-    private Connection open(int node) throws NetworkException {
+    Connection open(int node) throws NetworkException {
         try {
             NativeEngine.RingHandle ring = engine.connect(node, connectTimeoutMs);
             return new Connection(node, new OutgoingRingBuffer(ring.ringAddress, engine.ringSize()), ring.connectionId,
@@ -241,7 +230,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
      * once {@link #close} has waited out the wakers (the engine may be gone):
      * both sides write, then read the other's variable (Dekker).
      */
-    private void wakeSendThread() {
+    void wakeSendThread() {
         wakers.incrementAndGet();
         try {
             if (!closing) {
@@ -254,7 +243,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void consumed(IncomingBuffer b) {
-        // Never blocks (runs on the message creation coordinator).
+        // Never blocks (runs on the message creation coordinator, or inline on the receive thread).
         if (incomingConnection.get(b.source) == b.connection && confirmations.consumed(b.source, b.length)) {
             wim.pushFlowControl(b.source);
             wakeSendThread();
@@ -306,10 +295,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             }
         }
         // After the previous package is accounted: nothing more is posted from these.
-        Connection r;
-        while ((r = retired.poll()) != null) {
-            settle(r);
-        }
+        retirement.settleRetired();
         completed.wrap(completedAddress);
         for (int i = 0, n = completed.count(); i < n; i++) {
             Connection c = connections.get(completed.nodeId(i));
@@ -406,104 +392,10 @@ public final class IbTransport implements Transport, EngineCallbacks {
                             left ? "node " + nodeId + " shut down before handling them" : "the connection failed");
                 }
             }
-            retire(c, failed);
+            retirement.retire(c, failed);
         }
         if (failed) {
             listener.onDisconnected(nodeId);
-        }
-    }
-
-    /** {@code c} if its native connection closed: see {@link #retire}. */
-    private void retireIfClosed(Connection c) {
-        if (!engine.connectionOpen(c.connectionId)) {
-            retire(c, false);
-        }
-    }
-
-    /**
-     * Closes {@code c} for writers and hands it to the send thread, which
-     * settles it and releases our handle on its native ring — once per
-     * connection (settling twice read a released ring). An orderly close
-     * leaves it in place (closed) until then: senders wait for its successor.
-     */
-    private void retire(Connection c, boolean failed) {
-        if (!c.retiring.compareAndSet(false, true)) {
-            return;
-        }
-        c.orderly = !failed;
-        c.orb.close();
-        // Writers bail out of reserve on close; wait for those mid-copy
-        // before the native ring can be released.
-        while (c.writers.get() > 0) {
-            Thread.onSpinWait();
-        }
-        if (!closing) {
-            retired.add(c);
-        } else if (!failed) {
-            connections.compareAndSet(c.node, c, null);
-        }
-    }
-
-    /**
-     * Send thread: a retired connection. After an orderly close, records that
-     * were published but never posted (the close raced with their sender) go
-     * to the node's next connection before anything newer: a resender thread
-     * connects, writes them, then installs the new connection.
-     */
-    private void settle(Connection r) {
-        if (r.orderly && connections.get(r.node) == r) {
-            long ready = r.orb.readyToPost();
-            if (ready > 0) {
-                byte[] stranded = r.orb.copyReady((int) ready);
-                resender.execute(() -> resend(r, stranded));
-            } else {
-                connections.compareAndSet(r.node, r, null);
-            }
-        }
-        try {
-            engine.releaseConnection(r.connectionId);
-        } catch (EngineClosedException e) {
-            // the engine is being destroyed: it frees every connection itself
-        }
-    }
-
-    /** Resender thread: {@code stranded} (whole records of {@code old}) first on a new connection. */
-    private void resend(Connection old, byte[] stranded) {
-        int node = old.node;
-        synchronized (connectLocks.of(node)) {
-            Connection n = null;
-            try {
-                n = open(node);
-                long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(connectTimeoutMs);
-                byte[] word = new byte[4];
-                for (int at = 0; at < stranded.length; ) {
-                    int len = io.ibdxnet.core.Frame.getInt(stranded, at);
-                    System.arraycopy(stranded, at, word, 0, 4);
-                    n.write(word, stranded, at + 4, len - 4, deadline, false);
-                    at += OutgoingRingBuffer.aligned(len);
-                }
-                if (connections.compareAndSet(node, old, n) || connections.compareAndSet(node, null, n)) {
-                    resent.addAndGet(stranded.length);
-                    wim.pushData(node);
-                    wakeSendThread();
-                    retireIfClosed(n); // closed while we wrote: settled (and resent) in turn
-                } else {
-                    // A newer connection took the node's place (after a failure): these
-                    // records cannot go before what it holds.
-                    retire(n, true);
-                    throw new NetworkException("the node's connection was replaced while resending");
-                }
-            } catch (NetworkException e) {
-                if (n != null) {
-                    retire(n, true); // its handle goes back
-                }
-                connections.compareAndSet(node, old, null);
-                lostOnClose.incrementAndGet();
-                LOG.warning(stranded.length + " bytes to node " + node + " stranded by an orderly close could not be resent: "
-                        + e.getMessage());
-                listener.onPossibleLoss(node, stranded.length, "stranded by an orderly close, not resent: " + e.getMessage());
-                listener.onDisconnected(node);
-            }
         }
     }
 
@@ -524,12 +416,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
             Thread.onSpinWait(); // a wake-up of the send thread is finishing
         }
         // A resend writes into a native ring: it must end before the engine frees them.
-        resender.shutdownNow();
-        try {
-            resender.awaitTermination(connectTimeoutMs + 1_000L, java.util.concurrent.TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        retirement.stopResending(connectTimeoutMs + 1_000L);
         for (int i = 0; i < connections.length(); i++) {
             Connection c = connections.get(i);
             if (c != null) {
