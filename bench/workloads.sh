@@ -164,6 +164,7 @@ if [ $quick = 1 ]; then
 	idle_modes rtt
 	run nio uni 64 1 1 2 "$NATIVE_STD" --processes 2
 	run nio rtt 64 1 1 2 "$NATIVE_STD" --processes 2
+	run ib rtt 64 1 1 2 "$NATIVE_STD" --receiveInline false
 	idle ib
 	idle nio ""
 	idle loopback ""
@@ -201,6 +202,13 @@ else
 	# The engine's idle behaviour: RTT, rate and idle cost per mode; idle cost
 	# of the other transports and of a JVM without nodes.
 	idle_modes rtt uni idle
+	# Every buffer through the coordinator thread (receiveInline false): one
+	# thread hand-off more per direction, as before 2026-11-25.
+	for impl in ib nio loopback; do
+		run $impl rtt 64 1 1 2 "$NATIVE_STD" --receiveInline false
+		run $impl uni 64 1 1 2 "$NATIVE_STD" --receiveInline false
+	done
+	run nio rtt 64 1 1 2 "$NATIVE_STD" --processes 2 --receiveInline false
 	idle nio ""
 	idle loopback ""
 	idle none ""

@@ -23,7 +23,7 @@ import org.HdrHistogram.Histogram;
  *
  * <pre>--transport ib|nio|loopback|none --fabric sim|auto|verbs --pattern uni|bi|all|rtt|idle --nodes N
  * --size BYTES --messages PER_SENDER_THREAD --threads SENDERS_PER_NODE --handlers H
- * --orderPerSender true|false (default true, as DXNetConfig)
+ * --orderPerSender true|false --receiveInline true|false (default true each, as DXNetConfig)
  * --native KEY=VALUE (engine settings, repeatable) --processes 1|2
  * --seconds S --settle-ms MS (idle: measured time, 10 s; wait before it, 2000 ms)</pre>
  */

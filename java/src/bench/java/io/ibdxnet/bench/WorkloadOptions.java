@@ -13,7 +13,7 @@ import java.util.Map;
 final class WorkloadOptions {
     static final String USAGE = "--transport ib|nio|loopback|none --fabric sim|auto|verbs --pattern uni|bi|all|rtt|idle"
             + " --nodes N --size BYTES --messages PER_SENDER_THREAD --threads SENDERS --handlers H"
-            + " --orderPerSender true|false --native KEY=VALUE (repeatable) --processes 1|2"
+            + " --orderPerSender true|false --receiveInline true|false --native KEY=VALUE (repeatable) --processes 1|2"
             + " --seconds S --settle-ms MS (idle)";
 
     /** The answer to a request carries no bytes. */
@@ -22,6 +22,7 @@ final class WorkloadOptions {
     final Results.Row row = new Results.Row();
     String fabric = "sim";
     boolean orderPerSender = true;
+    boolean receiveInline = true;
     /** Engine settings, exactly as given (nothing is added: the engine's defaults apply otherwise). */
     final Map<String, String> nativeSettings = new LinkedHashMap<>();
     /** "sender" (the default: runs the workload) or "receiver" (the other process of --processes 2). */
@@ -51,6 +52,7 @@ final class WorkloadOptions {
                 case "--threads": row.senders = Integer.parseInt(v); break;
                 case "--handlers": row.handlers = Integer.parseInt(v); break;
                 case "--orderPerSender": o.orderPerSender = Boolean.parseBoolean(v); break;
+                case "--receiveInline": o.receiveInline = Boolean.parseBoolean(v); break;
                 case "--processes": row.processes = Integer.parseInt(v); break;
                 case "--role": o.role = v; break;
                 case "--node0": o.node0 = v; break;
@@ -83,9 +85,13 @@ final class WorkloadOptions {
         if (!row.pattern.equals("all")) {
             row.nodes = 2;
         }
-        if (!o.nativeSettings.isEmpty()) {
-            StringBuilder s = new StringBuilder();
-            o.nativeSettings.forEach((k, v) -> s.append(s.length() == 0 ? "" : ";").append(k).append('=').append(v));
+        // The row's settings other than the defaults: engine keys, and the core's receiveInline.
+        StringBuilder s = new StringBuilder();
+        o.nativeSettings.forEach((k, v) -> s.append(s.length() == 0 ? "" : ";").append(k).append('=').append(v));
+        if (!o.receiveInline) {
+            s.append(s.length() == 0 ? "" : ";").append("receiveInline=false");
+        }
+        if (s.length() > 0) {
             row.nativeSettings = s.toString();
         }
         return o;
@@ -107,6 +113,7 @@ final class WorkloadOptions {
         c.listen = listen;
         c.handlerThreads = row.handlers;
         c.orderPerSender = orderPerSender;
+        c.receiveInline = receiveInline;
         c.requestTimeoutMs = 60_000;
         c.sendTimeoutMs = 60_000;
         c.nativeConfig.put("fabric", fabric);
