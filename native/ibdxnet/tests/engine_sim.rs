@@ -457,7 +457,7 @@ fn immediate_data_naming_another_node_closes_only_that_connection() {
 
 /// After a stream, with nothing to do, both engine threads block on their
 /// events instead of polling: over a second they loop only about once per
-/// sleep timeout (10 ms), not tens of thousands of times; `never` polls.
+/// sleep timeout (100 ms), not tens of thousands of times; `never` polls.
 #[test]
 fn idle_engine_threads_sleep_until_woken_and_never_keeps_polling() {
     use std::sync::atomic::Ordering::Relaxed;
@@ -486,8 +486,8 @@ fn idle_engine_threads_sleep_until_woken_and_never_keeps_polling() {
         );
         if sleeping {
             // At most one wake-up per timeout, plus the loop around each.
-            assert!(d[0] <= 400 && d[1] <= 400, "idle threads looped {d:?}");
-            assert!(d[2] >= 20 && d[3] >= 20, "idle threads did not sleep: {d:?}");
+            assert!(d[0] <= 100 && d[1] <= 100, "idle threads looped {d:?}");
+            assert!(d[2] >= 5 && d[3] >= 5, "idle threads did not sleep: {d:?}");
         } else {
             assert_eq!((d[2], d[3]), (0, 0), "`never` slept");
             assert!(d[0] > 1000 && d[1] > 1000, "polling threads looped only {d:?}");

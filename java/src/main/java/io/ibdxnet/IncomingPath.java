@@ -170,7 +170,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         while (running) {
             IncomingBuffer b;
             try {
-                b = ibq.poll(100);
+                b = ibq.poll(1_000); // stop() interrupts the wait
             } catch (InterruptedException e) {
                 return;
             }

@@ -16,6 +16,8 @@ public final class IncomingBufferQueue {
     private final ArrayBlockingQueue<IncomingBuffer> queue;
     private final long maxBytes;
     private final AtomicLong bytes = new AtomicLong();
+    /** The (one) consumer's last poll found nothing. */
+    private boolean timedOut;
     /** Buffers offered and not yet {@link #finished}: in the queue or being handled. */
     private final AtomicInteger unfinished = new AtomicInteger();
 
@@ -52,13 +54,17 @@ public final class IncomingBufferQueue {
 
     /**
      * The oldest buffer, waiting up to {@code timeoutMs}; null if none came.
+     * One consumer thread only.
      * Yields for a moment before blocking ({@link IdleYield}).
      */
     public IncomingBuffer poll(long timeoutMs) throws InterruptedException {
-        IncomingBuffer b = IdleYield.poll(queue::poll);
+        // Yield only right after work: a consumer whose last wait timed out
+        // blocks at once (an idle node must not yield 50 µs per timeout).
+        IncomingBuffer b = timedOut ? queue.poll() : IdleYield.poll(queue::poll);
         if (b == null) {
             b = queue.poll(timeoutMs, TimeUnit.MILLISECONDS);
         }
+        timedOut = b == null;
         if (b != null) {
             bytes.addAndGet(-b.length);
         }
