@@ -108,18 +108,7 @@ public class NativeEngineTest {
         StreamCallbacks a = new StreamCallbacks(0, limit);
         StreamCallbacks b = new StreamCallbacks(1, limit);
         try (NativeEngine ea = NativeEngine.start(config(0), a); NativeEngine eb = NativeEngine.start(config(1), b)) {
-            a.engine = ea;
-            b.engine = eb;
-            ea.addNode(1, "127.0.0.1", eb.localPort());
-            eb.addNode(0, "127.0.0.1", ea.localPort());
-            a.startSending(1, ea.connect(1, 10_000), ea.ringSize());
-            b.startSending(0, eb.connect(0, 10_000), eb.ringSize());
-            waitFor("a's data confirmed", () -> a.confirmed.get() >= limit);
-            waitFor("b's data confirmed", () -> b.confirmed.get() >= limit);
-            waitFor("all received", () -> a.received.get() >= limit && b.received.get() >= limit);
-            assertEquals(limit, a.received.get());
-            assertEquals(limit, b.received.get());
-            assertEquals(0, a.corrupt.get() + b.corrupt.get());
+            StreamCallbacks.streamBothWays(ea, a, eb, b, limit);
             java.util.Set<String> names = new java.util.HashSet<>();
             for (Thread t : Thread.getAllStackTraces().keySet()) {
                 if (t.getName().startsWith("ibdxnet-")) {

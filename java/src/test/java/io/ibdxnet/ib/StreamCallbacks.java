@@ -1,5 +1,7 @@
 package io.ibdxnet.ib;
 
+import static io.ibdxnet.TestSupport.waitFor;
+import static org.junit.Assert.assertEquals;
 
 import io.ibdxnet.memory.Memory;
 import java.util.concurrent.atomic.AtomicLong;
@@ -100,5 +102,26 @@ final class StreamCallbacks implements EngineCallbacks {
     @Override
     public void nodeEvent(int kind, int nodeId, long value) {
         events.updateAndGet(s -> s + kind + ":" + nodeId + " ");
+    }
+
+    /**
+     * Connects engine {@code ea} (node 0, callbacks {@code a}) and {@code eb}
+     * (node 1, {@code b}), streams {@code limit} bytes each way and checks
+     * that everything was confirmed and arrived intact.
+     */
+    static void streamBothWays(NativeEngine ea, StreamCallbacks a, NativeEngine eb, StreamCallbacks b, long limit)
+            throws Exception {
+        a.engine = ea;
+        b.engine = eb;
+        ea.addNode(1, "127.0.0.1", eb.localPort());
+        eb.addNode(0, "127.0.0.1", ea.localPort());
+        a.startSending(1, ea.connect(1, 10_000), ea.ringSize());
+        b.startSending(0, eb.connect(0, 10_000), eb.ringSize());
+        waitFor("a's data confirmed", () -> a.confirmed.get() >= limit);
+        waitFor("b's data confirmed", () -> b.confirmed.get() >= limit);
+        waitFor("all received", () -> a.received.get() >= limit && b.received.get() >= limit);
+        assertEquals(limit, a.received.get());
+        assertEquals(limit, b.received.get());
+        assertEquals(0, a.corrupt.get() + b.corrupt.get());
     }
 }

@@ -1,6 +1,5 @@
 package io.ibdxnet.ib;
 
-import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertEquals;
 
 import java.util.HashMap;
@@ -75,18 +74,7 @@ final class UpcallExceptions implements EngineCallbacks {
         UpcallExceptions throwing = new UpcallExceptions(a);
         try (NativeEngine ea = NativeEngine.start(config(0), throwing);
                 NativeEngine eb = NativeEngine.start(config(1), b)) {
-            a.engine = ea;
-            b.engine = eb;
-            ea.addNode(1, "127.0.0.1", eb.localPort());
-            eb.addNode(0, "127.0.0.1", ea.localPort());
-            a.startSending(1, ea.connect(1, 10_000), ea.ringSize());
-            b.startSending(0, eb.connect(0, 10_000), eb.ringSize());
-            waitFor("a's data confirmed", () -> a.confirmed.get() >= limit);
-            waitFor("b's data confirmed", () -> b.confirmed.get() >= limit);
-            waitFor("all received", () -> a.received.get() >= limit && b.received.get() >= limit);
-            assertEquals(limit, a.received.get());
-            assertEquals(limit, b.received.get());
-            assertEquals(0, a.corrupt.get() + b.corrupt.get());
+            StreamCallbacks.streamBothWays(ea, a, eb, b, limit);
             Map<String, Long> s = ea.stats();
             assertEquals("every throw counted, nothing else", Long.valueOf(2 * THROWS), s.get("upcall_exceptions"));
             assertEquals(Long.valueOf(1), s.get("running"));
