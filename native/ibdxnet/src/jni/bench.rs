@@ -10,9 +10,9 @@ use jni::signature::{Primitive, ReturnType};
 use jni::sys::{jint, jlong, jvalue};
 use jni::{JNIEnv, JavaVM, NativeMethod};
 
-use super::handler::{attach_current_thread, detach_current_thread, raw_call_int, JniHandler};
+use super::handler::{raw_call_int, JniHandler};
 use super::{cached, guarded, CallbackIds, Throw};
-use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults};
+use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, ThreadRole};
 
 /// Class holding the benchmark natives.
 pub const BENCH_CLASS: &str = "io/ibdxnet/bench/JniCost";
@@ -133,12 +133,13 @@ fn engine_upcalls(vm: &JavaVM, target: GlobalRef, ids: CallbackIds, count: jint,
     let prev = PrevWorkResults::default();
     let completed = CompletedList::new(64).map_err(|e| e.to_string())?;
     let ring = IncomingRing::new(64).map_err(|e| e.to_string())?;
-    // The engine's own attach (the JNIEnv kept in its thread local).
-    attach_current_thread(vm).map_err(|rc| format!("attach failed ({rc})"))?;
-    let raw_env = vm.get_env().map_err(|e| e.to_string())?.get_raw();
-    let obj = target.as_obj().as_raw();
     // The engine never checks every up-call unless -Xcheck:jni or not HotSpot.
     let handler = JniHandler::new(target.clone(), ids, false);
+    // The engine's own attach, as the thread of the role measured.
+    let role = if mode == 5 || mode == 7 { ThreadRole::Recv } else { ThreadRole::Send };
+    handler.thread_started(role);
+    let raw_env = vm.get_env().map_err(|e| e.to_string())?.get_raw();
+    let obj = target.as_obj().as_raw();
     let mut sink = 0u64;
     let start = std::time::Instant::now();
     match mode {
@@ -179,9 +180,9 @@ fn engine_upcalls(vm: &JavaVM, target: GlobalRef, ids: CallbackIds, count: jint,
     let ns = start.elapsed().as_nanos() as u64;
     std::hint::black_box(sink);
     let exceptions = handler.upcalls.exceptions();
+    handler.thread_stopping(role);
     drop(handler);
     drop(target);
-    detach_current_thread(vm);
     if exceptions > 0 {
         return Err(format!("{exceptions} Java exceptions in the measured up-calls"));
     }

@@ -3,7 +3,9 @@
 //! struct addresses that Java reads and writes with `Unsafe`.
 //!
 //! The engine threads attach to the JVM once, as daemon threads named after
-//! their role and node, and keep their `JNIEnv` in a thread local
+//! their role and node; the send and receive threads keep their `JNIEnv` in
+//! the handler's cell of their role (a field read per up-call, not a
+//! thread-local lookup), the job thread in a thread local
 //! ([`attach_current_thread`]). Every up-call goes through [`Upcalls`]: the raw
 //! JNI `Call<Type>MethodA` (one VM transition, no hidden exception check) and
 //! an `ExceptionCheck` only when it can matter (see [`Upcalls::call_int`]). A
@@ -11,7 +13,7 @@
 //! / "nothing consumed". The JMH benchmark (`jni/bench.rs`, mode 4 and 5)
 //! calls the same [`Upcalls::call_int`], so what it measures is what runs here.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use jni::objects::{GlobalRef, JValue};
@@ -56,8 +58,8 @@ thread_local! {
 
 /// Attaches the current native thread to the JVM as a daemon (the JVM may
 /// exit while it runs) under its own thread name (shows in thread dumps),
-/// and remembers its JNIEnv for [`Upcalls`]. `Err` is the JNI error code.
-pub(crate) fn attach_current_thread(vm: &jni::JavaVM) -> Result<(), jint> {
+/// and remembers its JNIEnv for [`Upcalls`] (also returned). `Err` is the JNI error code.
+pub(crate) fn attach_current_thread(vm: &jni::JavaVM) -> Result<*mut jni::sys::JNIEnv, jint> {
     let name = std::ffi::CString::new(std::thread::current().name().unwrap_or("ibdxnet")).unwrap_or_default();
     let vm = vm.get_java_vm_pointer();
     let mut args = jni::sys::JavaVMAttachArgs {
@@ -77,7 +79,7 @@ pub(crate) fn attach_current_thread(vm: &jni::JavaVM) -> Result<(), jint> {
         return Err(rc);
     }
     THREAD_ENV.set(env.cast());
-    Ok(())
+    Ok(env.cast())
 }
 
 /// Forgets this thread's JNIEnv and detaches it (after [`attach_current_thread`]).
@@ -132,20 +134,26 @@ impl Upcalls {
     }
 
     /// Calls `obj.method(args)` (an `int` method following the protocol
-    /// above) on this attached thread: `None` if the thread is not attached
-    /// or Java threw (the exception is counted, logged and cleared).
+    /// above) on this attached thread: `None` if `env` is null (not
+    /// attached) or Java threw (the exception is counted, logged and cleared).
     ///
     /// # Safety
-    /// `obj` must be a live reference to an object whose class has the `int`
-    /// method `method`, whose parameters match `args`.
+    /// `env` must be null or the current thread's live JNIEnv; `obj` a live
+    /// reference to an object whose class has the `int` method `method`,
+    /// whose parameters match `args`.
     #[inline]
-    pub unsafe fn call_int(&self, what: &str, obj: jobject, method: jmethodID, args: &[jvalue]) -> Option<jint> {
-        let env = THREAD_ENV.get();
+    pub unsafe fn call_int(
+        &self,
+        env: *mut jni::sys::JNIEnv,
+        what: &str,
+        obj: jobject,
+        method: jmethodID,
+        args: &[jvalue],
+    ) -> Option<jint> {
         if env.is_null() {
             return None;
         }
-        // SAFETY: `env` is this thread's (set when it attached, cleared before
-        // it detaches); the caller vouches for obj, method and args.
+        // SAFETY: the caller vouches for env (this thread's), obj, method and args.
         let r = unsafe { raw_call_int(env, obj, method, args) };
         if r != 0 && !self.check_every {
             return Some(r); // HotSpot returns 0 when an exception escapes: none is pending
@@ -220,19 +228,49 @@ impl Upcalls {
     }
 }
 
-/// The struct Java fills in `nextDataToSend` (only the send thread touches it).
-struct NextSlot(UnsafeCell<NextWorkPackage>);
+/// What one engine thread (send or receive) keeps for its up-calls: its
+/// JNIEnv (a field read instead of a thread-local lookup per up-call) and,
+/// for the send thread, the struct Java fills in `nextDataToSend`.
+#[derive(Default)]
+struct RoleState {
+    env: Cell<*mut jni::sys::JNIEnv>,
+    next: Cell<NextWorkPackage>,
+}
 
-// SAFETY: only the engine's single send thread reads and writes the slot
-// (directly and through Java during its own up-call).
-unsafe impl Sync for NextSlot {}
+/// One [`RoleState`] per role, each touched by its own thread only.
+struct RoleCell(RoleState);
+
+// SAFETY: each cell belongs to one engine thread (the send or the receive
+// thread of this handler's engine): it writes `env` in `thread_started`
+// before its first up-call and clears it in `thread_stopping` after its
+// last, and only it makes the up-calls that read the cell (and, through Java,
+// write `next`). No other thread reads or writes it.
+unsafe impl Sync for RoleCell {}
+// SAFETY: the handler moves to the engine's threads at start; a JNIEnv in it
+// is only ever used by the thread that stored it (see the `Sync` impl), and
+// is null whenever that thread is not attached.
+unsafe impl Send for RoleCell {}
+
+impl RoleCell {
+    fn new() -> Self {
+        RoleCell(RoleState::default())
+    }
+
+    /// # Safety
+    /// Only on the thread this cell belongs to (see the `Sync` impl): its
+    /// `Cell`s are not meant for two threads.
+    unsafe fn get(&self) -> &RoleState {
+        &self.0
+    }
+}
 
 /// Forwards engine callbacks to Java.
 pub(crate) struct JniHandler {
     callbacks: GlobalRef,
     /// The callback method IDs (copied from the load-time cache).
     ids: CallbackIds,
-    next: Box<NextSlot>,
+    send: RoleCell,
+    recv: RoleCell,
     /// The up-calls and their exception count.
     pub upcalls: Upcalls,
 }
@@ -240,29 +278,38 @@ pub(crate) struct JniHandler {
 impl JniHandler {
     /// `check_every`: see [`Upcalls`].
     pub fn new(callbacks: GlobalRef, ids: CallbackIds, check_every: bool) -> Self {
-        JniHandler {
-            callbacks,
-            ids,
-            next: Box::new(NextSlot(UnsafeCell::new(NextWorkPackage::default()))),
-            upcalls: Upcalls::new(check_every),
+        JniHandler { callbacks, ids, send: RoleCell::new(), recv: RoleCell::new(), upcalls: Upcalls::new(check_every) }
+    }
+}
+
+impl JniHandler {
+    /// The up-call state of the send or the receive thread (the job thread
+    /// makes only the rare `nodeEvent`, through the thread local).
+    fn role_cell(&self, role: ThreadRole) -> Option<&RoleCell> {
+        match role {
+            ThreadRole::Send => Some(&self.send),
+            ThreadRole::Recv => Some(&self.recv),
+            ThreadRole::Job => None,
         }
     }
 }
 
 impl EngineHandler for JniHandler {
     fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage {
-        let slot = self.next.0.get();
-        // SAFETY: only this (send) thread uses the slot; see NextSlot.
-        unsafe { *slot = NextWorkPackage::default() };
+        // SAFETY: this is the send thread, the cell's owner (the engine calls
+        // next_data_to_send on its send thread only).
+        let me = unsafe { self.send.get() };
+        me.next.set(NextWorkPackage::default());
         let args = [
             JValue::Long(prev as *const PrevWorkResults as i64).as_jni(),
             JValue::Long(completed.address() as i64).as_jni(),
-            JValue::Long(slot as i64).as_jni(),
+            JValue::Long(me.next.as_ptr() as i64).as_jni(),
         ];
-        // SAFETY: `callbacks` implements EngineCallbacks, whose
-        // nextDataToSend(JJJ)I the ID names; three longs.
+        // SAFETY: `env` is this thread's (or null); `callbacks` implements
+        // EngineCallbacks, whose nextDataToSend(JJJ)I the ID names; three longs.
         let called = unsafe {
             self.upcalls.call_int(
+                me.env.get(),
                 "nextDataToSend",
                 self.callbacks.as_obj().as_raw(),
                 self.ids.next_data_to_send.into_raw(),
@@ -270,18 +317,27 @@ impl EngineHandler for JniHandler {
             )
         };
         match called {
-            // SAFETY: as above; Java has returned, so the slot is ours again.
-            Some(_) => unsafe { *slot },
+            // Java has returned: the slot holds what it wrote.
+            Some(_) => me.next.get(),
             None => NextWorkPackage::default(),
         }
     }
 
     fn received(&self, ring: &IncomingRing) -> u32 {
         let args = [JValue::Long(ring.address() as i64).as_jni()];
-        // SAFETY: `callbacks` implements EngineCallbacks, whose received(J)I
-        // the ID names; one long.
+        // SAFETY: this is the receive thread, the cell's owner (the engine
+        // calls received on its receive thread only).
+        let env = unsafe { self.recv.get() }.env.get();
+        // SAFETY: `env` is this thread's (or null); `callbacks` implements
+        // EngineCallbacks, whose received(J)I the ID names; one long.
         let r = unsafe {
-            self.upcalls.call_int("received", self.callbacks.as_obj().as_raw(), self.ids.received.into_raw(), &args)
+            self.upcalls.call_int(
+                env,
+                "received",
+                self.callbacks.as_obj().as_raw(),
+                self.ids.received.into_raw(),
+                &args,
+            )
         };
         // Java returns the count plus one (0 is an exception's value);
         // a 0 without an exception, or less, consumed nothing.
@@ -315,12 +371,22 @@ impl EngineHandler for JniHandler {
             log::error!("ibdxnet: no JVM to attach the {} thread to", role.name());
             return;
         };
-        if let Err(rc) = attach_current_thread(&c.vm) {
-            log::error!("ibdxnet: attaching the {} thread to the JVM failed ({rc})", role.name());
+        match attach_current_thread(&c.vm) {
+            Ok(env) => {
+                if let Some(cell) = self.role_cell(role) {
+                    // SAFETY: this thread is the role's: the cell's owner.
+                    unsafe { cell.get() }.env.set(env);
+                }
+            }
+            Err(rc) => log::error!("ibdxnet: attaching the {} thread to the JVM failed ({rc})", role.name()),
         }
     }
 
-    fn thread_stopping(&self, _role: ThreadRole) {
+    fn thread_stopping(&self, role: ThreadRole) {
+        if let Some(cell) = self.role_cell(role) {
+            // SAFETY: this thread is the role's: the cell's owner.
+            unsafe { cell.get() }.env.set(std::ptr::null_mut());
+        }
         if let Some(c) = cached() {
             detach_current_thread(&c.vm);
         }
