@@ -15,6 +15,8 @@ final class CoreCounters {
     final AtomicLong handlerErrors = new AtomicLong();
     final AtomicLong repliesFailed = new AtomicLong();
     final AtomicLong possibleLosses = new AtomicLong();
+    /** Received messages copied together from several frames or receive buffers (the others are imported in place). */
+    final AtomicLong receivedCopied = new AtomicLong();
 
     /** Adds the counters to {@code m} under their documented names (violations summed with the transport's). */
     void addTo(Map<String, Long> m) {
@@ -26,5 +28,6 @@ final class CoreCounters {
         m.put("handler_errors", handlerErrors.get());
         m.put("replies_failed", repliesFailed.get());
         m.put("possible_losses", possibleLosses.get());
+        m.put("messages_received_copied", receivedCopied.get());
     }
 }

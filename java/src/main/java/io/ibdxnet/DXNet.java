@@ -339,7 +339,10 @@ public final class DXNet implements AutoCloseable {
      * other nodes serialised into a buffer and copied into the send ring: no
      * {@link Message#payloadSize}, or larger than one frame; the others are
      * serialised in place), {@code in_place_aborted} (in-place serialisations
-     * that failed, sent as frames the receiver skips), {@code buffers_received_inline}
+     * that failed, sent as frames the receiver skips), {@code messages_received_copied}
+     * (received messages assembled from several frames or receive buffers
+     * into a heap array; the others are imported where they lie in the
+     * receive buffer), {@code buffers_received_inline}
      * (received buffers the transport's own thread turned into messages, see
      * {@code receiveInline}).
      */

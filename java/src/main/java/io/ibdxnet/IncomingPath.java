@@ -57,8 +57,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     private Batch batch = new Batch();
     /** Role holder only: one importer for every received message (valid during importPayload). */
     private final MessageImporter importer = new MessageImporter(null, 0, 0);
-    private final StreamAssembler.Sink sink = (src, type, sub, flags, req, array, at, length) ->
-            deliver(src, type, sub, flags, req, importer.reset(array, at, length), batch);
+    private final StreamAssembler.Sink sink = this::received;
     /** The coordinator consumed bytes whose messages never reached a handler (stopped or closed meanwhile). */
     private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
@@ -261,6 +260,14 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             LOG.log(Level.WARNING, "closing the connection from node " + b.source + " failed", e);
         }
         requests.failTo(b.source, "node " + b.source + " disconnected: " + reason);
+    }
+
+    /** Role holder only: a message the assembler found in the current buffer. */
+    private void received(int src, byte type, byte sub, int flags, int req, byte[] array, long at, int length) {
+        if (array != null) {
+            counters.receivedCopied.incrementAndGet(); // assembled in a heap array, not imported where it lay
+        }
+        deliver(src, type, sub, flags, req, importer.reset(array, at, length), batch);
     }
 
     /** A message to the own node, as its own handler task. */

@@ -671,6 +671,32 @@ public class DXNetTest {
         assertTrue(n.get(0).maxFrameSize() <= (64 << 10) - (64 << 10) / 10);
     }
 
+    /**
+     * Small messages are imported where they lie in the receive buffer; a
+     * message of several frames is assembled in a heap array, and that copy
+     * is counted ({@code messages_received_copied}).
+     */
+    @Test
+    public void receivedCopiesAreCountedAndSmallMessagesAreNotCopied() throws Exception {
+        List<DXNet> n = start(2);
+        List<DataMessage> got = new java.util.concurrent.CopyOnWriteArrayList<>();
+        n.get(1).register(TYPE, DATA, m -> got.add((DataMessage) m));
+        int small = 200;
+        for (int s = 0; s < small; s++) {
+            n.get(0).sendMessage(new DataMessage(1, 0, s, 32));
+        }
+        waitFor("the small messages", () -> got.size() == small);
+        long copiedSmall = n.get(1).transportStats().get("messages_received_copied");
+        DataMessage large = new DataMessage(1, 0, small, 3 * n.get(0).maxFrameSize());
+        n.get(0).sendMessage(large);
+        waitFor("the large message", () -> got.size() == small + 1);
+        assertTrue("the large message arrived changed", java.util.Arrays.equals(large.payload, got.get(small).payload));
+        long copied = n.get(1).transportStats().get("messages_received_copied");
+        // A small message is copied only where it straddles two receive buffers.
+        assertTrue(copiedSmall + " of " + small + " small messages copied", copiedSmall < small / 10);
+        assertEquals("the multi-frame message is counted once", copiedSmall + 1, copied);
+    }
+
     @Test
     public void requestTimeoutMsEndsAsyncRequestsAndEmptiesThePendingMap() throws Exception {
         List<DXNet> n = start(2, "100", c -> c.requestTimeoutMs = 300);
