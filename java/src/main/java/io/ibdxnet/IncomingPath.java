@@ -199,25 +199,30 @@ final class IncomingPath implements MessageSender.LocalDelivery {
      * down and messages taken from the buffer never reach one.
      */
     private boolean handle(IncomingBuffer b, boolean reserved) throws InterruptedException {
+        boolean roomHandedOver = false;
         try {
-            parse(b, sink);
-        } finally {
-            b.release();
-            transport.consumed(b);
-        }
-        if (batch.messages.isEmpty()) {
-            if (reserved) {
-                handlers.unreserve();
+            try {
+                parse(b, sink);
+            } finally {
+                b.release();
+                transport.consumed(b);
             }
-            return true;
+            if (batch.messages.isEmpty()) {
+                return true;
+            }
+            Batch full = batch;
+            batch = new Batch();
+            roomHandedOver = reserved; // submitReserved uses the room or gives it back
+            if (reserved ? handlers.submitReserved(b.source, full) : handlers.submit(b.source, full)) {
+                return true;
+            }
+            consumedNotHandled = true;
+            return false;
+        } finally {
+            if (reserved && !roomHandedOver) {
+                handlers.unreserve(); // nothing to hand over, or a failure: the room must not leak
+            }
         }
-        Batch full = batch;
-        batch = new Batch();
-        if (reserved ? handlers.submitReserved(b.source, full) : handlers.submit(b.source, full)) {
-            return true;
-        }
-        consumedNotHandled = true;
-        return false;
     }
 
     /**
