@@ -85,6 +85,17 @@ public class FlowControlUnitTest {
                     broken.incrementAndGet(); // corrupt, lost or out of order
                 }
                 handled.incrementAndGet(me);
+                if (d.seq == 0) {
+                    // Hold the first message until the peer's sender has filled most of
+                    // its window (at most 2 s, within its 5 s send timeout): flow control
+                    // is then exercised however fast this machine's handlers are.
+                    DXNet peer = nodes.get(1 - me);
+                    long until = System.nanoTime() + 2_000_000_000L;
+                    while (peer.transportStats().get("unconfirmed_bytes") < WINDOW[1 - me] * 3 / 4
+                            && System.nanoTime() - until < 0) {
+                        LockSupport.parkNanos(100_000);
+                    }
+                }
                 LockSupport.parkNanos(50_000); // a slow handler: the window fills
             });
         }
