@@ -8,7 +8,6 @@ import static org.junit.Assert.fail;
 
 import io.ibdxnet.TestSupport;
 import java.net.DatagramSocket;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.function.BooleanSupplier;
 import org.junit.Rule;
@@ -20,15 +19,7 @@ public class NativeEngineTest {
     public final Timeout timeout = TestSupport.minutes(5);
 
     private static Map<String, String> config(int node) {
-        Map<String, String> c = new HashMap<>();
-        c.put("node_id", Integer.toString(node));
-        c.put("listen", "127.0.0.1:0");
-        c.put("fabric", "sim");
-        c.put("send_ring_size", Integer.toString(1 << 20));
-        c.put("srq_size", "128");
-        c.put("recv_buffer_count", "1024");
-        c.put("connect_timeout_ms", "10000");
-        return c;
+        return StreamCallbacks.simConfig(node);
     }
 
     @Test

@@ -124,4 +124,17 @@ final class StreamCallbacks implements EngineCallbacks {
         assertEquals(limit, b.received.get());
         assertEquals(0, a.corrupt.get() + b.corrupt.get());
     }
+
+    /** Engine settings of a small node {@code node} on the sim fabric, listening on any local port. */
+    static java.util.Map<String, String> simConfig(int node) {
+        java.util.Map<String, String> c = new java.util.HashMap<>();
+        c.put("node_id", Integer.toString(node));
+        c.put("listen", "127.0.0.1:0");
+        c.put("fabric", "sim");
+        c.put("send_ring_size", Integer.toString(1 << 20));
+        c.put("srq_size", "128");
+        c.put("recv_buffer_count", "1024");
+        c.put("connect_timeout_ms", "10000");
+        return c;
+    }
 }

@@ -2,7 +2,6 @@ package io.ibdxnet.ib;
 
 import static org.junit.Assert.assertEquals;
 
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -55,15 +54,7 @@ final class UpcallExceptions implements EngineCallbacks {
     }
 
     private static Map<String, String> config(int node) {
-        Map<String, String> c = new HashMap<>();
-        c.put("node_id", Integer.toString(node));
-        c.put("listen", "127.0.0.1:0");
-        c.put("fabric", "sim");
-        c.put("send_ring_size", Integer.toString(1 << 20));
-        c.put("srq_size", "128");
-        c.put("recv_buffer_count", "1024");
-        c.put("connect_timeout_ms", "10000");
-        return c;
+        return StreamCallbacks.simConfig(node);
     }
 
     /** The scenario; returns the throwing engine's statistics at the end. */
