@@ -51,8 +51,9 @@ pub(crate) unsafe fn raw_call_int(
 
 thread_local! {
     /// This thread's JNIEnv while it is attached through
-    /// [`attach_current_thread`] (null otherwise): one TLS load per up-call
-    /// instead of `GetEnv` (a JNI invocation-interface call) per up-call.
+    /// [`attach_current_thread`] (null otherwise), for the rare
+    /// [`Upcalls::call_void`] (`nodeEvent` on the job thread): no `GetEnv`
+    /// per call. The per-iteration up-calls read their role's cell instead.
     static THREAD_ENV: Cell<*mut jni::sys::JNIEnv> = const { Cell::new(std::ptr::null_mut()) };
 }
 
@@ -170,7 +171,8 @@ impl Upcalls {
     /// thread is not attached or Java threw (counted, logged, cleared).
     ///
     /// # Safety
-    /// As [`Self::call_int`], for a `void` method.
+    /// As [`Self::call_int`] (the JNIEnv is this thread's own, from its
+    /// thread local), for a `void` method.
     pub unsafe fn call_void(&self, what: &str, obj: jobject, method: jmethodID, args: &[jvalue]) -> bool {
         let env = THREAD_ENV.get();
         if env.is_null() {

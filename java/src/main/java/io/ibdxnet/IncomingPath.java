@@ -13,6 +13,7 @@ import io.ibdxnet.transport.Transport;
 import java.lang.reflect.Constructor;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.ReentrantLock;
@@ -58,7 +59,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     /** Role holder only: one importer for every received message (valid during importPayload). */
     private final MessageImporter importer = new MessageImporter(null, 0, 0);
     private final StreamAssembler.Sink sink = this::received;
-    /** The coordinator consumed bytes whose messages never reached a handler (stopped or closed meanwhile). */
+    /** Bytes were consumed whose messages never reached a handler (stopped or closed meanwhile). */
     private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
 
@@ -94,18 +95,28 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     }
 
     /**
-     * Stops the coordinator (waiting up to {@code joinMs}). True if it ended
-     * and every message it took from a buffer reached a handler.
+     * Stops the coordinator and inline receiving (waiting up to {@code joinMs}
+     * each). True if both ended and every message taken from a buffer
+     * reached a handler.
      */
     boolean stop(long joinMs) {
         running = false;
         coordinator.interrupt();
+        boolean inlineDone = false;
         try {
             coordinator.join(joinMs);
+            // A transport thread may be handling a buffer inline: wait it out. It
+            // checks `running` under the lock, so none starts after this; what
+            // it consumed has reached the handlers before close counts what
+            // they handled (the peers are told that count).
+            if (role.tryLock(joinMs, TimeUnit.MILLISECONDS)) {
+                role.unlock();
+                inlineDone = true;
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        return !coordinator.isAlive() && !consumedNotHandled;
+        return !coordinator.isAlive() && inlineDone && !consumedNotHandled;
     }
 
     /** Messages parsed from one buffer, handed to a handler thread in one go. */

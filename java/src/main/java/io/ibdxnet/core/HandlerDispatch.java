@@ -164,10 +164,12 @@ public final class HandlerDispatch {
     /** The pool's queue: an idle handler thread yields for a moment before it blocks ({@link IdleYield}). */
     private static final class YieldingQueue extends LinkedBlockingQueue<Runnable> {
         private static final long serialVersionUID = 1L;
+        /** Made once: a method reference per take would allocate per batch. */
+        private final transient java.util.function.Supplier<Runnable> pollNow = this::poll;
 
         @Override
         public Runnable take() throws InterruptedException {
-            Runnable r = IdleYield.poll(this::poll);
+            Runnable r = IdleYield.poll(pollNow);
             return r != null ? r : super.take();
         }
     }

@@ -16,6 +16,8 @@ public final class IncomingBufferQueue {
     private final ArrayBlockingQueue<IncomingBuffer> queue;
     private final long maxBytes;
     private final AtomicLong bytes = new AtomicLong();
+    /** Made once: a method reference per poll would allocate per buffer. */
+    private final java.util.function.Supplier<IncomingBuffer> pollQueue;
     /** The (one) consumer's last poll found nothing. */
     private boolean timedOut;
     /** Buffers offered and not yet {@link #finished}: in the queue or being handled. */
@@ -23,6 +25,7 @@ public final class IncomingBufferQueue {
 
     public IncomingBufferQueue(int maxBuffers, long maxBytes) {
         this.queue = new ArrayBlockingQueue<>(maxBuffers);
+        this.pollQueue = queue::poll;
         this.maxBytes = maxBytes;
     }
 
@@ -60,7 +63,7 @@ public final class IncomingBufferQueue {
     public IncomingBuffer poll(long timeoutMs) throws InterruptedException {
         // Yield only right after work: a consumer whose last wait timed out
         // blocks at once (an idle node must not yield 50 µs per timeout).
-        IncomingBuffer b = timedOut ? queue.poll() : IdleYield.poll(queue::poll);
+        IncomingBuffer b = timedOut ? queue.poll() : IdleYield.poll(pollQueue);
         if (b == null) {
             b = queue.poll(timeoutMs, TimeUnit.MILLISECONDS);
         }
