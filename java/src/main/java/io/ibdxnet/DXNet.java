@@ -56,7 +56,8 @@ public final class DXNet implements AutoCloseable {
         config.validate();
         this.config = config;
         this.requests = new PendingRequests(config.nodeId, counters, warnings);
-        this.ibq = new IncomingBufferQueue(config.ibqMaxBuffers, config.ibqMaxBytes);
+        this.ibq = new IncomingBufferQueue(config.ibqMaxBuffers, config.ibqMaxBytes, config.ibqMaxBuffersPerSource,
+                config.ibqMaxBytesPerSource);
         this.transport = Transports.open(config, new TransportListener() {
             @Override
             public boolean onBuffer(IncomingBuffer b) {
@@ -79,10 +80,11 @@ public final class DXNet implements AutoCloseable {
                 addNode(n.getKey(), n.getValue());
             }
         }
-        // Full: the coordinator waits (backpressure) instead of running the
-        // task itself, which would reorder messages.
+        // A source over its share is not read (backpressure on it alone); the
+        // receive path never blocks on the handlers.
         this.handlers = new HandlerDispatch("dxnet-handler-" + config.nodeId + "-", config.handlerThreads,
-                config.handlerQueueSize, config.orderPerSender);
+                config.handlerQueueSize, config.handlerQueueBytes, config.handlerQueueBytesPerSource, config.orderPerSender);
+        ibq.spillOverShare(!transport.holdsBackOneSource());
         this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
                 this::answerWithError, this::failed);
         this.sender = new MessageSender(config, transport, incoming);
@@ -300,7 +302,9 @@ public final class DXNet implements AutoCloseable {
 
     /**
      * What this node holds for a slow consumer: received buffers waiting for
-     * the message creation coordinator (bounded by {@code ibqMaxBuffers})…
+     * the message creation coordinator (bounded by {@code ibqMaxBuffers}, and
+     * {@code ibqMaxBuffersPerSource} per source; on ib a source's buffers
+     * beyond its share are kept too, copied out: {@code ibq_spilled_bytes})…
      */
     public int incomingBuffersQueued() {
         return ibq.size();
@@ -311,9 +315,18 @@ public final class DXNet implements AutoCloseable {
         return ibq.bytes();
     }
 
-    /** …and message batches waiting for a handler thread (bounded by {@code handlerQueueSize}). */
+    /** …message batches not yet handled (bounded by {@code handlerQueueSize})… */
     public int handlerBatchesQueued() {
         return handlers.queued();
+    }
+
+    /**
+     * …and their bytes (payload plus 64 per message; bounded by
+     * {@code handlerQueueBytes}, {@code handlerQueueBytesPerSource} per source,
+     * each source beyond by at most one buffer's messages).
+     */
+    public long handlerBytesQueued() {
+        return handlers.queuedBytes();
     }
 
     /** The largest frame the transport carries; larger messages are sent in frames of this size. */
@@ -344,7 +357,9 @@ public final class DXNet implements AutoCloseable {
      * into a heap array; the others are imported where they lie in the
      * receive buffer), {@code buffers_received_inline}
      * (received buffers the transport's own thread turned into messages, see
-     * {@code receiveInline}).
+     * {@code receiveInline}), {@code ibq_spilled_buffers} and
+     * {@code ibq_spilled_bytes} (ib: received buffers of a source beyond its
+     * share, copied out so that its receive buffers went back at once).
      */
     public Map<String, Long> transportStats() {
         Map<String, Long> m = new java.util.LinkedHashMap<>(transport.stats());
@@ -352,6 +367,8 @@ public final class DXNet implements AutoCloseable {
         sender.addTo(m);
         m.put("unfinished_bytes_claimed", incoming.unfinishedBytesClaimed());
         m.put("buffers_received_inline", incoming.inlineBuffers());
+        m.put("ibq_spilled_buffers", ibq.spilledBuffers());
+        m.put("ibq_spilled_bytes", ibq.spilledBytes());
         return m;
     }
 

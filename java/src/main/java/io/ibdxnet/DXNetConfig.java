@@ -50,8 +50,14 @@ public final class DXNetConfig {
     public boolean receiveInline;
     /** Key {@code requestTimeoutMs}. */
     public int requestTimeoutMs;
+    /** Key {@code handlerQueueBytes}. */
+    public long handlerQueueBytes;
+    /** Key {@code handlerQueueBytesPerSource}. */
+    public long handlerQueueBytesPerSource;
     /** Key {@code sendTimeoutMs}. */
     public int sendTimeoutMs;
+    /** Key {@code handlerSendTimeoutMs}. */
+    public int handlerSendTimeoutMs;
     /** Key {@code connectTimeoutMs}. */
     public int connectTimeoutMs;
     /** Key {@code flowControlWindow}. */
@@ -62,6 +68,10 @@ public final class DXNetConfig {
     public int ibqMaxBuffers;
     /** Key {@code ibqMaxBytes}. */
     public long ibqMaxBytes;
+    /** Key {@code ibqMaxBuffersPerSource}. */
+    public int ibqMaxBuffersPerSource;
+    /** Key {@code ibqMaxBytesPerSource}. */
+    public long ibqMaxBytesPerSource;
     /** Key {@code nioBufferSize}. */
     public int nioBufferSize;
     /** Key {@code nioBufferCount}. */
@@ -111,9 +121,16 @@ public final class DXNetConfig {
         ConfigKey.ofBoolean("orderPerSender", true, "handle one source node's messages one at a time in arrival "
             + "order (different nodes in parallel); false: any handler thread takes any message",
             c -> c.orderPerSender, (c, v) -> c.orderPerSender = v),
-        ConfigKey.ofInt("handlerQueueSize", 16_384, 1, Integer.MAX_VALUE, "received batches waiting for a "
-            + "handler; when full, receiving waits (backpressure)",
+        ConfigKey.ofInt("handlerQueueSize", 16_384, 1, Integer.MAX_VALUE, "received batches not yet handled, "
+            + "all sources together; a source with none queued may always queue one",
             c -> c.handlerQueueSize, (c, v) -> c.handlerQueueSize = v),
+        ConfigKey.ofLong("handlerQueueBytes", 64L << 20, 1024, 1L << 40, "payload bytes (plus 64 per message) of "
+            + "received messages not yet handled, all sources together; a source with nothing queued may always "
+            + "queue one buffer's messages",
+            c -> c.handlerQueueBytes, (c, v) -> c.handlerQueueBytes = v),
+        ConfigKey.ofLong("handlerQueueBytesPerSource", 8L << 20, 1024, 1L << 40, "… of one source node; a source "
+            + "over it is not read (its flow-control window is not confirmed) until its handlers catch up",
+            c -> c.handlerQueueBytesPerSource, (c, v) -> c.handlerQueueBytesPerSource = v),
         ConfigKey.ofBoolean("receiveInline", true, "a transport's receiving thread turns a received buffer into "
             + "messages itself while nothing waits for the coordinator (a round trip crosses one thread hand-off "
             + "less per side; messages' importPayload then runs on that thread); false: always the coordinator",
@@ -123,6 +140,9 @@ public final class DXNetConfig {
         ConfigKey.ofInt("sendTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "how long a send may wait for ring space or "
             + "the flow-control window",
             c -> c.sendTimeoutMs, (c, v) -> c.sendTimeoutMs = v),
+        ConfigKey.ofInt("handlerSendTimeoutMs", 1_000, 1, MAX_TIMEOUT_MS, "… for a send or reply made on a message "
+            + "handler thread (at most `sendTimeoutMs`): a peer that does not read holds a handler no longer",
+            c -> c.handlerSendTimeoutMs, (c, v) -> c.handlerSendTimeoutMs = v),
         ConfigKey.ofInt("connectTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "connection setup timeout",
             c -> c.connectTimeoutMs, (c, v) -> c.connectTimeoutMs = v).setsNative("connect_timeout_ms"),
         ConfigKey.ofLong("flowControlWindow", 16L << 20, 4096, Long.MAX_VALUE, "flow control window per "
@@ -136,6 +156,11 @@ public final class DXNetConfig {
             c -> c.ibqMaxBuffers, (c, v) -> c.ibqMaxBuffers = v),
         ConfigKey.ofLong("ibqMaxBytes", 128L << 20, 1, Long.MAX_VALUE, "incoming bytes queued at most",
             c -> c.ibqMaxBytes, (c, v) -> c.ibqMaxBytes = v),
+        ConfigKey.ofInt("ibqMaxBuffersPerSource", 1024, 1, 1 << 24, "… of one source node (at most `ibqMaxBuffers`); "
+            + "ib: the receive buffers one source may hold, beyond them its data is copied out",
+            c -> c.ibqMaxBuffersPerSource, (c, v) -> c.ibqMaxBuffersPerSource = v),
+        ConfigKey.ofLong("ibqMaxBytesPerSource", 32L << 20, 1, 1L << 40, "… of one source node (at most `ibqMaxBytes`)",
+            c -> c.ibqMaxBytesPerSource, (c, v) -> c.ibqMaxBytesPerSource = v),
         ConfigKey.ofInt("nioBufferSize", 64 << 10, 4096, Integer.MAX_VALUE, "nio, loopback: bytes of one pooled "
             + "receive buffer",
             c -> c.nioBufferSize, (c, v) -> c.nioBufferSize = v),

@@ -29,6 +29,8 @@ import java.util.logging.Logger;
  */
 final class IncomingPath implements MessageSender.LocalDelivery {
     private static final Logger LOG = Logger.getLogger(DXNet.class.getName());
+    /** What a queued message is accounted as beyond its payload (its objects). */
+    static final int MESSAGE_OVERHEAD = 64;
 
     /** How a failed request handler is answered (through the send path). */
     interface ErrorReplier {
@@ -79,6 +81,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         this.coordinator = new Thread(this::coordinate, "dxnet-mcc-" + config.nodeId);
         this.coordinator.setDaemon(true);
         this.coordinator.setUncaughtExceptionHandler(onDeath);
+        handlers.onRoom(ibq::resume);
     }
 
     void start() {
@@ -123,6 +126,8 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     private final class Batch implements Runnable {
         final List<MessageHandler<Message>> receivers = new ArrayList<>();
         final List<Message> messages = new ArrayList<>();
+        /** What the messages are accounted as in their source's handler share. */
+        long bytes;
 
         @Override
         public void run() {
@@ -150,18 +155,19 @@ final class IncomingPath implements MessageSender.LocalDelivery {
      * buffer goes to the queue. Never blocks; false if the queue is full.
      */
     boolean offer(IncomingBuffer b) {
-        if (config.receiveInline && ibq.idle() && running && role.tryLock()) {
+        int src = b.source;
+        if (config.receiveInline && running && ibq.idle(src) && handlers.hasRoom(src) && role.tryLock()) {
             try {
-                // Each source's buffers come from one thread, and none of them
-                // waits in the queue: this one is next in its stream.
-                if (ibq.idle() && running && handlers.tryReserve()) {
+                // Each source's buffers come from one thread, and none of this
+                // source's waits in the queue: this one is next in its stream.
+                if (running && ibq.idle(src) && handlers.hasRoom(src)) {
                     inlineBuffers.incrementAndGet();
-                    handle(b, true);
+                    handle(b);
                     return true;
                 }
             } catch (Throwable e) { // the transport's thread must live on; what the buffer held is lost
                 counters.streamErrors.incrementAndGet();
-                LOG.log(Level.SEVERE, "node " + config.nodeId + ": receiving a buffer of node " + b.source + " failed", e);
+                LOG.log(Level.SEVERE, "node " + config.nodeId + ": receiving a buffer of node " + src + " failed", e);
                 return true;
             } finally {
                 role.unlock();
@@ -175,7 +181,12 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         return inlineBuffers.get();
     }
 
-    /** The message creation coordinator: queued buffers → messages, in order per source. */
+    /**
+     * The message creation coordinator: queued buffers → messages, round-robin
+     * across sources, in order per source. A source whose handler share is
+     * used up is held (its buffers stay queued, unconfirmed, so its sender is
+     * held back by flow control) until one of its tasks finishes.
+     */
     private void coordinate() {
         while (running) {
             IncomingBuffer b;
@@ -189,14 +200,21 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             }
             role.lock();
             try {
-                if (!handle(b, false)) {
+                if (!handlers.hasRoom(b.source)) {
+                    ibq.giveBack(b);
+                    handlers.want(b.source); // after the hold: the resume cannot come first
+                    continue;
+                }
+                boolean ok;
+                try {
+                    ok = handle(b);
+                } finally {
+                    ibq.finished(b);
+                }
+                if (!ok) {
                     return;
                 }
-            } catch (InterruptedException e) {
-                consumedNotHandled = true;
-                return;
             } finally {
-                ibq.finished();
                 role.unlock();
             }
         }
@@ -205,35 +223,27 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     /**
      * One buffer into messages, one batch of them to the handlers (one
      * hand-off per buffer, not per message: waking a handler thread was the
-     * top hotspot with small messages). Role holder only; {@code reserved}:
-     * the handler room is taken already. False if the handlers were shut
-     * down and messages taken from the buffer never reach one.
+     * top hotspot with small messages). Role holder only, after
+     * {@link HandlerDispatch#hasRoom} for its source. False if the handlers
+     * were shut down and messages taken from the buffer never reach one.
      */
-    private boolean handle(IncomingBuffer b, boolean reserved) throws InterruptedException {
-        boolean roomHandedOver = false;
+    private boolean handle(IncomingBuffer b) {
         try {
-            try {
-                parse(b, sink);
-            } finally {
-                b.release();
-                transport.consumed(b);
-            }
-            if (batch.messages.isEmpty()) {
-                return true;
-            }
-            Batch full = batch;
-            batch = new Batch();
-            roomHandedOver = reserved; // submitReserved uses the room or gives it back
-            if (reserved ? handlers.submitReserved(b.source, full) : handlers.submit(b.source, full)) {
-                return true;
-            }
-            consumedNotHandled = true;
-            return false;
+            parse(b, sink);
         } finally {
-            if (reserved && !roomHandedOver) {
-                handlers.unreserve(); // nothing to hand over, or a failure: the room must not leak
-            }
+            b.release();
+            transport.consumed(b);
         }
+        if (batch.messages.isEmpty()) {
+            return true;
+        }
+        Batch full = batch;
+        batch = new Batch();
+        if (handlers.submit(b.source, full, full.bytes)) {
+            return true;
+        }
+        consumedNotHandled = true;
+        return false;
     }
 
     /**
@@ -294,6 +304,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
 
     /** Creates the message and queues it for its receiver: into {@code into}, or as its own task. */
     private void deliver(int source, byte type, byte subtype, int flags, int requestId, MessageImporter payload, Batch into) {
+        int size = payload.remaining();
         if ((flags & Frame.ERROR) != 0) {
             failRequest(source, requestId, payload);
             return;
@@ -332,9 +343,10 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         Batch b = into != null ? into : new Batch();
         b.receivers.add(r);
         b.messages.add(m);
+        b.bytes += size + MESSAGE_OVERHEAD;
         if (into == null) {
             try {
-                if (!handlers.submit(source, b)) {
+                if (!handlers.submitWhenRoom(source, b, b.bytes)) {
                     counters.dropped.incrementAndGet(); // closed meanwhile
                     consumedNotHandled = true;
                 }

@@ -1,6 +1,7 @@
 package io.ibdxnet;
 
 import io.ibdxnet.core.Frame;
+import io.ibdxnet.core.HandlerDispatch;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.RingRecord;
 import io.ibdxnet.transport.Transport;
@@ -106,8 +107,15 @@ final class MessageSender {
         }
     }
 
+    /**
+     * When a send must have its ring space: {@code sendTimeoutMs} from now, or
+     * {@code handlerSendTimeoutMs} on a handler thread (a peer whose window
+     * stays full must not hold a handler for long).
+     */
     private long deadline() {
-        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.sendTimeoutMs);
+        int ms = HandlerDispatch.onHandlerThread() ? Math.min(config.sendTimeoutMs, config.handlerSendTimeoutMs)
+                : config.sendTimeoutMs;
+        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
     }
 
     /**

@@ -3,128 +3,191 @@ package io.ibdxnet.core;
 import io.ibdxnet.transport.NodeId;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.IntConsumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * Runs message handler tasks on a pool of threads.
+ * Runs message handler tasks on a pool of threads, each source node within
+ * its own share.
  *
  * <p>Ordered (the default): each source node has a serial lane; its tasks run
  * one at a time in submission order, and a lane with work is scheduled onto
  * the pool like an actor. Lanes of different sources run on different threads
  * at once, so a slow handler holds up only its own source's later tasks (and
- * one thread). A lane gives its thread back after {@link #BURST} tasks, so
- * one busy source cannot starve the others when sources outnumber threads.
+ * one thread). A lane gives its thread back after {@link #BURST} tasks, or
+ * after one task that ran longer than {@link #SLOW_TASK_NANOS}, so the pool
+ * serves sources round-robin.
  *
  * <p>Unordered: every task goes to the pool on its own; tasks of one source
  * may run concurrently and finish in any order.
  *
- * <p>Either way at most {@code capacity} tasks wait (not yet started); a
- * submit beyond blocks until one starts (backpressure toward the network).
+ * <p>Shares: a task is accounted (count and bytes) from submit until it
+ * finished. A source {@link #hasRoom has room} while its tasks hold less than
+ * {@code sourceBytes} and the node's less than {@code capacity} tasks and
+ * {@code maxBytes}; a source with no task at all always has room (its
+ * guaranteed minimum). Submitting never blocks: the receive path asks
+ * {@link #hasRoom} before it turns a source's buffer into tasks, and a source
+ * without room stops being read ({@link #want}) until one of its own tasks
+ * finishes — backpressure on that source only.
  */
 public final class HandlerDispatch {
     private static final Logger LOG = Logger.getLogger(HandlerDispatch.class.getName());
     /** Tasks a lane runs before it lets the pool run another lane (fairness when sources outnumber threads). */
     static final int BURST = 64;
+    /** A task that ran longer sends its lane to the back of the pool's queue. */
+    static final long SLOW_TASK_NANOS = 1_000_000;
+    /** The handler threads of every dispatch (see {@link #onHandlerThread}). */
+    private static final ThreadLocal<Boolean> HANDLER_THREAD = new ThreadLocal<>();
 
     private final ThreadPoolExecutor pool;
-    private final Semaphore room;
     private final int capacity;
+    private final long maxBytes;
+    private final long sourceBytes;
     private final boolean ordered;
     private final AtomicReferenceArray<Lane> lanes = new AtomicReferenceArray<>(NodeId.COUNT);
+    private final AtomicInteger tasks = new AtomicInteger();
+    private final AtomicLong bytes = new AtomicLong();
+    private volatile IntConsumer roomListener = s -> {};
     private volatile boolean closed;
-    /** Tasks submitted and not yet finished. */
-    private final java.util.concurrent.atomic.AtomicLong unfinished = new java.util.concurrent.atomic.AtomicLong();
 
     /**
      * {@code threads} handler threads named {@code name + index} (daemons);
-     * {@code capacity} waiting tasks at most; {@code ordered}: serial per source.
+     * at most about {@code capacity} tasks and {@code maxBytes} for the node and
+     * {@code sourceBytes} per source (see the class comment); {@code ordered}:
+     * serial per source.
      */
-    public HandlerDispatch(String name, int threads, int capacity, boolean ordered) {
+    public HandlerDispatch(String name, int threads, int capacity, long maxBytes, long sourceBytes, boolean ordered) {
         AtomicInteger index = new AtomicInteger();
-        // Unbounded: the semaphore bounds the waiting tasks, and a lane's own
-        // rescheduling must never block or be refused while running.
+        // Unbounded: the shares bound the tasks, and a lane's own rescheduling
+        // must never block or be refused while running.
         this.pool = new ThreadPoolExecutor(threads, threads, 0, TimeUnit.MILLISECONDS, new YieldingQueue(), r -> {
-            Thread t = new Thread(r, name + index.getAndIncrement());
+            Thread t = new Thread(() -> {
+                HANDLER_THREAD.set(Boolean.TRUE);
+                r.run();
+            }, name + index.getAndIncrement());
             t.setDaemon(true);
             return t;
         }, new ThreadPoolExecutor.DiscardPolicy()); // refused only after shutdown
-        this.room = new Semaphore(capacity);
         this.capacity = capacity;
+        this.maxBytes = maxBytes;
+        this.sourceBytes = sourceBytes;
         this.ordered = ordered;
     }
 
+    /** True on a handler thread of any dispatch (its sends wait less: they hold a handler). */
+    public static boolean onHandlerThread() {
+        return HANDLER_THREAD.get() != null;
+    }
+
+    /** Called (on a handler thread, or the caller of {@link #want}) when a wanting source has room again. */
+    public void onRoom(IntConsumer listener) {
+        this.roomListener = listener;
+    }
+
     /**
-     * Queues {@code task} of source node {@code source} ({@link NodeId}), waiting
-     * while {@code capacity} tasks wait. False if this dispatch was shut down
-     * meanwhile (the task is dropped).
+     * Whether {@code source} may queue more now: its share is not used up and
+     * the node's is not (or it has no task at all). False once shut down.
      */
-    public boolean submit(int source, Runnable task) throws InterruptedException {
-        while (!room.tryAcquire(100, TimeUnit.MILLISECONDS)) {
+    public boolean hasRoom(int source) {
+        if (closed) {
+            return false;
+        }
+        Lane l = lanes.get(source);
+        if (l == null || l.tasks.get() == 0) {
+            return true;
+        }
+        return l.bytes.get() < sourceBytes && bytes.get() < maxBytes && tasks.get() < capacity;
+    }
+
+    /**
+     * {@code source} found no room ({@link #hasRoom} false) and stopped being
+     * read: the room listener hears of it once it has room again (at the latest
+     * when its last task finished). Call it after the source was held, so the
+     * listener's resume cannot come before the hold.
+     */
+    public void want(int source) {
+        Lane l = lane(source);
+        l.wanted.set(true);
+        notifyIfRoom(l); // a task may have finished meanwhile
+    }
+
+    private void notifyIfRoom(Lane l) {
+        if (l.wanted.get() && hasRoom(l.source) && l.wanted.compareAndSet(true, false)) {
+            roomListener.accept(l.source);
+        }
+    }
+
+    /**
+     * Queues {@code task} of source node {@code source} ({@link NodeId}),
+     * accounted as {@code taskBytes}; never blocks (ask {@link #hasRoom}
+     * first). False if this dispatch was shut down (the task is dropped).
+     */
+    public boolean submit(int source, Runnable task, long taskBytes) {
+        if (closed) {
+            return false;
+        }
+        Lane l = lane(source);
+        l.tasks.incrementAndGet();
+        l.bytes.addAndGet(taskBytes);
+        tasks.incrementAndGet();
+        bytes.addAndGet(taskBytes);
+        Job job = new Job(task, taskBytes);
+        if (!ordered) {
+            pool.execute(() -> runGuarded(l, job));
+            return true;
+        }
+        l.add(job);
+        return true;
+    }
+
+    /**
+     * Waits until {@code source} has room, then queues {@code task} (for
+     * callers that may block, e.g. a message to the own node). False if this
+     * dispatch was shut down meanwhile.
+     */
+    public boolean submitWhenRoom(int source, Runnable task, long taskBytes) throws InterruptedException {
+        while (!hasRoom(source)) {
             if (closed) {
                 return false;
             }
+            Thread.sleep(1);
         }
-        queue(source, task);
-        return true;
+        return submit(source, task, taskBytes);
     }
 
-    /**
-     * Takes the room for one task now, without waiting: false if there is none
-     * (or this dispatch is shut down). Pair it with {@link #submitReserved} or
-     * {@link #unreserve}.
-     */
-    public boolean tryReserve() {
-        return !closed && room.tryAcquire();
-    }
-
-    /** Gives back the room {@link #tryReserve} took. */
-    public void unreserve() {
-        room.release();
-    }
-
-    /**
-     * Queues {@code task} into the room {@link #tryReserve} took; never blocks.
-     * False if this dispatch was shut down meanwhile (the task is dropped).
-     */
-    public boolean submitReserved(int source, Runnable task) {
-        if (closed) {
-            room.release();
-            return false;
-        }
-        queue(source, task);
-        return true;
-    }
-
-    private void queue(int source, Runnable task) {
-        unfinished.incrementAndGet();
-        if (!ordered) {
-            pool.execute(() -> {
-                room.release();
-                runGuarded(task);
-            });
-            return;
-        }
+    private Lane lane(int source) {
         Lane lane = lanes.get(source);
         if (lane == null) {
-            Lane fresh = new Lane();
+            Lane fresh = new Lane(source);
             lane = lanes.compareAndExchange(source, null, fresh);
             if (lane == null) {
                 lane = fresh;
             }
         }
-        lane.add(task);
+        return lane;
     }
 
-    /** Tasks waiting to start (at most {@code capacity}). */
+    /** Tasks submitted and not yet finished (at most about {@code capacity}). */
     public int queued() {
-        return capacity - room.availablePermits();
+        return tasks.get();
+    }
+
+    /** Bytes of the tasks submitted and not yet finished. */
+    public long queuedBytes() {
+        return bytes.get();
+    }
+
+    /** Bytes of {@code source}'s tasks submitted and not yet finished. */
+    public long queuedBytes(int source) {
+        Lane l = lanes.get(source);
+        return l == null ? 0 : l.bytes.get();
     }
 
     /**
@@ -136,13 +199,17 @@ public final class HandlerDispatch {
         pool.shutdown();
     }
 
-    private void runGuarded(Runnable task) {
+    private void runGuarded(Lane l, Job job) {
         try {
-            task.run();
+            job.task.run();
         } catch (Throwable e) { // tasks catch their handlers' failures; this is a bug, but the thread lives on
             LOG.log(Level.SEVERE, "a message handler task failed", e);
         } finally {
-            unfinished.decrementAndGet();
+            l.bytes.addAndGet(-job.bytes);
+            l.tasks.decrementAndGet();
+            bytes.addAndGet(-job.bytes);
+            tasks.decrementAndGet();
+            notifyIfRoom(l);
         }
     }
 
@@ -152,13 +219,24 @@ public final class HandlerDispatch {
      */
     public boolean awaitIdle(long timeoutMs) throws InterruptedException {
         long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-        while (unfinished.get() > 0) {
+        while (tasks.get() > 0) {
             if (System.nanoTime() - end > 0) {
                 return false;
             }
             Thread.sleep(1);
         }
         return true;
+    }
+
+    /** A task and the bytes it is accounted as. */
+    private static final class Job {
+        final Runnable task;
+        final long bytes;
+
+        Job(Runnable task, long bytes) {
+            this.task = task;
+            this.bytes = bytes;
+        }
     }
 
     /** The pool's queue: an idle handler thread yields for a moment before it blocks ({@link IdleYield}). */
@@ -174,14 +252,23 @@ public final class HandlerDispatch {
         }
     }
 
-    /** One source's tasks: runs on at most one pool thread at a time. */
+    /** One source's tasks and share: runs on at most one pool thread at a time (ordered). */
     private final class Lane implements Runnable {
-        private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+        final int source;
+        final AtomicInteger tasks = new AtomicInteger();
+        final AtomicLong bytes = new AtomicLong();
+        /** The source stopped being read for want of room here ({@link #want}). */
+        final AtomicBoolean wanted = new AtomicBoolean();
+        private final ConcurrentLinkedQueue<Job> jobs = new ConcurrentLinkedQueue<>();
         /** True from the moment the lane is handed to the pool until it returns with nothing to do. */
         private final AtomicBoolean scheduled = new AtomicBoolean();
 
-        void add(Runnable task) {
-            tasks.add(task);
+        Lane(int source) {
+            this.source = source;
+        }
+
+        void add(Job job) {
+            jobs.add(job);
             if (scheduled.compareAndSet(false, true)) {
                 pool.execute(this);
             }
@@ -190,16 +277,19 @@ public final class HandlerDispatch {
         @Override
         public void run() {
             for (int i = 0; i < BURST; i++) {
-                Runnable task = tasks.poll();
-                if (task == null) {
+                Job job = jobs.poll();
+                if (job == null) {
                     break;
                 }
-                room.release();
-                runGuarded(task);
+                long start = System.nanoTime();
+                runGuarded(this, job);
+                if (System.nanoTime() - start > SLOW_TASK_NANOS) {
+                    break; // a slow source goes to the back: the others are served in between
+                }
             }
             scheduled.set(false);
-            // A task added after the last poll saw scheduled still true: take it up.
-            if (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
+            // A job added after the last poll saw scheduled still true: take it up.
+            if (!jobs.isEmpty() && scheduled.compareAndSet(false, true)) {
                 pool.execute(this);
             }
         }

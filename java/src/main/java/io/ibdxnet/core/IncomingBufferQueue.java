@@ -1,53 +1,271 @@
 package io.ibdxnet.core;
 
+import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.IncomingBuffer;
-import java.util.concurrent.ArrayBlockingQueue;
+import io.ibdxnet.transport.NodeId;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The incoming buffer queue (paper §2.3): received buffers wait here for the
- * message creation coordinator, bounded by count and by bytes. A full queue
- * refuses buffers, which stay in the transport (backpressure down to the
- * network: receiver not ready).
+ * The incoming buffer queue (paper §2.3), one lane per source node: received
+ * buffers wait here for the message creation coordinator, which takes them
+ * round-robin across sources (one buffer per turn), in order within each.
+ *
+ * <p>Bounds: each source may hold {@code sourceMaxBuffers} and
+ * {@code sourceMaxBytes}, the node {@code maxBuffers} and {@code maxBytes};
+ * a source with nothing here may always add one buffer (its guaranteed
+ * minimum). A buffer beyond them is refused and stays in its transport,
+ * which stops reading that source (backpressure on that source only).
+ *
+ * <p>A transport that cannot stop one source ({@link #spillOverShare}: the
+ * RDMA engine's shared receive queue takes whatever any peer sends) has the
+ * buffers beyond a source's share kept anyway, outside the node's bounds: a
+ * source that already holds {@code sourceMaxBuffers} receive buffers gets the
+ * next ones copied out, so the receive buffers go back at once and one source
+ * never holds more than its share of them. What it may send beyond its share
+ * is bounded by its flow-control window (nothing it sent is confirmed before
+ * it was parsed).
+ *
+ * <p>A lane may be held ({@link #giveBack}) while its source has no room
+ * downstream, and {@link #resume resumed} later; a held lane keeps its
+ * buffers and is skipped.
  */
 public final class IncomingBufferQueue {
-    private final ArrayBlockingQueue<IncomingBuffer> queue;
+    private final int maxBuffers;
     private final long maxBytes;
-    private final AtomicLong bytes = new AtomicLong();
-    /** Made once: a method reference per poll would allocate per buffer. */
-    private final java.util.function.Supplier<IncomingBuffer> pollQueue;
-    /** The (one) consumer's last poll found nothing. */
-    private boolean timedOut;
+    private final int sourceMaxBuffers;
+    private final long sourceMaxBytes;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition notEmpty = lock.newCondition();
+    /** Lanes that have a buffer and are neither being handled nor held, in turn order. */
+    private final ArrayDeque<Lane> ready = new ArrayDeque<>();
+    private final Lane[] lanes = new Lane[NodeId.COUNT];
+    /** Buffers and bytes within the node's bounds (under the lock; bytes also read as a gauge). */
+    private int buffers;
+    private volatile long bytes;
+    /** Buffers in the lanes (a gauge). */
+    private volatile int waiting;
     /** Buffers offered and not yet {@link #finished}: in the queue or being handled. */
     private final AtomicInteger unfinished = new AtomicInteger();
+    private final AtomicLong spilledBuffers = new AtomicLong();
+    private final AtomicLong spilledBytes = new AtomicLong();
+    private volatile boolean spillOverShare;
+    /** The (one) consumer's last poll found nothing. */
+    private boolean timedOut;
+    /** Made once: a method reference per poll would allocate per buffer. */
+    private final java.util.function.Supplier<IncomingBuffer> takeNow = () -> {
+        try {
+            return take(0);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        }
+    };
 
-    public IncomingBufferQueue(int maxBuffers, long maxBytes) {
-        this.queue = new ArrayBlockingQueue<>(maxBuffers);
-        this.pollQueue = queue::poll;
+    public IncomingBufferQueue(int maxBuffers, long maxBytes, int sourceMaxBuffers, long sourceMaxBytes) {
+        this.maxBuffers = maxBuffers;
         this.maxBytes = maxBytes;
+        this.sourceMaxBuffers = Math.min(sourceMaxBuffers, maxBuffers);
+        this.sourceMaxBytes = Math.min(sourceMaxBytes, maxBytes);
     }
 
-    /** Adds a buffer unless the queue is full (by count or bytes); never blocks. */
+    /**
+     * The transport cannot refuse one source's buffers without stopping every
+     * source (see the class comment): buffers beyond a source's share are kept,
+     * copied out of their receive buffers where the source holds its share of those.
+     */
+    public void spillOverShare(boolean on) {
+        this.spillOverShare = on;
+    }
+
+    /** A queued buffer and how it is accounted. */
+    private static final class Entry {
+        final IncomingBuffer buffer;
+        /** Within the node's bounds (else kept beyond the source's share, spill mode). */
+        final boolean counted;
+        /** Holds a transport's receive buffer (else a copy). */
+        final boolean received;
+
+        Entry(IncomingBuffer buffer, boolean counted, boolean received) {
+            this.buffer = buffer;
+            this.counted = counted;
+            this.received = received;
+        }
+    }
+
+    /** One source's buffers. */
+    private static final class Lane {
+        final ArrayDeque<Entry> queue = new ArrayDeque<>();
+        /** Buffers and bytes of {@link #queue} counted in the node's bounds. */
+        int buffers;
+        long bytes;
+        /** Entries in {@link #queue} that hold a transport's receive buffer. */
+        int received;
+        /** The entry being handled (taken by the consumer), or null. */
+        Entry current;
+        boolean held;
+    }
+
+    private Lane lane(int source) {
+        Lane l = lanes[source];
+        if (l == null) {
+            l = new Lane();
+            lanes[source] = l;
+        }
+        return l;
+    }
+
+    /** Adds a buffer unless its source or the node is full (see the class comment); never blocks. */
     public boolean offer(IncomingBuffer b) {
-        long now = bytes.addAndGet(b.length);
-        if (now > maxBytes && now != b.length) {
-            bytes.addAndGet(-b.length);
-            return false;
+        lock.lock();
+        try {
+            Lane l = lane(b.source);
+            boolean nothingHere = l.queue.isEmpty() && l.current == null;
+            boolean sourceRoom = l.buffers < sourceMaxBuffers && l.bytes + b.length <= sourceMaxBytes;
+            boolean nodeRoom = buffers < maxBuffers && bytes + b.length <= maxBytes;
+            Entry e;
+            if (nothingHere || (sourceRoom && nodeRoom)) {
+                e = new Entry(b, true, true);
+            } else if (spillOverShare && !sourceRoom) {
+                // Over its share: kept beyond the node's bounds, copied out once
+                // the source holds its share of receive buffers.
+                e = l.received >= sourceMaxBuffers ? new Entry(copyOut(b), false, false) : new Entry(b, false, true);
+            } else {
+                return false; // the transport holds it (and reads nothing more of that source meanwhile)
+            }
+            count(l, e, +1);
+            l.queue.addLast(e);
+            waiting++;
+            unfinished.incrementAndGet();
+            if (l.current == null && !l.held && l.queue.size() == 1) {
+                ready.addLast(l);
+                notEmpty.signal();
+            }
+            return true;
+        } finally {
+            lock.unlock();
         }
-        unfinished.incrementAndGet();
-        if (!queue.offer(b)) {
-            unfinished.decrementAndGet();
-            bytes.addAndGet(-b.length);
-            return false;
-        }
-        return true;
     }
 
-    /** The consumer handled a buffer it took. */
-    public void finished() {
+    /** Moves {@code e}'s accounting into ({@code sign} +1) or out of (-1) its lane. */
+    private void count(Lane l, Entry e, int sign) {
+        if (e.received) {
+            l.received += sign;
+        }
+        if (e.counted) {
+            l.buffers += sign;
+            l.bytes += sign * (long) e.buffer.length;
+            buffers += sign;
+            bytes += sign * (long) e.buffer.length;
+        }
+    }
+
+    /** {@code b}'s bytes in memory of their own; its receive buffer goes back to the transport now. */
+    private IncomingBuffer copyOut(IncomingBuffer b) {
+        ByteBuffer copy = ByteBuffer.allocateDirect(Math.max(1, b.length));
+        long at = Memory.address(copy);
+        Memory.copy(b.address, at, b.length);
+        b.release();
+        spilledBuffers.incrementAndGet();
+        spilledBytes.addAndGet(b.length);
+        // The releaser keeps the copy reachable until the bytes were parsed.
+        return new IncomingBuffer(b.source, at, b.length, b.connection, 0, id -> copy.clear());
+    }
+
+    /**
+     * The next buffer, round-robin across sources, waiting up to
+     * {@code timeoutMs}; null if none came. One consumer thread only; it then
+     * calls {@link #finished} or {@link #giveBack}. Yields for a moment before
+     * blocking ({@link IdleYield}).
+     */
+    public IncomingBuffer poll(long timeoutMs) throws InterruptedException {
+        // Yield only right after work: a consumer whose last wait timed out
+        // blocks at once (an idle node must not yield 50 µs per timeout).
+        IncomingBuffer b = timedOut ? take(0) : IdleYield.poll(takeNow);
+        if (b == null) {
+            b = take(TimeUnit.MILLISECONDS.toNanos(timeoutMs));
+        }
+        timedOut = b == null;
+        return b;
+    }
+
+    private IncomingBuffer take(long nanos) throws InterruptedException {
+        lock.lock();
+        try {
+            while (ready.isEmpty()) {
+                if (nanos <= 0) {
+                    return null;
+                }
+                nanos = notEmpty.awaitNanos(nanos);
+            }
+            Lane l = ready.pollFirst();
+            Entry e = l.queue.pollFirst();
+            l.current = e;
+            waiting--;
+            count(l, e, -1);
+            return e.buffer;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The consumer is done with the buffer it took: its source takes its next turn. */
+    public void finished(IncomingBuffer b) {
+        lock.lock();
+        try {
+            Lane l = lanes[b.source];
+            l.current = null;
+            if (!l.held && !l.queue.isEmpty()) {
+                ready.addLast(l);
+                notEmpty.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
         unfinished.decrementAndGet();
+    }
+
+    /**
+     * The consumer could not handle {@code b} now (its source has no room
+     * downstream): it goes back to the front of its lane, which is held until
+     * {@link #resume}. {@code b} stays unfinished.
+     */
+    public void giveBack(IncomingBuffer b) {
+        lock.lock();
+        try {
+            Lane l = lanes[b.source];
+            Entry e = l.current;
+            l.current = null;
+            l.queue.addFirst(e);
+            waiting++;
+            count(l, e, +1);
+            l.held = true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code source} may be handled again (see {@link #giveBack}). */
+    public void resume(int source) {
+        lock.lock();
+        try {
+            Lane l = lanes[source];
+            if (l == null || !l.held) {
+                return;
+            }
+            l.held = false;
+            if (l.current == null && !l.queue.isEmpty()) {
+                ready.addLast(l);
+                notEmpty.signal();
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** True if every buffer offered was taken and handled. */
@@ -56,29 +274,36 @@ public final class IncomingBufferQueue {
     }
 
     /**
-     * The oldest buffer, waiting up to {@code timeoutMs}; null if none came.
-     * One consumer thread only.
-     * Yields for a moment before blocking ({@link IdleYield}).
+     * True if nothing of {@code source} waits here or is being handled (its
+     * next buffer may be handled right away without passing one of its own).
      */
-    public IncomingBuffer poll(long timeoutMs) throws InterruptedException {
-        // Yield only right after work: a consumer whose last wait timed out
-        // blocks at once (an idle node must not yield 50 µs per timeout).
-        IncomingBuffer b = timedOut ? queue.poll() : IdleYield.poll(pollQueue);
-        if (b == null) {
-            b = queue.poll(timeoutMs, TimeUnit.MILLISECONDS);
+    public boolean idle(int source) {
+        lock.lock();
+        try {
+            Lane l = lanes[source];
+            return l == null || (l.queue.isEmpty() && l.current == null && !l.held);
+        } finally {
+            lock.unlock();
         }
-        timedOut = b == null;
-        if (b != null) {
-            bytes.addAndGet(-b.length);
-        }
-        return b;
     }
 
+    /** Buffers waiting (held lanes included). */
     public int size() {
-        return queue.size();
+        return waiting;
     }
 
+    /** Bytes waiting within the node's bounds. */
     public long bytes() {
-        return bytes.get();
+        return bytes;
+    }
+
+    /** Buffers copied out of their receive buffers (spill mode, a source beyond its share). */
+    public long spilledBuffers() {
+        return spilledBuffers.get();
+    }
+
+    /** Bytes of {@link #spilledBuffers}. */
+    public long spilledBytes() {
+        return spilledBytes.get();
     }
 }

@@ -241,6 +241,12 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
     }
 
+    /** The incoming ring is shared by every source: a refused entry would stop them all. */
+    @Override
+    public boolean holdsBackOneSource() {
+        return false;
+    }
+
     @Override
     public void consumed(IncomingBuffer b) {
         // Never blocks (runs on the message creation coordinator, or inline on the receive thread).

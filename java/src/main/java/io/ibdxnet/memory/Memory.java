@@ -84,6 +84,11 @@ public final class Memory {
         U.copyMemory(src, BYTES + srcIndex, null, dst, n);
     }
 
+    /** Copies {@code n} bytes from native memory at {@code src} to native memory at {@code dst}. */
+    public static void copy(long src, long dst, long n) {
+        U.copyMemory(src, dst, n);
+    }
+
     /** Sets {@code n} bytes at {@code address} to {@code v}. */
     public static void fill(long address, long n, byte v) {
         U.setMemory(address, n, v);

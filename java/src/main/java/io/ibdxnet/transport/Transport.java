@@ -40,6 +40,17 @@ public interface Transport extends AutoCloseable {
     /** Hands the frame written into {@code record} (see {@link #reserve}) to the connection; never blocks. */
     void publish(RingRecord record);
 
+    /**
+     * Whether a refused {@link TransportListener#onBuffer} holds back only
+     * that buffer's source (true: the transport stops reading it and offers
+     * the buffer again later). False where refusing stops every source (a
+     * shared receive queue): the core then keeps what a source sends beyond
+     * its share instead of refusing it.
+     */
+    default boolean holdsBackOneSource() {
+        return true;
+    }
+
     /** Called by the core after it processed {@code buffer} (flow control); never blocks. */
     void consumed(IncomingBuffer buffer);
 

@@ -91,6 +91,11 @@ public final class Memory {
         MemorySegment.copy(src, srcIndex, ALL, ValueLayout.JAVA_BYTE, dst, n);
     }
 
+    /** Copies {@code n} bytes from native memory at {@code src} to native memory at {@code dst}. */
+    public static void copy(long src, long dst, long n) {
+        MemorySegment.copy(ALL, src, ALL, dst, n);
+    }
+
     /** Sets {@code n} bytes at {@code address} to {@code v}. */
     public static void fill(long address, long n, byte v) {
         ALL.asSlice(address, n).fill(v);

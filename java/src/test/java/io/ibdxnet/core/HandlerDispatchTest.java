@@ -40,31 +40,94 @@ public class HandlerDispatchTest {
         };
     }
 
+    private static HandlerDispatch dispatch(int threads, int capacity, boolean ordered) {
+        return new HandlerDispatch("test-", threads, capacity, Long.MAX_VALUE, Long.MAX_VALUE, ordered);
+    }
+
     /** One thread, a busy source: another source's task runs after one burst, not after the whole backlog. */
     @Test
     public void aBusySourceGivesTheThreadBackAfterABurst() throws Exception {
-        d = new HandlerDispatch("test-", 1, 10_000, true);
+        d = dispatch(1, 10_000, true);
         CountDownLatch release = new CountDownLatch(1);
         AtomicInteger ranOfOne = new AtomicInteger();
         AtomicInteger seenByTwo = new AtomicInteger(-1);
         CountDownLatch done = new CountDownLatch(1);
-        d.submit(1, await(release));
+        CountDownLatch started = new CountDownLatch(1);
+        d.submit(3, () -> { // holds the one thread while the others queue
+            started.countDown();
+            await(release).run();
+        }, 0);
+        assertTrue(started.await(10, TimeUnit.SECONDS));
         for (int i = 0; i < 1000; i++) {
-            d.submit(1, ranOfOne::incrementAndGet);
+            d.submit(1, ranOfOne::incrementAndGet, 0);
         }
         d.submit(2, () -> {
             seenByTwo.set(ranOfOne.get());
             done.countDown();
-        });
+        }, 0);
         release.countDown();
         assertTrue(done.await(30, TimeUnit.SECONDS));
-        assertEquals("source 1's tasks before source 2's", HandlerDispatch.BURST - 1, seenByTwo.get());
+        assertEquals("source 1's tasks before source 2's", HandlerDispatch.BURST, seenByTwo.get());
+    }
+
+    /** One thread: a source whose task ran long goes to the back at once (round-robin), not after a burst. */
+    @Test
+    public void aSlowTaskSendsItsSourceToTheBack() throws Exception {
+        d = dispatch(1, 10_000, true);
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicInteger ranOfOne = new AtomicInteger();
+        AtomicInteger seenByTwo = new AtomicInteger(-1);
+        CountDownLatch done = new CountDownLatch(1);
+        CountDownLatch started = new CountDownLatch(1);
+        d.submit(1, () -> {
+            started.countDown();
+            await(release).run();
+        }, 0);
+        assertTrue(started.await(10, TimeUnit.SECONDS));
+        for (int i = 0; i < 1000; i++) {
+            d.submit(1, ranOfOne::incrementAndGet, 0);
+        }
+        d.submit(2, () -> {
+            seenByTwo.set(ranOfOne.get());
+            done.countDown();
+        }, 0);
+        release.countDown();
+        assertTrue(done.await(30, TimeUnit.SECONDS));
+        assertEquals("source 1's fast tasks before source 2's", 0, seenByTwo.get());
+    }
+
+    /**
+     * Shares in bytes: a source over its own share has no room while another
+     * has; a wanting source hears once its own task finished; a source with
+     * nothing queued always has room, even when the node's bytes are used up.
+     */
+    @Test
+    public void aSourceOverItsShareHasNoRoomAndHearsWhenItHasAgain() throws Exception {
+        d = new HandlerDispatch("test-", 2, 1_000, 3_000, 1_000, true);
+        List<Integer> told = new CopyOnWriteArrayList<>();
+        d.onRoom(told::add);
+        CountDownLatch release = new CountDownLatch(1);
+        d.submit(1, await(release), 600);
+        assertTrue("600 of 1000 bytes used", d.hasRoom(1));
+        d.submit(1, () -> {}, 600);
+        assertFalse("1200 of 1000 bytes used", d.hasRoom(1));
+        assertTrue("another source is not held back", d.hasRoom(2));
+        d.want(1);
+        assertEquals(List.of(), told);
+        d.submit(2, await(release), 2_000); // the node: 3200 of 3000
+        assertFalse("the node's bytes are used up", d.hasRoom(2));
+        assertTrue("a source with nothing queued has its guaranteed minimum", d.hasRoom(3));
+        release.countDown();
+        assertTrue(d.awaitIdle(10_000));
+        assertEquals("told once, of source 1", List.of(1), told);
+        assertTrue(d.hasRoom(1));
+        assertEquals(0, d.queuedBytes());
     }
 
     /** Four threads, three sources: each source's tasks in order and never two at once. */
     @Test
     public void eachSourceRunsSeriallyInOrder() throws Exception {
-        d = new HandlerDispatch("test-", 4, 1_000, true);
+        d = dispatch(4, 1_000, true);
         int per = 20_000;
         int[] next = new int[3];
         AtomicBoolean[] inside = {new AtomicBoolean(), new AtomicBoolean(), new AtomicBoolean()};
@@ -74,7 +137,7 @@ public class HandlerDispatchTest {
             for (int s = 0; s < 3; s++) {
                 int src = s;
                 int seq = i;
-                d.submit(src, () -> {
+                d.submitWhenRoom(src, () -> {
                     if (!inside[src].compareAndSet(false, true)) {
                         problems.add("source " + src + ": two tasks at once");
                     }
@@ -84,37 +147,38 @@ public class HandlerDispatchTest {
                     next[src] = seq + 1;
                     inside[src].set(false);
                     done.countDown();
-                });
+                }, 0);
             }
         }
         assertTrue(done.await(60, TimeUnit.SECONDS));
         assertEquals(List.of(), problems.subList(0, Math.min(3, problems.size())));
     }
 
-    /** At most {@code capacity} tasks wait; the next submit waits until one starts. */
+    /**
+     * At most {@code capacity} tasks are unfinished: a source that has one
+     * waits for room while a source with none may still queue one (its
+     * guaranteed minimum).
+     */
     @Test
-    public void submitWaitsWhileCapacityTasksWait() throws Exception {
-        d = new HandlerDispatch("test-", 1, 2, true);
+    public void submitWhenRoomWaitsWhileCapacityTasksAreUnfinished() throws Exception {
+        d = dispatch(1, 2, true);
         CountDownLatch release = new CountDownLatch(1);
-        d.submit(1, await(release));
-        long end = System.nanoTime() + 10_000_000_000L;
-        while (d.queued() != 0 && System.nanoTime() < end) {
-            Thread.sleep(1); // the first task started: it no longer waits
-        }
-        d.submit(1, () -> {});
-        d.submit(2, () -> {});
+        d.submit(1, await(release), 0);
+        d.submit(1, () -> {}, 0);
         assertEquals(2, d.queued());
+        assertTrue(d.submitWhenRoom(2, () -> {}, 0));
+        assertEquals(3, d.queued());
         CountDownLatch third = new CountDownLatch(1);
         Thread t = new Thread(() -> {
             try {
-                d.submit(1, () -> {});
+                d.submitWhenRoom(1, () -> {}, 0);
                 third.countDown();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         });
         t.start();
-        assertFalse("a third task was queued beyond the capacity", third.await(200, TimeUnit.MILLISECONDS));
+        assertFalse("a third task of source 1 was queued beyond the capacity", third.await(200, TimeUnit.MILLISECONDS));
         release.countDown();
         assertTrue(third.await(10, TimeUnit.SECONDS));
         t.join();
@@ -123,14 +187,14 @@ public class HandlerDispatchTest {
     /** A submit waiting for room gives up (false) when the dispatch shuts down. */
     @Test
     public void aWaitingSubmitEndsAtShutdown() throws Exception {
-        d = new HandlerDispatch("test-", 1, 1, false);
+        d = dispatch(1, 1, false);
         CountDownLatch release = new CountDownLatch(1);
-        d.submit(1, await(release));
-        d.submit(1, () -> {});
+        d.submit(1, await(release), 0);
+        d.submit(1, () -> {}, 0);
         AtomicBoolean result = new AtomicBoolean(true);
         Thread t = new Thread(() -> {
             try {
-                result.set(d.submit(1, () -> {}));
+                result.set(d.submitWhenRoom(1, () -> {}, 0));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
