@@ -127,6 +127,11 @@ public class DXNetConfigTest {
         cases("orderPerSender", Arrays.asList("yes", "1"), none);
         cases("receiveInline", Arrays.asList("no", "0"), none);
         cases("handlerQueueSize", Arrays.asList("2147483648"), Arrays.asList("0"));
+        cases("handlerQueueBytes", Arrays.asList("64M"), Arrays.asList("1023", "1099511627777"));
+        cases("handlerQueueBytesPerSource", Arrays.asList("8 MiB"), Arrays.asList("0"));
+        cases("handlerSendTimeoutMs", Arrays.asList("1s"), Arrays.asList("0", "86400001"));
+        cases("ibqMaxBuffersPerSource", Arrays.asList("1k"), Arrays.asList("0", "16777217"));
+        cases("ibqMaxBytesPerSource", Arrays.asList("x"), Arrays.asList("0"));
         cases("requestTimeoutMs", Arrays.asList("10s"), Arrays.asList("0", "86400001"));
         cases("sendTimeoutMs", Arrays.asList("soon"), Arrays.asList("-1", "86400001"));
         cases("connectTimeoutMs", Arrays.asList("1.0"), Arrays.asList("0", "86400001"));
