@@ -1,0 +1,150 @@
+package io.ibdxnet;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import io.ibdxnet.app.BytesMessage;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.LockSupport;
+import org.junit.After;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.Timeout;
+import org.junit.runner.RunWith;
+import org.junit.runners.Parameterized;
+
+/**
+ * Fairness between sources on every transport (nodes of one JVM; ib on sim):
+ * a source whose messages are slow to handle is held back alone, the others
+ * keep their rate. (A peer in its own process and network namespace:
+ * {@code nio.NeverReadingPeerTest}.)
+ */
+@RunWith(Parameterized.class)
+public class FairnessTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(5);
+
+    @Parameterized.Parameters(name = "{0}")
+    public static Object[] transports() {
+        return new Object[] {"ib", "nio", "loopback"};
+    }
+
+    @Parameterized.Parameter
+    public String transport;
+
+    private final List<DXNet> nodes = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+    private final AtomicBoolean stop = new AtomicBoolean();
+
+    @After
+    public void closeAll() throws InterruptedException {
+        stop.set(true);
+        for (Thread t : threads) {
+            t.join(20_000);
+        }
+        for (DXNet n : nodes) {
+            n.close();
+        }
+    }
+
+    private List<DXNet> start(int count) throws Exception {
+        for (int i = 0; i < count; i++) {
+            DXNetConfig c = new DXNetConfig(i);
+            c.transport = transport;
+            c.listen = "127.0.0.1:0";
+            DXNetTest.smallSimNode(c);
+            DXNet n = DXNet.start(c);
+            n.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
+            nodes.add(n);
+        }
+        for (DXNet a : nodes) {
+            for (DXNet b : nodes) {
+                if (a != b) {
+                    a.addNode(b.nodeId(), "127.0.0.1:" + b.localPort());
+                }
+            }
+        }
+        return nodes;
+    }
+
+    /** A thread that sends 64-byte messages from {@code from} to node 0 until the test ends. */
+    private void stream(DXNet from) {
+        Thread t = new Thread(() -> {
+            byte[] payload = new byte[64];
+            while (!stop.get()) {
+                try {
+                    from.sendMessage(new BytesMessage(0, payload));
+                } catch (NetworkException e) {
+                    if (!stop.get()) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+            }
+        }, "stream-" + from.nodeId());
+        t.setDaemon(true);
+        t.start();
+        threads.add(t);
+    }
+
+    private static long sum(AtomicLongArray a, int... indexes) {
+        long s = 0;
+        for (int i : indexes) {
+            s += a.get(i);
+        }
+        return s;
+    }
+
+    /** Messages of nodes 2 and 3 handled at node 0 per second, over {@code ms}. */
+    private static double honestRate(AtomicLongArray handled, long ms) throws InterruptedException {
+        long before = sum(handled, 2, 3);
+        long t0 = System.nanoTime();
+        Thread.sleep(ms);
+        return (sum(handled, 2, 3) - before) * 1e9 / (System.nanoTime() - t0);
+    }
+
+    /**
+     * Node 0 takes 2 ms per message of node 1 (a slow consumer of that source)
+     * and nothing for those of nodes 2 and 3. With node 1 sending flat out,
+     * nodes 2 and 3 keep at least 80 % of the rate they had alone; node 1's
+     * messages queued at node 0 stay within its handler share.
+     */
+    @Test
+    public void aSlowlyHandledSourceLeavesTheOthersTheirRate() throws Exception {
+        start(4);
+        DXNet receiver = nodes.get(0);
+        AtomicLongArray handled = new AtomicLongArray(4);
+        AtomicLong peakSlowBytes = new AtomicLong();
+        receiver.register(BytesMessage.class, m -> {
+            handled.incrementAndGet(m.getSource());
+            if (m.getSource() == 1) {
+                LockSupport.parkNanos(2_000_000);
+            }
+        });
+        stream(nodes.get(2));
+        stream(nodes.get(3));
+        Thread.sleep(1_500); // warm up
+        double alone = honestRate(handled, 2_000);
+        stream(nodes.get(1));
+        Thread.sleep(1_500); // node 1 reaches its share
+        long t0 = System.nanoTime();
+        long before = sum(handled, 2, 3);
+        while (System.nanoTime() - t0 < 2_000_000_000L) {
+            peakSlowBytes.accumulateAndGet(receiver.handlerBytesQueued(), Math::max);
+            Thread.sleep(5);
+        }
+        double withSlow = (sum(handled, 2, 3) - before) * 1e9 / (System.nanoTime() - t0);
+        String figures = String.format("%s: nodes 2+3 alone %.0f msg/s, beside a slow source %.0f msg/s (%.0f %%); "
+                + "node 1 handled %d, handler bytes queued at most %d", transport, alone, withSlow, 100 * withSlow / alone,
+                handled.get(1), peakSlowBytes.get());
+        System.out.println("FAIRNESS " + figures);
+        assertTrue(figures, withSlow >= 0.8 * alone);
+        DXNetConfig defaults = new DXNetConfig(0);
+        // Node 1's share, plus one buffer's messages beyond it (64 B + 64 each), plus what nodes 2 and 3 queue.
+        assertTrue(figures, peakSlowBytes.get() <= defaults.handlerQueueBytes + 3 * (64L << 10) * 2);
+        assertEquals("the receiver is healthy", true, receiver.healthy());
+    }
+}
