@@ -155,13 +155,13 @@ public class NeverReadingPeerTest {
         }
         AtomicInteger failures = new AtomicInteger();
         measure(1_000, failures); // warm up
-        List<Long> baseline = measure(3_000, failures);
+        List<Long> baseline = measure(io.ibdxnet.FairnessTest.PHASE_MS * 3 / 2, failures);
         Process flood = java(ns.exec(), "-Xmx256m", "flood", "1", ns.inside + ":40001", "0=" + ns.host + ":" + serverPort,
                 "--", "0", "3");
         String flooded = await(flood, "FLOODED");
         // The peer stops reading (SIGSTOP): the node's replies to it find its window full from now on.
         new ProcessBuilder("kill", "-STOP", String.valueOf(flood.toHandle().pid())).start().waitFor();
-        List<Long> beside = measure(6_000, failures);
+        List<Long> beside = measure(io.ibdxnet.FairnessTest.PHASE_MS * 3, failures);
         OutputStream in = server.getOutputStream();
         in.write("quit\n".getBytes(StandardCharsets.UTF_8));
         in.flush();
