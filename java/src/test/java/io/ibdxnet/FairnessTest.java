@@ -55,11 +55,16 @@ public class FairnessTest {
     }
 
     private List<DXNet> start(int count) throws Exception {
+        return start(count, c -> {});
+    }
+
+    private List<DXNet> start(int count, java.util.function.Consumer<DXNetConfig> tune) throws Exception {
         for (int i = 0; i < count; i++) {
             DXNetConfig c = new DXNetConfig(i);
             c.transport = transport;
             c.listen = "127.0.0.1:0";
             DXNetTest.smallSimNode(c);
+            tune.accept(c);
             DXNet n = DXNet.start(c);
             n.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
             nodes.add(n);
@@ -159,5 +164,54 @@ public class FairnessTest {
         // Node 1's share, plus one buffer's messages beyond it (64 B + 64 each), plus what nodes 2 and 3 queue.
         assertTrue(figures, peakSlowBytes.get() <= defaults.handlerQueueBytes + 3 * (64L << 10) * 2);
         assertEquals("the receiver is healthy", true, receiver.healthy());
+    }
+
+    /**
+     * ib keeps a held source's buffers instead of stalling the shared ring:
+     * beyond 4 receive buffers they are copied out (their receive buffers go
+     * back at once). Every message arrives, in order and intact.
+     */
+    @Test
+    public void ibCopiesOutWhatASourceSendsBeyondItsShareOfReceiveBuffers() throws Exception {
+        org.junit.Assume.assumeTrue("ib only: the other transports stop reading the source", transport.equals("ib"));
+        start(2, c -> {
+            c.ibqMaxBuffersPerSource = 4;
+            c.handlerQueueBytesPerSource = 4096;
+        });
+        DXNet receiver = nodes.get(0);
+        int count = 3_000;
+        AtomicLong next = new AtomicLong();
+        AtomicLong wrong = new AtomicLong();
+        java.util.concurrent.CountDownLatch all = new java.util.concurrent.CountDownLatch(count);
+        receiver.register(BytesMessage.class, m -> {
+            long seq = java.nio.ByteBuffer.wrap(m.bytes).getLong();
+            for (int i = 8; i < m.bytes.length; i++) {
+                if (m.bytes[i] != (byte) (seq + i)) {
+                    wrong.incrementAndGet();
+                }
+            }
+            if (seq != next.getAndIncrement()) {
+                wrong.incrementAndGet();
+            }
+            if (seq % 100 == 0) {
+                LockSupport.parkNanos(20_000_000); // slow now and then: the source is held, its buffers pile up
+            }
+            all.countDown();
+        });
+        DXNet sender = nodes.get(1);
+        for (int s = 0; s < count; s++) {
+            byte[] b = new byte[200 + s % 300];
+            java.nio.ByteBuffer.wrap(b).putLong(s);
+            for (int i = 8; i < b.length; i++) {
+                b[i] = (byte) (s + i);
+            }
+            sender.sendMessage(new BytesMessage(0, b));
+        }
+        assertTrue("all arrived", all.await(60, java.util.concurrent.TimeUnit.SECONDS));
+        java.util.Map<String, Long> stats = receiver.transportStats();
+        System.out.println("SPILL ib: " + stats.get("ibq_spilled_buffers") + " buffers, " + stats.get("ibq_spilled_bytes")
+                + " bytes copied out");
+        assertEquals("in order and intact", 0, wrong.get());
+        assertTrue("buffers were copied out: " + stats, stats.get("ibq_spilled_buffers") > 0);
     }
 }

@@ -134,7 +134,8 @@ public final class IncomingBufferQueue {
             } else if (spillOverShare && !sourceRoom) {
                 // Over its share: kept beyond the node's bounds, copied out once
                 // the source holds its share of receive buffers.
-                e = l.received >= sourceMaxBuffers ? new Entry(copyOut(b), false, false) : new Entry(b, false, true);
+                IncomingBuffer copy = l.received >= sourceMaxBuffers ? copyOut(b) : null;
+                e = copy != null ? new Entry(copy, false, false) : new Entry(b, false, true);
             } else {
                 return false; // the transport holds it (and reads nothing more of that source meanwhile)
             }
@@ -165,9 +166,18 @@ public final class IncomingBufferQueue {
         }
     }
 
-    /** {@code b}'s bytes in memory of their own; its receive buffer goes back to the transport now. */
+    /**
+     * {@code b}'s bytes in memory of their own; its receive buffer goes back to
+     * the transport now. Null if no memory is left for the copy (the receive
+     * buffer is kept then).
+     */
     private IncomingBuffer copyOut(IncomingBuffer b) {
-        ByteBuffer copy = ByteBuffer.allocateDirect(Math.max(1, b.length));
+        ByteBuffer copy;
+        try {
+            copy = ByteBuffer.allocateDirect(Math.max(1, b.length));
+        } catch (OutOfMemoryError e) { // -XX:MaxDirectMemorySize reached: holding the receive buffer is the lesser harm
+            return null;
+        }
         long at = Memory.address(copy);
         Memory.copy(b.address, at, b.length);
         b.release();
