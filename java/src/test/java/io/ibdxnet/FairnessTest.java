@@ -126,11 +126,12 @@ public class FairnessTest {
      * messages per millisecond each. When node 1 starts sending flat out,
      * nodes 2 and 3 keep at least 80 % of the rate they had before (offered
      * load: on a busy 2-core host their rate does not depend on spare CPU);
-     * node 1's messages queued at node 0 stay within the shares.
+     * node 1's messages queued at node 0 stay within the shares. A handler
+     * queue of 256 batches, so that node 1 could fill it within the test.
      */
     @Test
     public void aSlowlyHandledSourceLeavesTheOthersTheirRate() throws Exception {
-        start(4);
+        start(4, c -> c.handlerQueueSize = 256); // the node's batches fill within the test (16 384 take minutes)
         DXNet receiver = nodes.get(0);
         AtomicLongArray handled = new AtomicLongArray(4);
         AtomicLong peakSlowBytes = new AtomicLong();

@@ -30,9 +30,10 @@ import java.util.logging.Logger;
  *
  * <p>Shares: a task is accounted (count and bytes) from submit until it
  * finished. A source {@link #hasRoom has room} while its tasks hold less than
- * {@code sourceBytes} and the node's less than {@code capacity} tasks and
- * {@code maxBytes}; a source with no task at all always has room (its
- * guaranteed minimum). Submitting never blocks: the receive path asks
+ * {@code sourceBytes} and fewer tasks than the same share of
+ * {@code capacity} ({@code capacity × sourceBytes / maxBytes}, at least 1),
+ * and the node's less than {@code capacity} tasks and {@code maxBytes}; a
+ * source with no task at all always has room (its guaranteed minimum). Submitting never blocks: the receive path asks
  * {@link #hasRoom} before it turns a source's buffer into tasks, and a source
  * without room stops being read ({@link #want}) until one of its own tasks
  * finishes — backpressure on that source only.
@@ -50,6 +51,7 @@ public final class HandlerDispatch {
     private final int capacity;
     private final long maxBytes;
     private final long sourceBytes;
+    private final int sourceTasks;
     private final boolean ordered;
     private final AtomicReferenceArray<Lane> lanes = new AtomicReferenceArray<>(NodeId.COUNT);
     private final AtomicInteger tasks = new AtomicInteger();
@@ -78,6 +80,7 @@ public final class HandlerDispatch {
         this.capacity = capacity;
         this.maxBytes = maxBytes;
         this.sourceBytes = sourceBytes;
+        this.sourceTasks = (int) Math.max(1, Math.min(capacity, (double) capacity * sourceBytes / maxBytes));
         this.ordered = ordered;
     }
 
@@ -103,7 +106,7 @@ public final class HandlerDispatch {
         if (l == null || l.tasks.get() == 0) {
             return true;
         }
-        return l.bytes.get() < sourceBytes && bytes.get() < maxBytes && tasks.get() < capacity;
+        return l.bytes.get() < sourceBytes && l.tasks.get() < sourceTasks && bytes.get() < maxBytes && tasks.get() < capacity;
     }
 
     /**
