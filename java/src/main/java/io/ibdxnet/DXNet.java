@@ -84,7 +84,7 @@ public final class DXNet implements AutoCloseable {
         // receive path never blocks on the handlers.
         this.handlers = new HandlerDispatch("dxnet-handler-" + config.nodeId + "-", config.handlerThreads,
                 config.handlerQueueSize, config.handlerQueueBytes, config.handlerQueueBytesPerSource, config.orderPerSender);
-        ibq.spillOverShare(!transport.holdsBackOneSource());
+        ibq.fitTo(transport);
         this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
                 this::answerWithError, this::failed);
         this.sender = new MessageSender(config, transport, incoming);

@@ -156,8 +156,9 @@ public final class DXNetConfig {
             c -> c.ibqMaxBuffers, (c, v) -> c.ibqMaxBuffers = v),
         ConfigKey.ofLong("ibqMaxBytes", 128L << 20, 1, Long.MAX_VALUE, "incoming bytes queued at most",
             c -> c.ibqMaxBytes, (c, v) -> c.ibqMaxBytes = v),
-        ConfigKey.ofInt("ibqMaxBuffersPerSource", 1024, 1, 1 << 24, "… of one source node (at most `ibqMaxBuffers`); "
-            + "ib: the receive buffers one source may hold, beyond them its data is copied out",
+        ConfigKey.ofInt("ibqMaxBuffersPerSource", 1024, 1, 1 << 24, "… of one source node (at most `ibqMaxBuffers`, "
+            + "and an eighth of `nioBufferCount` on nio and loopback); ib: the receive buffers one source may hold, "
+            + "beyond them its data is copied out",
             c -> c.ibqMaxBuffersPerSource, (c, v) -> c.ibqMaxBuffersPerSource = v),
         ConfigKey.ofLong("ibqMaxBytesPerSource", 32L << 20, 1, 1L << 40, "… of one source node (at most `ibqMaxBytes`)",
             c -> c.ibqMaxBytesPerSource, (c, v) -> c.ibqMaxBytesPerSource = v),

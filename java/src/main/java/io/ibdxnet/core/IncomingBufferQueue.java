@@ -3,6 +3,7 @@ package io.ibdxnet.core;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.Transport;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
@@ -22,7 +23,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * minimum). A buffer beyond them is refused and stays in its transport,
  * which stops reading that source (backpressure on that source only).
  *
- * <p>A transport that cannot stop one source ({@link #spillOverShare}: the
+ * <p>A transport that cannot stop one source ({@link #fitTo}: the
  * RDMA engine's shared receive queue takes whatever any peer sends) has the
  * buffers beyond a source's share kept anyway, outside the node's bounds: a
  * source that already holds {@code sourceMaxBuffers} receive buffers gets the
@@ -38,7 +39,8 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class IncomingBufferQueue {
     private final int maxBuffers;
     private final long maxBytes;
-    private final int sourceMaxBuffers;
+    /** Under the lock (lowered once by {@link #fitTo}). */
+    private int sourceMaxBuffers;
     private final long sourceMaxBytes;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition notEmpty = lock.newCondition();
@@ -75,12 +77,35 @@ public final class IncomingBufferQueue {
     }
 
     /**
-     * The transport cannot refuse one source's buffers without stopping every
-     * source (see the class comment): buffers beyond a source's share are kept,
-     * copied out of their receive buffers where the source holds its share of those.
+     * Fits the shares to the transport: a source holds at most an eighth of the
+     * receive buffers all sources share ({@link Transport#receiveBuffers}, at
+     * least 2), and where refusing one source would stop them all
+     * ({@link Transport#holdsBackOneSource} false) buffers beyond a source's
+     * share are kept, copied out once it holds its share of receive buffers.
      */
-    public void spillOverShare(boolean on) {
+    public void fitTo(Transport t) {
+        lock.lock();
+        try {
+            sourceMaxBuffers = Math.min(sourceMaxBuffers, Math.max(2, t.receiveBuffers() / 8));
+            spillOverShare = !t.holdsBackOneSource();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Test access: the same as {@link #fitTo} with a transport that cannot hold back one source. */
+    void spillOverShare(boolean on) {
         this.spillOverShare = on;
+    }
+
+    /** Buffers one source may hold (after {@link #fitTo}). */
+    public int sourceMaxBuffers() {
+        lock.lock();
+        try {
+            return sourceMaxBuffers;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** A queued buffer and how it is accounted. */

@@ -43,6 +43,7 @@ public final class LoopbackTransport implements Transport {
     private final TransportListener listener;
     private final Confirmations confirmations;
     private final DirectBufferPool pool;
+    private final int bufferCount;
     private final IncomingBuffer.BufferReleaser releaser;
     private final Map<Integer, Integer> nodes = new ConcurrentHashMap<>();
     private final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(NODES);
@@ -77,6 +78,7 @@ public final class LoopbackTransport implements Transport {
         this.listener = listener;
         this.confirmations = new Confirmations(Confirmations.unit(window, threshold));
         this.pool = new DirectBufferPool(bufferCount, bufferSize);
+        this.bufferCount = bufferCount;
         this.releaser = pool::release;
         int p = port;
         if (p == 0) {
@@ -105,6 +107,11 @@ public final class LoopbackTransport implements Transport {
     @Override
     public int maxFrameSize() {
         return FlowWindow.largestFrame(ringSize, window, confirmations.unit());
+    }
+
+    @Override
+    public int receiveBuffers() {
+        return bufferCount;
     }
 
     @Override

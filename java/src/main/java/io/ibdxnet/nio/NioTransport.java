@@ -102,6 +102,11 @@ public final class NioTransport implements Transport {
     }
 
     @Override
+    public int receiveBuffers() {
+        return settings.bufferCount;
+    }
+
+    @Override
     public String name() {
         return "tcp";
     }

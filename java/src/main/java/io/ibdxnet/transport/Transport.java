@@ -51,6 +51,15 @@ public interface Transport extends AutoCloseable {
         return true;
     }
 
+    /**
+     * Receive buffers all sources share, where the transport has a pool of its
+     * own (the core keeps one source from holding more than its share of
+     * them); {@link Integer#MAX_VALUE} if not bounded here.
+     */
+    default int receiveBuffers() {
+        return Integer.MAX_VALUE;
+    }
+
     /** Called by the core after it processed {@code buffer} (flow control); never blocks. */
     void consumed(IncomingBuffer buffer);
 

@@ -5,6 +5,7 @@ import static org.junit.Assert.assertTrue;
 
 import io.ibdxnet.DXNet;
 import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.FairnessTest;
 import io.ibdxnet.TestSupport;
 import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
@@ -29,16 +30,19 @@ import org.junit.Test;
 import org.junit.rules.Timeout;
 
 /**
- * A peer that sends requests and never reads the replies, in its own process
- * and network namespace (its own address, 198.51.100.6), against a node in a
- * process of its own at {@code -Xmx512m}; four honest peers (this JVM,
- * 127.0.0.1) run request/response throughout.
+ * A peer that sends requests and never reads the replies ({@link FairnessPeer}
+ * {@code flood}), in its own process and network namespace (its own address,
+ * 198.51.100.6), against a node in a process of its own at {@code -Xmx512m};
+ * four honest peers (this JVM, 127.0.0.1) run request/response throughout.
+ * Requests arrive one by one (one handler batch each), as many as the old
+ * shared handler queue's 16 384 batches within the test.
  */
 public class NeverReadingPeerTest {
     @Rule
     public final Timeout timeout = TestSupport.minutes(5);
 
     private final List<Process> processes = new ArrayList<>();
+    private final AtomicInteger slowBack = new AtomicInteger();
     private final List<DXNet> honest = new ArrayList<>();
     private TestNamespace ns;
 
@@ -68,24 +72,45 @@ public class NeverReadingPeerTest {
                 System.getProperty("java.class.path"), "-Djava.library.path=" + System.getProperty("java.library.path"),
                 FairnessPeer.class.getName()));
         cmd.addAll(Arrays.asList(args));
-        File log = Files.createTempFile("fairness-peer", ".log").toFile();
-        log.deleteOnExit();
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         processes.add(p);
+        drain(p);
         return p;
     }
 
-    private static String await(Process p, String prefix) throws Exception {
-        BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-        String line;
+    /** Each process's output, drained as it comes (a full pipe would stall its logging threads). */
+    private final java.util.Map<Process, java.util.concurrent.BlockingQueue<String>> output = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private void drain(Process p) {
+        java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+        output.put(p, lines);
+        Thread t = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    lines.add(line);
+                }
+            } catch (java.io.IOException e) {
+                // the process ended
+            }
+            lines.add("<end of output>");
+        });
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private String await(Process p, String prefix) throws Exception {
         StringBuilder seen = new StringBuilder();
-        while ((line = r.readLine()) != null) {
+        while (true) {
+            String line = output.get(p).poll(120, TimeUnit.SECONDS);
+            if (line == null || line.equals("<end of output>")) {
+                throw new AssertionError("no " + prefix + " line; output:\n" + seen);
+            }
             if (line.startsWith(prefix)) {
                 return line;
             }
             seen.append(line).append('\n');
         }
-        throw new AssertionError("no " + prefix + " line; output:\n" + seen);
     }
 
     private static long percentile(List<Long> sorted, double p) {
@@ -102,8 +127,13 @@ public class NeverReadingPeerTest {
                 byte[] payload = new byte[64];
                 while (!stop.get()) {
                     long t0 = System.nanoTime();
+                    java.nio.ByteBuffer.wrap(payload).putLong(t0);
                     try {
-                        n.sendSync(new BytesRequest(0, payload), 10_000);
+                        BytesResponse r = n.sendSync(new BytesRequest(0, payload), 10_000);
+                        long back = System.nanoTime() - java.nio.ByteBuffer.wrap(r.bytes).getLong();
+                        if (back > 20_000_000) {
+                            slowBack.incrementAndGet();
+                        }
                         rtts.add(System.nanoTime() - t0);
                     } catch (Exception e) {
                         failures.incrementAndGet();
@@ -155,17 +185,19 @@ public class NeverReadingPeerTest {
         }
         AtomicInteger failures = new AtomicInteger();
         measure(1_000, failures); // warm up
-        List<Long> baseline = measure(io.ibdxnet.FairnessTest.PHASE_MS * 3 / 2, failures);
+        List<Long> baseline = measure(FairnessTest.PHASE_MS * 3 / 2, failures);
+        long floodSeconds = 2 + FairnessTest.PHASE_MS * 3 / 1000;
         Process flood = java(ns.exec(), "-Xmx256m", "flood", "1", ns.inside + ":40001", "0=" + ns.host + ":" + serverPort,
-                "--", "0", "3");
+                "--", "0", String.valueOf(floodSeconds), "20");
+        Thread.sleep(1_500); // its first replies fill its socket: from now on the node's replies find its window full
+        List<Long> beside = measure(FairnessTest.PHASE_MS * 3, failures);
         String flooded = await(flood, "FLOODED");
-        // The peer stops reading (SIGSTOP): the node's replies to it find its window full from now on.
-        new ProcessBuilder("kill", "-STOP", String.valueOf(flood.toHandle().pid())).start().waitFor();
-        List<Long> beside = measure(io.ibdxnet.FairnessTest.PHASE_MS * 3, failures);
         OutputStream in = server.getOutputStream();
         in.write("quit\n".getBytes(StandardCharsets.UTF_8));
         in.flush();
+        String inway = await(server, "INWAY");
         String stats = await(server, "STATS");
+        System.out.println("NEVER-READS " + inway + "; replies over 20 ms back: " + slowBack);
         String figures = String.format("honest RTT p50/p99 alone %d/%d µs, beside a peer that never reads %d/%d µs "
                 + "(%d and %d round trips); honest failures %d; the peer: %s; node: %s",
                 percentile(baseline, 0.5) / 1000, percentile(baseline, 0.99) / 1000, percentile(beside, 0.5) / 1000,
