@@ -1,0 +1,187 @@
+package io.ibdxnet.nio;
+
+import static org.junit.Assert.assertTrue;
+
+import io.ibdxnet.TestSupport;
+import io.ibdxnet.netns.IdleSocketFlood;
+import io.ibdxnet.netns.NetnsHost;
+import io.ibdxnet.netns.NetnsHostTest;
+import io.ibdxnet.netns.NetnsNode;
+import java.io.File;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.After;
+import org.junit.Assume;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.Timeout;
+
+/**
+ * Admission before resources, across real hosts: node 0 (namespace V) is
+ * flooded with {@link #SOCKETS} idle connections by a process in namespace H,
+ * an address its node table does not hold, reopening each one closed; node 1
+ * (namespace K, in the table) must get a request answered within 1 s, and
+ * again within 1 s after a restart (SIGKILL, new process), with and without
+ * the pre-shared key. Each step prints a {@code figure} line (the bench
+ * results quote them).
+ */
+public class IdleFloodAdmissionTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(3);
+
+    static final int SOCKETS = 1_000;
+    /** The flood reopens a closed connection this much later (a refused one, at once, would be a SYN flood). */
+    static final int REOPEN_MS = 100;
+    static final int PORT = 5000;
+    static final long LIMIT_MS = 1_000;
+
+    private final List<NetnsHost> hosts = new ArrayList<>();
+
+    @After
+    public void cleanUp() {
+        for (NetnsHost h : hosts) {
+            h.close();
+        }
+    }
+
+    private NetnsHost host() throws IOException {
+        NetnsHost h = NetnsHost.create();
+        hosts.add(h);
+        return h;
+    }
+
+    @Test
+    public void aKnownNodeConnectsThroughAThousandIdleSocketsUnkeyed() throws Exception {
+        run(null);
+    }
+
+    @Test
+    public void aKnownNodeConnectsThroughAThousandIdleSocketsKeyed() throws Exception {
+        run(NioTrustTest.keyFile(NioTrustTest.KEY));
+    }
+
+    private void run(Path key) throws Exception {
+        Assume.assumeTrue(NetnsHost.unavailableReason(), NetnsHost.available());
+        String keyArg = key == null ? "-" : key.toString();
+        String mode = key == null ? "unkeyed" : "keyed";
+        NetnsHost v = host();
+        NetnsHost h = host();
+        NetnsHost k = host();
+        String[] vh = NetnsHost.link(v, h);
+        String[] vk = NetnsHost.link(v, k);
+        Node victim = new Node(v, "victim", "0", "0.0.0.0:" + PORT, keyArg, "1=" + vk[1] + ":" + PORT);
+        File floodLog = log("flood");
+        h.startJava(IdleSocketFlood.class, 8192, jvm(), Arrays.asList(vh[0], Integer.toString(PORT),
+                Integer.toString(SOCKETS), Integer.toString(REOPEN_MS)), floodLog);
+        // Flooding: every socket was opened at least once, and for a while.
+        long floodStart = System.nanoTime();
+        awaitFlood(floodLog);
+        Thread.sleep(Math.max(0, 1_000 - (System.nanoTime() - floodStart) / 1_000_000));
+        String flood = lastFloodLine(floodLog);
+        // The first start, then a restart (SIGKILL, a new process): both measured before judging.
+        List<Matcher> pings = new ArrayList<>();
+        for (int start = 1; start <= 2; start++) {
+            Node peer = new Node(k, "peer" + start, "1", vk[1] + ":" + PORT, keyArg, "0=" + vk[0] + ":" + PORT);
+            Matcher m = peer.ask("ping 0 5000", Pattern.compile("(answered|unanswered) 0 ms=(\\d+) attempts=(\\d+)(.*)"));
+            System.out.println("figure " + mode + " start " + start + ": " + m.group() + " | " + flood);
+            pings.add(m);
+            peer.kill();
+            flood = lastFloodLine(floodLog);
+        }
+        Matcher stats = victim.ask("stats", Pattern.compile("stats \\{.*\\}"));
+        System.out.println("figure " + mode + " victim: " + stats.group());
+        for (int i = 0; i < pings.size(); i++) {
+            Matcher m = pings.get(i);
+            assertTrue(mode + ", start " + (i + 1) + " of the known node, flooded: " + m.group(),
+                    m.group(1).equals("answered") && Long.parseLong(m.group(2)) <= LIMIT_MS);
+        }
+        assertTrue("the flood was refused at accept: " + stats.group(),
+                counter(stats.group(), "accepts_refused_unknown_address") >= SOCKETS);
+        assertTrue("no stranger took a handshake slot: " + stats.group(),
+                counter(stats.group(), "hellos_refused_timeout") == 0 && counter(stats.group(), "hellos_refused_busy") == 0);
+    }
+
+    static long counter(String stats, String name) {
+        Matcher m = Pattern.compile("\\b" + name + "=(\\d+)").matcher(stats);
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
+    }
+
+    private static List<String> jvm() {
+        return Arrays.asList("-Xmx256m", "-XX:MaxDirectMemorySize=1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+    }
+
+    private static File log(String name) throws IOException {
+        File f = File.createTempFile("admission-" + name, ".log");
+        f.deleteOnExit();
+        return f;
+    }
+
+    private static void awaitFlood(File log) throws Exception {
+        Pattern p = Pattern.compile("flood open=(\\d+) connects=(\\d+)");
+        long end = System.nanoTime() + 30_000_000_000L;
+        while (true) {
+            Matcher m = p.matcher(NetnsHost.read(log));
+            long connects = 0;
+            while (m.find()) {
+                connects = Long.parseLong(m.group(2));
+            }
+            if (connects >= SOCKETS) {
+                return;
+            }
+            assertTrue("the flood did not start: " + NetnsHost.read(log), System.nanoTime() < end);
+            Thread.sleep(20);
+        }
+    }
+
+    private static String lastFloodLine(File log) throws IOException {
+        String[] lines = NetnsHost.read(log).split("\n");
+        for (int i = lines.length - 1; i >= 0; i--) {
+            if (lines[i].startsWith("flood ")) {
+                return lines[i];
+            }
+        }
+        return "no flood line";
+    }
+
+    /** A {@link NetnsNode} process. */
+    private final class Node {
+        final Process process;
+        final File log;
+        private final OutputStream in;
+
+        Node(NetnsHost where, String name, String... args) throws Exception {
+            log = log(name);
+            process = where.startJava(NetnsNode.class, 4096, jvm(), Arrays.asList(args[0], "nio", args[1], args[2],
+                    args[3]), log);
+            in = process.getOutputStream();
+            NetnsHostTest.awaitLine(log, Pattern.compile("ready \\d+"));
+        }
+
+        /** Writes {@code command}, returns the first line after it that matches {@code answer}. */
+        Matcher ask(String command, Pattern answer) throws Exception {
+            int from = NetnsHost.read(log).length();
+            in.write((command + "\n").getBytes(StandardCharsets.UTF_8));
+            in.flush();
+            long end = System.nanoTime() + 10_000_000_000L;
+            while (true) {
+                Matcher m = answer.matcher(NetnsHost.read(log).substring(from));
+                if (m.find()) {
+                    return m;
+                }
+                assertTrue("no " + answer + " after '" + command + "' in: " + NetnsHost.read(log), System.nanoTime() < end);
+                Thread.sleep(10);
+            }
+        }
+
+        void kill() throws InterruptedException {
+            process.destroyForcibly().waitFor();
+        }
+    }
+}
