@@ -39,6 +39,13 @@ final class NioReactor {
     private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
     private static final long IDLE_POLL_NANOS = 50_000;
+    /**
+     * The kernel's queue of connections waiting for accept (capped by
+     * net.core.somaxconn). The admission empties it at once, so depth costs
+     * little; a burst beyond it is dropped, and an honest connection's
+     * dropped SYN costs it the 1 s of a retransmission.
+     */
+    private static final int ACCEPT_BACKLOG = 4096;
     /** Connections accepted per turn of the loop at most (the other work goes on during a flood). */
     private static final int ACCEPTS_PER_TURN = 64;
 
@@ -107,7 +114,7 @@ final class NioReactor {
         try {
             this.server = ServerSocketChannel.open();
             server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            server.bind(listen, 128);
+            server.bind(listen, ACCEPT_BACKLOG);
             server.configureBlocking(false);
             server.register(selector, SelectionKey.OP_ACCEPT);
         } catch (IOException e) {

@@ -29,7 +29,8 @@ import org.junit.rules.Timeout;
  * an address its node table does not hold, reopening each one closed; node 1
  * (namespace K, in the table) must get a request answered within 1 s, and
  * again within 1 s after a restart (SIGKILL, new process), with and without
- * the pre-shared key. Each step prints a {@code figure} line (the bench
+ * the pre-shared key; and with the flood on node 1's own host (its address).
+ * The same steps without a flood give the baseline (a fresh JVM's first request). Each step prints a {@code figure} line (the bench
  * results quote them).
  */
 public class IdleFloodAdmissionTest {
@@ -57,33 +58,57 @@ public class IdleFloodAdmissionTest {
         return h;
     }
 
+    /** Where the flood comes from. */
+    enum Flood { NONE, STRANGER, PEERS_HOST }
+
+    @Test
+    public void baselineWithoutAFloodUnkeyed() throws Exception {
+        run(null, Flood.NONE);
+    }
+
+    @Test
+    public void baselineWithoutAFloodKeyed() throws Exception {
+        run(NioTrustTest.keyFile(NioTrustTest.KEY), Flood.NONE);
+    }
+
     @Test
     public void aKnownNodeConnectsThroughAThousandIdleSocketsUnkeyed() throws Exception {
-        run(null);
+        run(null, Flood.STRANGER);
     }
 
     @Test
     public void aKnownNodeConnectsThroughAThousandIdleSocketsKeyed() throws Exception {
-        run(NioTrustTest.keyFile(NioTrustTest.KEY));
+        run(NioTrustTest.keyFile(NioTrustTest.KEY), Flood.STRANGER);
     }
 
-    private void run(Path key) throws Exception {
+    /**
+     * The flood runs on node 1's own host (same address, no key): it can hold
+     * only that address's few slots, and an honest hello displaces them.
+     */
+    @Test
+    public void aKnownNodeConnectsThroughAThousandIdleSocketsFromItsOwnAddressKeyed() throws Exception {
+        run(NioTrustTest.keyFile(NioTrustTest.KEY), Flood.PEERS_HOST);
+    }
+
+    private void run(Path key, Flood from) throws Exception {
         Assume.assumeTrue(NetnsHost.unavailableReason(), NetnsHost.available());
         String keyArg = key == null ? "-" : key.toString();
-        String mode = key == null ? "unkeyed" : "keyed";
+        String mode = (key == null ? "unkeyed" : "keyed") + ", flood: " + from;
         NetnsHost v = host();
-        NetnsHost h = host();
         NetnsHost k = host();
-        String[] vh = NetnsHost.link(v, h);
+        NetnsHost h = from == Flood.PEERS_HOST ? k : host();
         String[] vk = NetnsHost.link(v, k);
+        String[] vh = from == Flood.PEERS_HOST ? vk : NetnsHost.link(v, h);
         Node victim = new Node(v, "victim", "0", "0.0.0.0:" + PORT, keyArg, "1=" + vk[1] + ":" + PORT);
         File floodLog = log("flood");
-        h.startJava(IdleSocketFlood.class, 8192, jvm(), Arrays.asList(vh[0], Integer.toString(PORT),
-                Integer.toString(SOCKETS), Integer.toString(REOPEN_MS)), floodLog);
-        // Flooding: every socket was opened at least once, and for a while.
-        long floodStart = System.nanoTime();
-        awaitFlood(floodLog);
-        Thread.sleep(Math.max(0, 1_000 - (System.nanoTime() - floodStart) / 1_000_000));
+        if (from != Flood.NONE) {
+            h.startJava(IdleSocketFlood.class, 8192, jvm(), Arrays.asList(vh[0], Integer.toString(PORT),
+                    Integer.toString(SOCKETS), Integer.toString(REOPEN_MS)), floodLog);
+            // Flooding: every socket was opened at least once, and for a while.
+            long floodStart = System.nanoTime();
+            awaitFlood(floodLog);
+            Thread.sleep(Math.max(0, 1_000 - (System.nanoTime() - floodStart) / 1_000_000));
+        }
         String flood = lastFloodLine(floodLog);
         // The first start, then a restart (SIGKILL, a new process): both measured before judging.
         List<Matcher> pings = new ArrayList<>();
@@ -102,10 +127,16 @@ public class IdleFloodAdmissionTest {
             assertTrue(mode + ", start " + (i + 1) + " of the known node, flooded: " + m.group(),
                     m.group(1).equals("answered") && Long.parseLong(m.group(2)) <= LIMIT_MS);
         }
-        assertTrue("the flood was refused at accept: " + stats.group(),
-                counter(stats.group(), "accepts_refused_unknown_address") >= SOCKETS);
-        assertTrue("no stranger took a handshake slot: " + stats.group(),
-                counter(stats.group(), "hellos_refused_timeout") == 0 && counter(stats.group(), "hellos_refused_busy") == 0);
+        if (from == Flood.PEERS_HOST) {
+            assertTrue("the flood held its address's slots, displaced: " + stats.group(),
+                    counter(stats.group(), "handshakes_displaced") >= SOCKETS - NioAdmission.PER_ADDRESS);
+        } else if (from == Flood.STRANGER) {
+            assertTrue("the flood was refused at accept: " + stats.group(),
+                    counter(stats.group(), "accepts_refused_unknown_address") >= SOCKETS);
+            assertTrue("no stranger took a handshake slot: " + stats.group(),
+                    counter(stats.group(), "hellos_refused_timeout") == 0 && counter(stats.group(), "handshakes_displaced") == 0);
+        }
+        assertTrue("never all slots held: " + stats.group(), counter(stats.group(), "hellos_refused_busy") == 0);
     }
 
     static long counter(String stats, String name) {
