@@ -122,6 +122,14 @@ public class IdleFloodAdmissionTest {
         }
         Matcher stats = victim.ask("stats", Pattern.compile("stats \\{.*\\}"));
         System.out.println("figure " + mode + " victim: " + stats.group());
+        // SYNs the victim's kernel dropped (accept queue full), and how busy the machine was.
+        Process drops = v.command(Arrays.asList("nstat", "-asz", "TcpExtListenOverflows", "TcpExtListenDrops"))
+                .redirectErrorStream(true).start();
+        String dropped = new String(drops.getInputStream().readAllBytes(), StandardCharsets.UTF_8).replaceAll("\\s+", " ");
+        drops.waitFor();
+        String load = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get("/proc/loadavg")),
+                StandardCharsets.UTF_8).trim();
+        System.out.println("figure " + mode + " victim kernel: " + dropped + "| loadavg " + load);
         for (int i = 0; i < pings.size(); i++) {
             Matcher m = pings.get(i);
             assertTrue(mode + ", start " + (i + 1) + " of the known node, flooded: " + m.group(),
