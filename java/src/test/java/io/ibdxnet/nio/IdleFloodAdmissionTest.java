@@ -100,6 +100,7 @@ public class IdleFloodAdmissionTest {
         String[] vk = NetnsHost.link(v, k);
         String[] vh = from == Flood.PEERS_HOST ? vk : NetnsHost.link(v, h);
         Node victim = new Node(v, "victim", "0", "0.0.0.0:" + PORT, keyArg, "1=" + vk[1] + ":" + PORT);
+        long victimStart = System.nanoTime();
         File floodLog = log("flood");
         if (from != Flood.NONE) {
             h.startJava(IdleSocketFlood.class, 8192, jvm(), Arrays.asList(vh[0], Integer.toString(PORT),
@@ -135,6 +136,13 @@ public class IdleFloodAdmissionTest {
             assertTrue(mode + ", start " + (i + 1) + " of the known node, flooded: " + m.group(),
                     m.group(1).equals("answered") && Long.parseLong(m.group(2)) <= LIMIT_MS);
         }
+        // Thousands of refusals, one warning per kind per second at most.
+        long seconds = (System.nanoTime() - victimStart) / 1_000_000_000L + 1;
+        for (String kind : new String[] {"refused at accept", "closed for a newer connection"}) {
+            long lines = countLines(NetnsHost.read(victim.log), kind);
+            System.out.println("figure " + mode + " victim log: " + lines + " warnings '" + kind + "' in " + seconds + " s");
+            assertTrue(lines + " warnings '" + kind + "' in " + seconds + " s", lines <= seconds);
+        }
         if (from == Flood.PEERS_HOST) {
             assertTrue("the flood held its address's slots, displaced: " + stats.group(),
                     counter(stats.group(), "handshakes_displaced") >= SOCKETS - NioAdmission.PER_ADDRESS);
@@ -145,6 +153,16 @@ public class IdleFloodAdmissionTest {
                     counter(stats.group(), "hellos_refused_timeout") == 0 && counter(stats.group(), "handshakes_displaced") == 0);
         }
         assertTrue("never all slots held: " + stats.group(), counter(stats.group(), "hellos_refused_busy") == 0);
+    }
+
+    static long countLines(String log, String containing) {
+        long n = 0;
+        for (String line : log.split("\n")) {
+            if (line.startsWith("WARNING") && line.contains(containing)) {
+                n++;
+            }
+        }
+        return n;
     }
 
     static long counter(String stats, String name) {
