@@ -309,6 +309,8 @@ final class NioReactor {
                 read(c, now);
             } catch (IOException e) {
                 conns.fail(c, NioFailure.of(e));
+            } catch (CancelledKeyException e) {
+                conns.close(c); // closed while it was read, as in handle
             }
         }
     }
