@@ -87,11 +87,30 @@ public final class NetnsHost implements AutoCloseable {
         } catch (IOException e) {
             return "cannot run id: " + e.getMessage();
         }
+        reapLeftovers();
         try (NetnsHost a = create(); NetnsHost b = create()) {
             link(a, b);
             return null;
         } catch (IOException | RuntimeException e) {
             return e.getMessage();
+        }
+    }
+
+    /**
+     * Deletes namespaces a killed earlier run left ({@code ibx-<pid>-<n>} whose
+     * JVM is gone), with what still runs in them: a namespace lives on while a
+     * process is in it.
+     */
+    private static void reapLeftovers() {
+        try {
+            for (String line : run(Arrays.asList("ip", "netns", "list")).output.split("\n")) {
+                java.util.regex.Matcher m = java.util.regex.Pattern.compile("^(ibx-(\\d+)-\\d+)\\b").matcher(line.trim());
+                if (m.find() && !new File("/proc/" + m.group(2)).exists()) {
+                    new NetnsHost(m.group(1)).close();
+                }
+            }
+        } catch (IOException e) {
+            // nothing to reap, or no ip: the probe says so next
         }
     }
 
