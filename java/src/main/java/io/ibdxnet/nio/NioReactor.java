@@ -1,6 +1,7 @@
 package io.ibdxnet.nio;
 
 import io.ibdxnet.NetworkException;
+import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.Confirmations;
@@ -72,6 +73,7 @@ final class NioReactor {
     private final NioRecordReader reader;
     private final NioHousekeeping housekeeping;
     private final NioAdmission admission;
+    private final RateLimitedLog acceptLog = new RateLimitedLog(LOG, 1_000);
 
     // Shared with senders and the core (any thread).
     final NioCounters counters = new NioCounters();
@@ -281,7 +283,8 @@ final class NioReactor {
                 }
                 from = ((InetSocketAddress) s.getRemoteAddress()).getAddress();
             } catch (IOException e) {
-                LOG.log(Level.WARNING, "node " + settings.nodeId + ": accept failed", e);
+                // Out of descriptors, say: the socket stays ready, so this repeats every turn.
+                acceptLog.warn(0, "node " + settings.nodeId + ": accept failed: " + e);
                 return;
             }
             if (!admission.known(from) || !admission.makeRoom(from, this::displace)) {
