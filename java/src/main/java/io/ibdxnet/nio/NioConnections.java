@@ -58,17 +58,6 @@ final class NioConnections {
         return incoming.get(node);
     }
 
-    /** Incoming channels still in their handshake. */
-    int pendingHandshakes() {
-        int n = 0;
-        for (NioChannel c : channels) {
-            if (!c.outgoing && c.state() == NioChannel.State.HANDSHAKE) {
-                n++;
-            }
-        }
-        return n;
-    }
-
     /** An outgoing channel to {@code node} that is being closed on purpose, or null. */
     NioChannel closingTo(int node) {
         for (NioChannel c : channels) {

@@ -68,6 +68,8 @@ final class NioHandshake {
     private final SecureRandom random = new SecureRandom();
     /** Per node: the addresses a hello claiming it may come from. */
     private final Map<Integer, InetAddress[]> addresses = new ConcurrentHashMap<>();
+    /** Per address: how many nodes of the table are at it (changed under its own lock, read by the selector thread). */
+    private final Map<InetAddress, Integer> atAddress = new ConcurrentHashMap<>();
     private final Map<ByteBuffer, Boolean> nonces = new LinkedHashMap<ByteBuffer, Boolean>() {
         private static final long serialVersionUID = 1L;
 
@@ -113,7 +115,23 @@ final class NioHandshake {
                 usable.add(a); // a wildcard entry says where to connect, not who may connect
             }
         }
-        addresses.put(id, usable.toArray(new InetAddress[0]));
+        InetAddress[] now = usable.toArray(new InetAddress[0]);
+        synchronized (atAddress) {
+            InetAddress[] before = addresses.put(id, now);
+            if (before != null) {
+                for (InetAddress a : before) {
+                    atAddress.computeIfPresent(a, (k, n) -> n == 1 ? null : n - 1);
+                }
+            }
+            for (InetAddress a : now) {
+                atAddress.merge(a, 1, Integer::sum);
+            }
+        }
+    }
+
+    /** True if the node table has a node at {@code a} (wildcard entries name no address). */
+    boolean knownAddress(InetAddress a) {
+        return atAddress.containsKey(a);
     }
 
     void count(String stat) {

@@ -36,7 +36,7 @@ final class NioHousekeeping {
                 case CONNECTING:
                 case HANDSHAKE:
                     if (now - c.deadline > 0 && !c.outgoing && c.state() == NioChannel.State.HANDSHAKE) {
-                        handshake.timedOut(c, settings.connectTimeoutMs);
+                        handshake.timedOut(c, settings.handshakeDeadlineMs());
                         conns.close(c, NioFailure.HANDSHAKE_TIMEOUT.exception("no handshake in time"));
                     } else if (now - c.deadline > 0) {
                         conns.fail(c, NioFailure.HANDSHAKE_TIMEOUT.exception("no handshake within "

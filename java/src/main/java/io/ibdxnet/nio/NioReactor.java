@@ -1,6 +1,7 @@
 package io.ibdxnet.nio;
 
 import io.ibdxnet.NetworkException;
+import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.Confirmations;
@@ -8,6 +9,7 @@ import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.TransportListener;
 import java.io.Closeable;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.CancelledKeyException;
@@ -38,8 +40,15 @@ final class NioReactor {
     private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
     private static final long IDLE_POLL_NANOS = 50_000;
-    /** Incoming connections in their handshake at most; more are closed at once (each holds a socket until its timeout). */
-    static final int MAX_PENDING_HANDSHAKES = 128;
+    /**
+     * The kernel's queue of connections waiting for accept (capped by
+     * net.core.somaxconn). The admission empties it at once, so depth costs
+     * little; a burst beyond it is dropped, and an honest connection's
+     * dropped SYN costs it the 1 s of a retransmission.
+     */
+    private static final int ACCEPT_BACKLOG = 4096;
+    /** Connections accepted per turn of the loop at most (the other work goes on during a flood). */
+    private static final int ACCEPTS_PER_TURN = 64;
 
     /** An incoming connection the core found in violation of the protocol. */
     private static final class Drop {
@@ -63,6 +72,8 @@ final class NioReactor {
     private final Thread thread;
     private final NioRecordReader reader;
     private final NioHousekeeping housekeeping;
+    private final NioAdmission admission;
+    private final RateLimitedLog acceptLog = new RateLimitedLog(LOG, 1_000);
 
     // Shared with senders and the core (any thread).
     final NioCounters counters = new NioCounters();
@@ -92,6 +103,7 @@ final class NioReactor {
         this.conns = new NioConnections(settings, listener, handshake, confirmations, counters, () -> running);
         this.reader = new NioRecordReader(pool, listener, counters);
         this.housekeeping = new NioHousekeeping(this, conns, settings, handshake);
+        this.admission = new NioAdmission(settings.nodeId, handshake, settings.checkPeerAddress);
         InetSocketAddress listen = new InetSocketAddress(settings.listenHost, settings.listenPort);
         if (listen.isUnresolved()) {
             throw new IllegalArgumentException("listen host '" + settings.listenHost + "' does not resolve");
@@ -104,7 +116,7 @@ final class NioReactor {
         try {
             this.server = ServerSocketChannel.open();
             server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            server.bind(listen, 128);
+            server.bind(listen, ACCEPT_BACKLOG);
             server.configureBlocking(false);
             server.register(selector, SelectionKey.OP_ACCEPT);
         } catch (IOException e) {
@@ -120,6 +132,16 @@ final class NioReactor {
 
     boolean isRunning() {
         return running;
+    }
+
+    /** The admission's counters (any thread). */
+    void admissionStats(Map<String, Long> m) {
+        admission.stats(m);
+    }
+
+    /** Connections refused or displaced at admission. */
+    long admissionRefused() {
+        return admission.refusedUnknown.get() + admission.displaced.get();
     }
 
     int localPort() {
@@ -244,43 +266,76 @@ final class NioReactor {
 
     // ---- connect and accept ----
 
+    /**
+     * Accepts what is waiting (a bounded number per turn). Admission comes
+     * first ({@link NioAdmission}): a source not in the node table is reset
+     * at once, before any buffer is made for it; one that gets a slot is
+     * read at once (an honest hello came with the connection).
+     */
     private void accept() {
-        SocketChannel s;
-        try {
-            s = server.accept();
-            if (s == null) {
+        for (int i = 0; i < ACCEPTS_PER_TURN; i++) {
+            SocketChannel s;
+            InetAddress from;
+            try {
+                s = server.accept();
+                if (s == null) {
+                    return;
+                }
+                from = ((InetSocketAddress) s.getRemoteAddress()).getAddress();
+            } catch (IOException e) {
+                // Out of descriptors, say: the socket stays ready, so this repeats every turn.
+                acceptLog.warn(0, "node " + settings.nodeId + ": accept failed: " + e);
                 return;
             }
-            s.configureBlocking(false);
-            s.setOption(StandardSocketOptions.TCP_NODELAY, true);
-        } catch (IOException e) {
-            LOG.log(Level.WARNING, "node " + settings.nodeId + ": accept failed", e);
-            return;
+            if (!admission.known(from) || !admission.makeRoom(from, this::displace)) {
+                reset(s);
+                continue;
+            }
+            NioChannel c;
+            try {
+                s.configureBlocking(false);
+                s.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                c = NioChannel.incoming(nextId++, s, from);
+                c.register(selector, SelectionKey.OP_READ);
+            } catch (IOException | RuntimeException e) {
+                closeQuietly(s);
+                continue;
+            }
+            long now = System.nanoTime();
+            c.lastRead = now;
+            c.lastWrite = now;
+            c.deadline = now + TimeUnit.MILLISECONDS.toNanos(settings.handshakeDeadlineMs());
+            handshake.accepted(c);
+            admission.admitted(c);
+            conns.channels.add(c);
+            try {
+                read(c, now);
+            } catch (IOException e) {
+                conns.fail(c, NioFailure.of(e));
+            } catch (CancelledKeyException e) {
+                conns.close(c); // closed while it was read, as in handle
+            }
         }
-        if (conns.pendingHandshakes() >= MAX_PENDING_HANDSHAKES) {
-            handshake.count("busy");
-            closeQuietly(s);
-            return;
-        }
-        NioChannel c;
+    }
+
+    /** A handshake made room for a newer one from its address: closed with a reset, counted by the admission. */
+    private void displace(NioChannel c) {
         try {
-            c = NioChannel.incoming(nextId++, s, ((InetSocketAddress) s.getRemoteAddress()).getAddress());
-        } catch (IOException | RuntimeException e) {
-            closeQuietly(s);
-            return;
-        }
-        long now = System.nanoTime();
-        c.lastRead = now;
-        c.lastWrite = now;
-        c.deadline = now + TimeUnit.MILLISECONDS.toNanos(settings.connectTimeoutMs);
-        handshake.accepted(c);
-        try {
-            c.register(selector, SelectionKey.OP_READ);
+            c.socket.setOption(StandardSocketOptions.SO_LINGER, 0);
         } catch (IOException e) {
-            closeQuietly(s);
-            return;
+            // closed anyway
         }
-        conns.channels.add(c);
+        conns.close(c, NioFailure.HANDSHAKE.exception("displaced by a newer connection from its address"));
+    }
+
+    /** Closes a refused socket with a reset: no FIN handshake, nothing left in TIME_WAIT here. */
+    private static void reset(SocketChannel s) {
+        try {
+            s.setOption(StandardSocketOptions.SO_LINGER, 0);
+        } catch (IOException e) {
+            // closed anyway
+        }
+        closeQuietly(s);
     }
 
 

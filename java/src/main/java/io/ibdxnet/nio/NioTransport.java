@@ -59,6 +59,13 @@ public final class NioTransport implements Transport {
         public boolean checkPeerAddress;
         /** The pre-shared key, or null: with one, connections start with a mutual challenge–response. */
         public AuthKey authKey;
+        /** An incoming connection's whole handshake (hello, and the proof when keyed) must end within this. */
+        public int helloTimeoutMs = 2_000;
+
+        /** The incoming handshake's deadline: {@link #helloTimeoutMs}, never more than {@link #connectTimeoutMs}. */
+        int handshakeDeadlineMs() {
+            return Math.min(helloTimeoutMs, connectTimeoutMs);
+        }
     }
 
     private final Settings settings;
@@ -123,10 +130,11 @@ public final class NioTransport implements Transport {
         }
         m.put("connections", open);
         reactor.counters.putTraffic(m);
-        m.put("rejected", handshake.refusedTotal());
+        m.put("rejected", handshake.refusedTotal() + reactor.admissionRefused());
         reactor.counters.putEndings(m);
         m.put("unconfirmed_bytes", RingConnection.unconfirmed(conns.outgoing));
         handshake.stats(m);
+        reactor.admissionStats(m);
         return m;
     }
 

@@ -215,6 +215,7 @@ public class NioFailureTest {
     @Test
     public void unknownNodeIsRefusedWithAReason() throws Exception {
         DXNet b = node(1);
+        b.addNode(0, "127.0.0.1:1"); // a known address (else the connection is refused at accept)
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), b.localPort())) {
             java.nio.ByteBuffer hello = java.nio.ByteBuffer.allocate(NioWire.HELLO);
             NioWire.putHello(hello, 0, 77, 1, 42, new byte[NioWire.NONCE], 1 << 20); // 77: not in node 1's table
