@@ -60,6 +60,8 @@ public final class DXNetConfig {
     public int handlerSendTimeoutMs;
     /** Key {@code connectTimeoutMs}. */
     public int connectTimeoutMs;
+    /** Key {@code helloTimeoutMs}. */
+    public int helloTimeoutMs;
     /** Key {@code flowControlWindow}. */
     public long flowControlWindow;
     /** Key {@code flowControlThreshold}. */
@@ -145,6 +147,10 @@ public final class DXNetConfig {
             c -> c.handlerSendTimeoutMs, (c, v) -> c.handlerSendTimeoutMs = v),
         ConfigKey.ofInt("connectTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "connection setup timeout",
             c -> c.connectTimeoutMs, (c, v) -> c.connectTimeoutMs = v).setsNative("connect_timeout_ms"),
+        ConfigKey.ofInt("helloTimeoutMs", 2_000, 1, MAX_TIMEOUT_MS, "nio: an incoming connection's handshake (its "
+            + "hello, and the key's proof) must end within this, and within `connectTimeoutMs`; until then it holds "
+            + "one of its address's 4 handshake slots",
+            c -> c.helloTimeoutMs, (c, v) -> c.helloTimeoutMs = v),
         ConfigKey.ofLong("flowControlWindow", 16L << 20, 4096, Long.MAX_VALUE, "flow control window per "
             + "connection, bytes (paper Table 2: 16 MB); may differ between nodes: each sender names its unit "
             + "(window × threshold, in [64, 2^62]) when a connection is set up and the receiver confirms in it",

@@ -84,6 +84,7 @@ final class Transports {
         s.flowControlWindow = c.flowControlWindow;
         s.flowControlThreshold = c.flowControlThreshold;
         s.connectTimeoutMs = c.connectTimeoutMs;
+        s.helloTimeoutMs = c.helloTimeoutMs;
         s.maxConnections = c.maxConnections;
         s.bufferSize = c.nioBufferSize;
         s.bufferCount = c.nioBufferCount;

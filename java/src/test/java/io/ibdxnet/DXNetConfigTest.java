@@ -81,6 +81,7 @@ public class DXNetConfigTest {
         assertEquals(c.idleTimeoutMs, s.idleTimeoutMs);
         assertEquals(c.flowControlWindow, s.flowControlWindow);
         assertEquals(c.checkPeerAddress, s.checkPeerAddress);
+        assertEquals(c.helloTimeoutMs, s.helloTimeoutMs);
     }
 
     @Test
@@ -135,6 +136,7 @@ public class DXNetConfigTest {
         cases("requestTimeoutMs", Arrays.asList("10s"), Arrays.asList("0", "86400001"));
         cases("sendTimeoutMs", Arrays.asList("soon"), Arrays.asList("-1", "86400001"));
         cases("connectTimeoutMs", Arrays.asList("1.0"), Arrays.asList("0", "86400001"));
+        cases("helloTimeoutMs", Arrays.asList("2s"), Arrays.asList("0", "86400001"));
         cases("flowControlWindow", Arrays.asList("16M"), Arrays.asList("4095"));
         cases("flowControlThreshold", Arrays.asList("half"), Arrays.asList("0", "1.5", "NaN"));
         cases("ibqMaxBuffers", Arrays.asList("lots"), Arrays.asList("0"));
