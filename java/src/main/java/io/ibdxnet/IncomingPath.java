@@ -7,12 +7,15 @@ import io.ibdxnet.core.ProtocolViolation;
 import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.core.ReceiveLimits;
 import io.ibdxnet.core.StreamAssembler;
+import io.ibdxnet.core.StreamBacklog;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.Transport;
 import java.lang.reflect.Constructor;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -59,6 +62,16 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     /** Role holder only: one importer for every received message (valid during importPayload). */
     private final MessageImporter importer = new MessageImporter(null, 0, 0);
     private final StreamAssembler.Sink sink = this::received;
+    /**
+     * Role holder only: the streams whose assembler waits for the node budget,
+     * by source, in the order they began to wait; their later buffers queue
+     * behind them here. Nothing is parsed inline while one waits, so every
+     * change of the limits happens on the coordinator, which then retries them.
+     */
+    private final Map<Integer, StreamBacklog> waiting = new LinkedHashMap<>();
+    private volatile boolean anyWaiting;
+    /** Role holder only: the limits' version the waiting streams were last fed at. */
+    private long waitingSince;
     /** Bytes were consumed whose messages never reached a handler (stopped or closed meanwhile). */
     private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
@@ -154,7 +167,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             try {
                 // Each source's buffers come from one thread, and none of them
                 // waits in the queue: this one is next in its stream.
-                if (ibq.idle() && running && handlers.tryReserve()) {
+                if (ibq.idle() && running && !anyWaiting && handlers.tryReserve()) {
                     inlineBuffers.incrementAndGet();
                     handle(b, true);
                     return true;
@@ -184,22 +197,63 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             } catch (InterruptedException e) {
                 return;
             }
-            if (b == null) {
-                continue;
-            }
             role.lock();
             try {
-                if (!handle(b, false)) {
+                if (b != null && !handle(b, false) || !retryWaiting()) {
                     return;
                 }
             } catch (InterruptedException e) {
                 consumedNotHandled = true;
                 return;
             } finally {
-                ibq.finished();
+                if (b != null) {
+                    ibq.finished();
+                }
                 role.unlock();
             }
         }
+    }
+
+    /**
+     * Feeds the waiting streams again if the limits changed since they were
+     * last fed, in the order they began to wait (the limits serve them first
+     * come, first served); each stream's messages go to the handlers as one
+     * batch, its bytes are confirmed once none of them waits any more.
+     * Coordinator only. False if the handlers were shut down.
+     */
+    private boolean retryWaiting() throws InterruptedException {
+        while (!waiting.isEmpty() && limits.version() != waitingSince) {
+            waitingSince = limits.version();
+            for (Integer source : new ArrayList<>(waiting.keySet())) {
+                StreamBacklog w = waiting.get(source);
+                StreamAssembler a = assemblers.get(source);
+                boolean drained = true;
+                try {
+                    drained = w.feedTo(a, sink);
+                } catch (ProtocolViolation e) {
+                    counters.violations.incrementAndGet();
+                    fail(a, "protocol violation: " + e.getMessage()); // drops the rest of the backlog
+                } catch (Throwable e) {
+                    counters.streamErrors.incrementAndGet();
+                    LOG.log(Level.SEVERE, "node " + config.nodeId + ": the stream of node " + source + " failed", e);
+                    fail(a, "receiving failed: " + e);
+                }
+                if (drained) {
+                    waiting.remove(source);
+                    w.confirm(transport);
+                }
+                if (!batch.messages.isEmpty()) {
+                    Batch full = batch;
+                    batch = new Batch();
+                    if (!handlers.submit(source, full)) {
+                        consumedNotHandled = true;
+                        return false;
+                    }
+                }
+            }
+        }
+        anyWaiting = !waiting.isEmpty();
+        return true;
     }
 
     /**
@@ -212,11 +266,14 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     private boolean handle(IncomingBuffer b, boolean reserved) throws InterruptedException {
         boolean roomHandedOver = false;
         try {
+            boolean fed = true;
             try {
-                parse(b, sink);
+                fed = parse(b, sink);
             } finally {
                 b.release();
-                transport.consumed(b);
+                if (fed) {
+                    transport.consumed(b); // else confirmed once its stream fed it all (see waiting)
+                }
             }
             if (batch.messages.isEmpty()) {
                 return true;
@@ -240,12 +297,19 @@ final class IncomingPath implements MessageSender.LocalDelivery {
      * One buffer into the stream of its connection. Whatever its bytes do,
      * only that connection suffers: a violation (or any other failure while
      * parsing) closes it, its unfinished messages are dropped and the rest of
-     * its bytes skipped; every other stream and this thread go on.
+     * its bytes skipped; every other stream and this thread go on. False if
+     * the bytes wait for the node budget (kept in {@link #waiting}, not
+     * confirmed yet).
      */
-    private void parse(IncomingBuffer b, StreamAssembler.Sink sink) {
+    private boolean parse(IncomingBuffer b, StreamAssembler.Sink sink) {
         StreamAssembler a = assemblers.get(b.source);
         if (a == null || a.connection() != b.connection) {
             if (a != null) {
+                StreamBacklog w = waiting.remove(b.source);
+                if (w != null) { // what the ended connection's stream held back is dropped
+                    counters.bytesDropped.addAndGet(w.bytes());
+                    w.confirm(transport);
+                }
                 counters.partialsDropped.addAndGet(a.discard()); // its connection ended: a new stream starts
             }
             a = new StreamAssembler(b.source, b.connection, limits);
@@ -253,12 +317,24 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         }
         if (a.broken()) {
             counters.bytesDropped.addAndGet(b.length);
-            return;
+            return true;
         }
         String reason;
         try {
-            a.feed(b.address, b.length, sink);
-            return;
+            StreamBacklog behind = waiting.get(b.source);
+            if (behind != null) { // its stream waits: these bytes come after the ones held back
+                behind.keep(b, 0);
+                return false;
+            }
+            int done = a.feed(b.address, b.length, sink);
+            if (a.waiting()) {
+                StreamBacklog w = new StreamBacklog();
+                w.keep(b, done);
+                waiting.put(b.source, w);
+                anyWaiting = true;
+                return false;
+            }
+            return true;
         } catch (ProtocolViolation e) {
             counters.violations.incrementAndGet();
             reason = "protocol violation: " + e.getMessage();
@@ -267,15 +343,27 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             reason = "receiving failed: " + e;
             LOG.log(Level.SEVERE, "node " + config.nodeId + ": the stream of node " + b.source + " failed", e);
         }
-        counters.partialsDropped.addAndGet(a.discard());
         counters.bytesDropped.addAndGet(b.length);
-        warnings.warn(b.source, "node " + config.nodeId + ": closing the connection from node " + b.source + ": " + reason);
-        try {
-            transport.closeConnection(b.source, b.connection, reason);
-        } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "closing the connection from node " + b.source + " failed", e);
+        fail(a, reason);
+        return true;
+    }
+
+    /** Closes the connection of a stream that broke; drops its unfinished messages. */
+    private void fail(StreamAssembler a, String reason) {
+        int source = a.source();
+        StreamBacklog w = waiting.remove(source);
+        if (w != null) { // what it held back is dropped, and confirmed as the rest of a broken stream is
+            counters.bytesDropped.addAndGet(w.bytes());
+            w.confirm(transport);
         }
-        requests.failTo(b.source, "node " + b.source + " disconnected: " + reason);
+        counters.partialsDropped.addAndGet(a.discard());
+        warnings.warn(source, "node " + config.nodeId + ": closing the connection from node " + source + ": " + reason);
+        try {
+            transport.closeConnection(source, a.connection(), reason);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "closing the connection from node " + source + " failed", e);
+        }
+        requests.failTo(source, "node " + source + " disconnected: " + reason);
     }
 
     /** Role holder only: a message the assembler found in the current buffer. */
