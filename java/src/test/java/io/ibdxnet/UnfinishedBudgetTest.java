@@ -30,7 +30,9 @@ import org.junit.runners.Parameterized;
  * per node, as issue 19 measured it). {@code -Dtest.budgetDefaults=true}
  * runs it at the defaults (64 MiB, 256 MiB, 1 GiB): a measurement, it needs
  * several GiB of heap. {@code test.budgetSenders} and
- * {@code test.budgetMessages} change the load.
+ * {@code test.budgetMessages} change the load, {@code test.budgetSendTimeoutMs}
+ * the senders' {@code sendTimeoutMs} (a sender held back waits for its turn
+ * within it).
  */
 @RunWith(Parameterized.class)
 public class UnfinishedBudgetTest {
@@ -50,6 +52,7 @@ public class UnfinishedBudgetTest {
     private static final boolean DEFAULTS = Boolean.getBoolean("test.budgetDefaults");
     private static final int SENDERS = Integer.getInteger("test.budgetSenders", 32);
     private static final int MESSAGES = Integer.getInteger("test.budgetMessages", 2);
+    private static final Integer SEND_TIMEOUT_MS = Integer.getInteger("test.budgetSendTimeoutMs");
 
     /** The bytes every message carries after its two ints: one array shared by all senders. */
     private static byte[] shared;
@@ -118,6 +121,9 @@ public class UnfinishedBudgetTest {
             c.maxUnfinishedBytes = 64 << 20;
         } else {
             c.flowControlWindow = new DXNetConfig(id).flowControlWindow;
+        }
+        if (SEND_TIMEOUT_MS != null) {
+            c.sendTimeoutMs = SEND_TIMEOUT_MS;
         }
         DXNet n = DXNet.start(c);
         n.registerMessageType(TYPE, BULK, Bulk.class);
