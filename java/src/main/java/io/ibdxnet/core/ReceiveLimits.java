@@ -14,9 +14,9 @@ import java.util.ArrayDeque;
  * checks it): a message above {@code maxMessageSize}, or its own unfinished
  * claims above {@code perConnection}. The node budget never closes a
  * connection: a claim it cannot grant now {@link Grant#WAIT}s — the assembler
- * stops before that frame, its bytes are not confirmed, and flow control
- * holds that sender back, no other. The caller retries once
- * {@link #version()} changed.
+ * stops at that frame (after its header, which it keeps), the bytes from
+ * there on are not confirmed, and flow control holds that sender back, no
+ * other. The caller retries once {@link #version()} changed.
  *
  * <h2>Reservations: why nobody waits mid-message</h2>
  * A connection's frames arrive in one order, and frames of messages sent by
@@ -55,6 +55,9 @@ import java.util.ArrayDeque;
  * per connection at a time). Defaults: 1 GiB per node, 256 MiB per
  * connection: 3 full reservations of 256 MiB, and shares of 8 MiB from a
  * 128 MiB pool. With {@code perNode == perConnection} there is no share pool.
+ * A {@code perConnection} below {@code maxMessageSize + OVERHEAD} is raised to
+ * it, so that an honest message of {@code maxMessageSize} bytes is never a
+ * violation (its claim counts the overhead too).
  */
 public final class ReceiveLimits {
     /** Accounted per unfinished message on top of its bytes (object and map entry). */

@@ -165,6 +165,23 @@ public class ReceiveLimitsTest {
     }
 
     /**
+     * A message of exactly maxMessageSize claims its bytes plus the overhead:
+     * with maxUnfinishedBytesPerConnection = maxMessageSize (which DXNetConfig
+     * allows) that claim was above the connection's limit, an honest message
+     * a "violation". The limit is raised to hold it.
+     */
+    @Test
+    public void aMessageOfMaxMessageSizeIsNoViolationWhenThePerConnectionLimitIsMaxMessageSize() throws ProtocolViolation {
+        ReceiveLimits limits = new ReceiveLimits(MAX, MAX, MAX);
+        try (Stream s = new Stream(new StreamAssembler(1, 1, limits), concat(frames(1, MAX, MAX / 4)))) {
+            s.feedAll();
+            assertTrue(s.done());
+            assertArrayEquals(payload(1, MAX), s.messages.get(0));
+        }
+        assertEquals(0, limits.reserved());
+    }
+
+    /**
      * No deadlock: many connections, each sending pairs of messages whose
      * frames interleave (a second message starts before the first is
      * complete, as two sender threads do), fed in random pieces, a waiting
