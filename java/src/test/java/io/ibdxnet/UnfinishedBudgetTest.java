@@ -245,7 +245,8 @@ public class UnfinishedBudgetTest {
                 + perNode + ": " + total(handled) + " handled, " + (SENDERS * MESSAGES - total(handled)) + " lost, "
                 + stats.get("protocol_violations") + " violations, " + stats.get("partial_messages_dropped")
                 + " partial messages dropped, " + finished + " of " + SENDERS + " senders finished, " + failures.size()
-                + " sender failures, peak unfinished_bytes_claimed " + peakClaimed + ", " + ms + " ms; another node's "
+                + " sender failures, peak unfinished_bytes_claimed " + peakClaimed + ", at the end "
+                + stats.get("unfinished_bytes_claimed") + ", " + ms + " ms; another node's "
                 + sorted.size() + " requests meanwhile: median " + ms(sorted, 0.5) + " ms, max " + ms(sorted, 1.0) + " ms";
         System.out.println("UnfinishedBudgetTest " + report);
         assertEquals(report, 0L, (long) stats.get("protocol_violations"));
