@@ -255,6 +255,7 @@ public class UnfinishedBudgetTest {
         assertEquals(report, 0L, broken.get());
         assertEquals(report, 0L, (long) stats.get("partial_messages_dropped"));
         assertTrue(report, peakClaimed <= perNode);
+        assertEquals("every claim given back: " + report, 0L, (long) stats.get("unfinished_bytes_claimed"));
         assertTrue(report, !sorted.isEmpty());
     }
 
