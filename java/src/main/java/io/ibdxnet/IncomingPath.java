@@ -61,6 +61,19 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     /** Role holder only: one importer for every received message (valid during importPayload). */
     private final MessageImporter importer = new MessageImporter(null, 0, 0);
     private final StreamAssembler.Sink sink = this::received;
+    /**
+     * Role holder only: the sources whose stream stopped at a claim the node
+     * budget cannot grant yet, in the order they began to wait; their lanes
+     * are held until the limits move.
+     */
+    private final java.util.LinkedHashSet<Integer> waitingForBudget = new java.util.LinkedHashSet<>();
+    /** Some stream waits for the node budget (read by the coordinator before it takes the lock). */
+    private volatile boolean budgetWaiting;
+    /** Role holder only: the limits' version when the first of them began to wait. */
+    private long budgetSeen;
+    private static final int DONE = 0;
+    private static final int WAITS = 1;
+    private static final int CLOSED = 2;
     /** Bytes were consumed whose messages never reached a handler (stopped or closed meanwhile). */
     private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
@@ -162,7 +175,10 @@ final class IncomingPath implements MessageSender.LocalDelivery {
                 // source's waits in the queue: this one is next in its stream.
                 if (running && ibq.idle(src) && handlers.hasRoom(src)) {
                     inlineBuffers.incrementAndGet();
-                    handle(b);
+                    if (handle(b) == WAITS) {
+                        ibq.offerHeld(b); // the rest waits for the node budget, first in its lane
+                        waitForBudget(src);
+                    }
                     return true;
                 }
             } catch (Throwable e) { // the transport's thread must live on; what the buffer held is lost
@@ -191,27 +207,37 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         while (running) {
             IncomingBuffer b;
             try {
-                b = ibq.poll(1_000); // stop() interrupts the wait
+                // While a stream waits for the node budget, look at the limits every
+                // millisecond (budget also comes back on a transport's thread, inline).
+                b = ibq.poll(budgetWaiting ? 1 : 1_000); // stop() interrupts the wait
             } catch (InterruptedException e) {
                 return;
             }
-            if (b == null) {
-                continue;
-            }
             role.lock();
             try {
+                resumeBudgetWaiters();
+                if (b == null) {
+                    continue;
+                }
                 if (!handlers.hasRoom(b.source)) {
                     ibq.giveBack(b);
                     handlers.want(b.source); // after the hold: the resume cannot come first
                     continue;
                 }
-                boolean ok;
+                int result;
                 try {
-                    ok = handle(b);
-                } finally {
+                    result = handle(b);
+                } catch (RuntimeException | Error e) {
                     ibq.finished(b);
+                    throw e;
                 }
-                if (!ok) {
+                if (result == WAITS) {
+                    ibq.giveBack(b); // held, its parsed bytes counted: fed again once the budget moved
+                    waitForBudget(b.source);
+                    continue;
+                }
+                ibq.finished(b);
+                if (result == CLOSED) {
                     return;
                 }
             } finally {
@@ -220,39 +246,71 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         }
     }
 
+    /** Role holder only: {@code source}'s stream stopped at a claim the node budget cannot grant yet. */
+    private void waitForBudget(int source) {
+        if (waitingForBudget.isEmpty()) {
+            budgetSeen = limits.version();
+        }
+        waitingForBudget.add(source);
+        budgetWaiting = true;
+    }
+
+    /**
+     * Role holder only: once the limits moved (budget came back, or a waiting
+     * connection left their queue), every stream that waits is fed again, in
+     * the order they began to wait (the limits grant first come, first served).
+     */
+    private void resumeBudgetWaiters() {
+        if (waitingForBudget.isEmpty() || limits.version() == budgetSeen) {
+            return;
+        }
+        for (int source : waitingForBudget) {
+            ibq.resume(source);
+        }
+        waitingForBudget.clear();
+        budgetWaiting = false;
+    }
+
     /**
      * One buffer into messages, one batch of them to the handlers (one
      * hand-off per buffer, not per message: waking a handler thread was the
      * top hotspot with small messages). Role holder only, after
-     * {@link HandlerDispatch#hasRoom} for its source. False if the handlers
-     * were shut down and messages taken from the buffer never reach one.
+     * {@link HandlerDispatch#hasRoom} for its source. {@link #DONE}; or
+     * {@link #WAITS}: its stream stopped at a claim the node budget cannot
+     * grant yet (the buffer is kept, unconfirmed, {@link IncomingBuffer#parsed}
+     * bytes in); or {@link #CLOSED}: the handlers were shut down and messages
+     * taken from the buffer never reach one.
      */
-    private boolean handle(IncomingBuffer b) {
+    private int handle(IncomingBuffer b) {
+        boolean fed = true;
         try {
-            parse(b, sink);
+            fed = parse(b, sink);
         } finally {
-            b.release();
-            transport.consumed(b);
+            if (fed) {
+                b.release();
+                transport.consumed(b);
+            }
         }
-        if (batch.messages.isEmpty()) {
-            return true;
+        if (!batch.messages.isEmpty()) {
+            Batch full = batch;
+            batch = new Batch();
+            if (!handlers.submit(b.source, full, full.bytes)) {
+                consumedNotHandled = true;
+                return CLOSED;
+            }
         }
-        Batch full = batch;
-        batch = new Batch();
-        if (handlers.submit(b.source, full, full.bytes)) {
-            return true;
-        }
-        consumedNotHandled = true;
-        return false;
+        return fed ? DONE : WAITS;
     }
 
     /**
      * One buffer into the stream of its connection. Whatever its bytes do,
      * only that connection suffers: a violation (or any other failure while
      * parsing) closes it, its unfinished messages are dropped and the rest of
-     * its bytes skipped; every other stream and this thread go on.
+     * its bytes skipped; every other stream and this thread go on. False if
+     * the bytes wait for the node budget (kept in {@link #waiting}, not
+     * confirmed yet).
      */
-    private void parse(IncomingBuffer b, StreamAssembler.Sink sink) {
+    private boolean parse(IncomingBuffer b, StreamAssembler.Sink sink) {
         StreamAssembler a = assemblers.get(b.source);
         if (a == null || a.connection() != b.connection) {
             if (a != null) {
@@ -263,12 +321,13 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         }
         if (a.broken()) {
             counters.bytesDropped.addAndGet(b.length);
-            return;
+            return true;
         }
         String reason;
         try {
-            a.feed(b.address, b.length, sink);
-            return;
+            int from = b.parsed; // more than 0 when its stream waited for the node budget in this buffer
+            b.parsed = from + a.feed(b.address + from, b.length - from, sink);
+            return !a.waiting();
         } catch (ProtocolViolation e) {
             counters.violations.incrementAndGet();
             reason = "protocol violation: " + e.getMessage();
@@ -277,15 +336,22 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             reason = "receiving failed: " + e;
             LOG.log(Level.SEVERE, "node " + config.nodeId + ": the stream of node " + b.source + " failed", e);
         }
+        counters.bytesDropped.addAndGet(b.length - b.parsed);
+        fail(a, reason);
+        return true;
+    }
+
+    /** Closes the connection of a stream that broke; drops its unfinished messages. */
+    private void fail(StreamAssembler a, String reason) {
+        int source = a.source();
         counters.partialsDropped.addAndGet(a.discard());
-        counters.bytesDropped.addAndGet(b.length);
-        warnings.warn(b.source, "node " + config.nodeId + ": closing the connection from node " + b.source + ": " + reason);
+        warnings.warn(source, "node " + config.nodeId + ": closing the connection from node " + source + ": " + reason);
         try {
-            transport.closeConnection(b.source, b.connection, reason);
+            transport.closeConnection(source, a.connection(), reason);
         } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "closing the connection from node " + b.source + " failed", e);
+            LOG.log(Level.WARNING, "closing the connection from node " + source + " failed", e);
         }
-        requests.failTo(b.source, "node " + b.source + " disconnected: " + reason);
+        requests.failTo(source, "node " + source + " disconnected: " + reason);
     }
 
     /** Role holder only: a message the assembler found in the current buffer. */

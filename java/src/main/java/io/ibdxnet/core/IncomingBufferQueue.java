@@ -178,6 +178,26 @@ public final class IncomingBufferQueue {
         }
     }
 
+    /**
+     * Adds {@code b} held, as the first of its lane, whatever the bounds: its
+     * source had nothing here, and {@code b} was parsed in part on the
+     * transport's thread, where its stream stopped to wait (see {@link #resume}).
+     */
+    public void offerHeld(IncomingBuffer b) {
+        lock.lock();
+        try {
+            Lane l = lane(b.source);
+            Entry e = new Entry(b, true, true);
+            count(l, e, +1);
+            l.queue.addFirst(e);
+            l.held = true;
+            waiting++;
+            unfinished.incrementAndGet();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Moves {@code e}'s accounting into ({@code sign} +1) or out of (-1) its lane. */
     private void count(Lane l, Entry e, int sign) {
         if (e.received) {

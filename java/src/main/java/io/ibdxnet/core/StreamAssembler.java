@@ -18,6 +18,14 @@ import java.util.Map;
  * bytes from {@link ReceiveLimits} before anything is allocated. A violation
  * is a {@link ProtocolViolation}; the assembler is then {@link #broken} and
  * must not be fed again.
+ *
+ * <p>A violation is only what this connection does by itself. When the
+ * node's budget cannot take a new message's claim now, {@link #feed} stops
+ * at that frame and returns how many bytes it consumed; the assembler is
+ * then {@link #waiting} and the caller feeds the rest again (possibly
+ * nothing more) once {@link ReceiveLimits#version} changed. Bytes not
+ * consumed must not be confirmed to the sender: flow control then holds back
+ * this sender only.
  */
 public final class StreamAssembler {
     /**
@@ -68,7 +76,9 @@ public final class StreamAssembler {
     private int flags;
     private int messageId;
     private final Map<Integer, Partial> partials = new HashMap<>();
-    private long claimed;
+    private final ReceiveLimits.Account account = new ReceiveLimits.Account();
+    /** The header in {@link #header} is complete, its frame waits for the node budget. */
+    private boolean waiting;
     private boolean broken;
 
     /** The stream of {@code connection} from {@code source}. */
@@ -92,6 +102,20 @@ public final class StreamAssembler {
     }
 
     /**
+     * True while a frame waits for the node budget: the last {@link #feed}
+     * stopped before the end of its bytes (or exactly at it, after the
+     * frame's header); feed the rest again when the limits' version changed.
+     */
+    public boolean waiting() {
+        return waiting;
+    }
+
+    /** Bytes this connection's unfinished messages claim. */
+    public long claimed() {
+        return account.claimed;
+    }
+
+    /**
      * Forgets unfinished messages (their connection ended or broke) and gives
      * their claim back. Returns how many were dropped.
      */
@@ -99,25 +123,33 @@ public final class StreamAssembler {
         int n = partials.size();
         partials.clear();
         current = null;
-        limits.release(claimed);
-        claimed = 0;
+        waiting = false;
+        limits.forget(account);
         return n;
     }
 
-    /** Parses {@code length} bytes at native {@code address}. */
-    public void feed(long address, int length, Sink sink) throws ProtocolViolation {
+    /**
+     * Parses {@code length} bytes at native {@code address}; returns how many
+     * it consumed: all of them, unless it stopped at a frame that waits for
+     * the node budget ({@link #waiting}). The caller feeds the bytes from
+     * there again later, the same bytes (or more after them).
+     */
+    public int feed(long address, int length, Sink sink) throws ProtocolViolation {
         if (broken) {
             throw new IllegalStateException("the stream of node " + source + " broke; it must not be fed again");
         }
         try {
-            parse(address, length, sink);
+            return parse(address, length, sink);
         } catch (ProtocolViolation e) {
             broken = true;
             throw e;
         }
     }
 
-    private void parse(long address, int length, Sink sink) throws ProtocolViolation {
+    private int parse(long address, int length, Sink sink) throws ProtocolViolation {
+        if (waiting && !startFrame(sink)) {
+            return 0;
+        }
         int at = 0;
         while (at < length) {
             if (padLeft > 0) {
@@ -135,8 +167,8 @@ public final class StreamAssembler {
                 Memory.copy(address + at, header, headerFilled, n);
                 headerFilled += n;
                 at += n;
-                if (headerFilled == Frame.HEADER) {
-                    startFrame(sink);
+                if (headerFilled == Frame.HEADER && !startFrame(sink)) {
+                    return at; // the header is kept; the frame starts when the budget has room
                 }
                 continue;
             }
@@ -151,6 +183,7 @@ public final class StreamAssembler {
                 endFrame(sink);
             }
         }
+        return length;
     }
 
     /**
@@ -232,13 +265,20 @@ public final class StreamAssembler {
         }
     }
 
-    private void startFrame(Sink sink) throws ProtocolViolation {
+    /** False if the frame waits for the node budget ({@link #waiting}); nothing changed then. */
+    private boolean startFrame(Sink sink) throws ProtocolViolation {
         check();
+        int total = Frame.getInt(header, 16);
+        int f = header[10] & 0xFF;
+        if ((f & (Frame.FIRST | Frame.LAST)) == Frame.FIRST && !claim(total)) {
+            waiting = true;
+            return false;
+        }
+        waiting = false;
         frameTotal = Frame.getInt(header, 0);
         frameLeft = frameTotal - Frame.HEADER;
         messageId = Frame.getInt(header, 4);
-        flags = header[10] & 0xFF;
-        int total = Frame.getInt(header, 16);
+        flags = f;
         skipping = flags == Frame.SKIP;
         if (skipping) {
             current = null;
@@ -253,29 +293,32 @@ public final class StreamAssembler {
         if (frameLeft == 0) {
             endFrame(sink);
         }
+        return true;
     }
 
-    /** A new message's buffer; an unfinished one claims its bytes from the limits first. */
+    /**
+     * The claim of a new unfinished message of {@code total} bytes: a
+     * violation if this connection's own claims would exceed its limit (its
+     * fault alone); false if the node budget cannot take it now (nobody's
+     * fault: wait).
+     */
+    private boolean claim(int total) throws ProtocolViolation {
+        long claim = total + ReceiveLimits.OVERHEAD;
+        if (account.claimed + claim > limits.perConnection) {
+            throw violation("unfinished messages would hold " + (account.claimed + claim)
+                    + " bytes (maxUnfinishedBytesPerConnection " + limits.perConnection + ")");
+        }
+        return limits.claim(account, claim) == ReceiveLimits.Grant.GRANTED;
+    }
+
+    /** A new message's buffer; an unfinished one has claimed its bytes from the limits already. */
     private Partial allocate(int total) throws ProtocolViolation {
         boolean single = (flags & Frame.LAST) != 0;
-        long claim = total + ReceiveLimits.OVERHEAD;
-        if (!single) {
-            if (claimed + claim > limits.perConnection) {
-                throw violation("unfinished messages would hold " + (claimed + claim) + " bytes (maxUnfinishedBytesPerConnection "
-                        + limits.perConnection + ")");
-            }
-            if (!limits.claim(claim)) {
-                throw violation("unfinished messages of all connections would exceed maxUnfinishedBytes (" + limits.perNode
-                        + "); this connection's share: " + claimed);
-            }
-            claimed += claim;
-        }
         try {
             return new Partial(total, header[8], header[9], flags & KIND, Frame.getInt(header, 12));
         } catch (OutOfMemoryError e) {
             if (!single) {
-                limits.release(claim);
-                claimed -= claim;
+                limits.release(account, total + ReceiveLimits.OVERHEAD);
             }
             throw violation("no heap for a message of " + total + " bytes");
         }
@@ -290,8 +333,7 @@ public final class StreamAssembler {
             Partial done = current;
             current = null;
             if (partials.remove(messageId) != null) {
-                limits.release(done.claim());
-                claimed -= done.claim();
+                limits.release(account, done.claim());
             }
             sink.message(source, done.type, done.subtype, flags | done.kind, done.requestId, done.data, 0, done.data.length);
         }

@@ -14,6 +14,12 @@ public final class IncomingBuffer {
      * starts afresh when it changes (a new connection after a failure).
      */
     public final int connection;
+    /**
+     * Bytes of it the core has parsed so far: more than 0 only while its
+     * stream waits for the node's unfinished-message budget in the middle of
+     * it (the core's receive path only).
+     */
+    public int parsed;
     private final int id;
     private final BufferReleaser releaser;
 

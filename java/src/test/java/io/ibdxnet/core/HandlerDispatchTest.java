@@ -91,6 +91,7 @@ public class HandlerDispatchTest {
             seenByTwo.set(ranOfOne.get());
             done.countDown();
         }, 0);
+        Thread.sleep(5); // the first task runs longer than SLOW_TASK_NANOS
         release.countDown();
         assertTrue(done.await(30, TimeUnit.SECONDS));
         assertEquals("source 1's fast tasks before source 2's", 0, seenByTwo.get());
