@@ -16,9 +16,14 @@ import java.util.logging.Logger;
  * with its stack trace ({@link #log}), or, for a failure a peer caused (its
  * payload, its connection), only as its {@code toString} ({@link #caused}).
  * The entries are bounded by the kinds (constants of the code) times the
- * node ids (65 535).
+ * node ids (65 535), a line by {@link #MAX_CHARS}.
  */
 public final class RateLimitedLog {
+    /**
+     * Longest message logged, in characters; the rest is cut and counted (an
+     * exception's text may quote what a peer sent, up to a whole message).
+     */
+    public static final int MAX_CHARS = 2_000;
     private final Logger log;
     private final long intervalNanos;
     private final LongSupplier clock;
@@ -58,7 +63,9 @@ public final class RateLimitedLog {
         if (suppressed < 0) {
             return false;
         }
-        LogRecord r = new LogRecord(level, suppressed == 0 ? message : message + " (" + suppressed + " similar "
+        String text = message.length() <= MAX_CHARS ? message
+                : message.substring(0, MAX_CHARS) + "… (" + (message.length() - MAX_CHARS) + " more characters)";
+        LogRecord r = new LogRecord(level, suppressed == 0 ? text : text + " (" + suppressed + " similar "
                 + (level.intValue() >= Level.SEVERE.intValue() ? "errors" : "warnings") + " suppressed)");
         r.setLoggerName(log.getName());
         r.setThrown(thrown);

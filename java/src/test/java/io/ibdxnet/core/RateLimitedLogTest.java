@@ -117,4 +117,20 @@ public class RateLimitedLogTest {
             logger.setLevel(null);
         }
     }
+
+    /** A message longer than MAX_CHARS (e.g. an exception quoting a peer's 1 MB string) is cut, saying how much. */
+    @Test
+    public void aLongMessageIsCut() {
+        StringBuilder quoted = new StringBuilder();
+        for (int i = 0; i < 1_000_000; i++) {
+            quoted.append('x');
+        }
+        log.caused(Level.WARNING, "bad payload", 7, "cannot create message 1/2 from 7",
+                new IllegalStateException("bad name " + quoted));
+        String m = records.get(0).getMessage();
+        String prefix = "cannot create message 1/2 from 7: java.lang.IllegalStateException: bad name ";
+        int more = prefix.length() + 1_000_000 - RateLimitedLog.MAX_CHARS;
+        assertEquals(RateLimitedLog.MAX_CHARS + ("… (" + more + " more characters)").length(), m.length());
+        assertTrue(m.substring(0, 100), m.startsWith(prefix) && m.endsWith("x… (" + more + " more characters)"));
+    }
 }
