@@ -74,7 +74,8 @@ public final class AuthKey {
             if (!attributes.isRegularFile()) {
                 // A FIFO would block the start until someone writes to it, a device might never end.
                 throw new IllegalArgumentException("authKeyFile '" + file + "' is not a regular file ("
-                        + (attributes.isDirectory() ? "a directory" : "a FIFO, socket or device") + "): the key must be in a regular file of at most " + MAX_FILE_BYTES + " bytes");
+                        + (attributes.isDirectory() ? "a directory" : "a FIFO, socket or device")
+                        + "): the key must be in a regular file of at most " + MAX_FILE_BYTES + " bytes");
             }
             if (attributes.size() > MAX_FILE_BYTES) {
                 throw new IllegalArgumentException("authKeyFile '" + file + "' has " + attributes.size()
