@@ -187,12 +187,13 @@ public final class DXNet implements AutoCloseable {
             return true;
         } catch (NetworkException e) {
             counters.repliesFailed.incrementAndGet();
-            warnings.warn(request.getSource(), "node " + config.nodeId + ": the reply to request " + request.requestId
-                    + " of node " + request.getSource() + " was not sent: " + e.getMessage());
+            warnings.warn("reply not sent", request.getSource(), "node " + config.nodeId + ": the reply to request "
+                    + request.requestId + " of node " + request.getSource() + " was not sent: " + e.getMessage());
         } catch (RuntimeException e) {
             counters.repliesFailed.incrementAndGet();
-            LOG.log(Level.WARNING, "node " + config.nodeId + ": the reply to request " + request.requestId + " of node "
-                    + request.getSource() + " is invalid", e);
+            // Our handler's fault, but once per request of that node: limited, the trace on the line that passes.
+            warnings.log(Level.WARNING, "invalid reply", request.getSource(), "node " + config.nodeId + ": the reply to request "
+                    + request.requestId + " of node " + request.getSource() + " is invalid", e);
             answerWithError(request, e);
         }
         return false;
@@ -269,7 +270,8 @@ public final class DXNet implements AutoCloseable {
         try {
             send(new ErrorResponse(r, e), 0, 0);
         } catch (NetworkException | RuntimeException x) {
-            LOG.log(Level.WARNING, "could not tell node " + r.getSource() + " that its request " + r.requestId + " failed", x);
+            warnings.caused(Level.WARNING, "error reply not sent", r.getSource(), "node " + config.nodeId
+                    + ": could not tell node " + r.getSource() + " that its request " + r.requestId + " failed", x);
         }
     }
 
@@ -288,10 +290,11 @@ public final class DXNet implements AutoCloseable {
                 l.possiblyLost(node, bytes, reason);
                 return;
             } catch (RuntimeException e) {
-                LOG.log(Level.WARNING, "the loss listener failed", e);
+                warnings.log(Level.WARNING, "loss listener failed", node, "node " + config.nodeId
+                        + ": the loss listener failed for node " + node, e);
             }
         }
-        warnings.warn(node, "node " + config.nodeId + ": messages sent to node " + node + " may be lost ("
+        warnings.warn("possible loss", node, "node " + config.nodeId + ": messages sent to node " + node + " may be lost ("
                 + (bytes < 0 ? "" : bytes + " bytes unconfirmed, ") + reason + ")");
     }
 

@@ -31,6 +31,14 @@ public final class DXNetConfig {
     public static final List<String> TRANSPORTS = Arrays.asList("auto", "ib", "nio", "loopback");
     /** Largest timeout in ms (one day), as the native engine bounds its own. */
     static final int MAX_TIMEOUT_MS = 86_400_000;
+    /** Largest {@code ibqMaxBuffers}: the queue's array (a reference per buffer) is allocated at start. */
+    static final int MAX_QUEUED_BUFFERS = 1 << 20;
+    /** Largest {@code nioBufferSize} (64 MiB: a record is at most 256 MiB, and is read in pieces anyway). */
+    static final int MAX_BUFFER_SIZE = 64 << 20;
+    /** Largest {@code nioBufferCount}. */
+    static final int MAX_BUFFER_COUNT = 1 << 20;
+    /** Largest receive pool, {@code nioBufferCount × nioBufferSize} (16 GiB), all allocated at start. */
+    static final long MAX_POOL_BYTES = 16L << 30;
 
     /** Key {@code nodeId} ({@link #KEYS}). */
     public int nodeId;
@@ -158,23 +166,25 @@ public final class DXNetConfig {
         ConfigKey.ofFraction("flowControlThreshold", 0.1, "the receiver confirms each time this share of our window was "
             + "handled; may differ between nodes, as flowControlWindow",
             c -> c.flowControlThreshold, (c, v) -> c.flowControlThreshold = v),
-        ConfigKey.ofInt("ibqMaxBuffers", 8192, 1, Integer.MAX_VALUE, "incoming buffers queued at most",
+        ConfigKey.ofInt("ibqMaxBuffers", 8192, 1, MAX_QUEUED_BUFFERS, "incoming buffers queued at most (a "
+            + "reference each is allocated at start)",
             c -> c.ibqMaxBuffers, (c, v) -> c.ibqMaxBuffers = v),
         ConfigKey.ofLong("ibqMaxBytes", 128L << 20, 1, Long.MAX_VALUE, "incoming bytes queued at most",
             c -> c.ibqMaxBytes, (c, v) -> c.ibqMaxBytes = v),
-        ConfigKey.ofInt("ibqMaxBuffersPerSource", 1024, 1, 1 << 24, "… of one source node (at most `ibqMaxBuffers`, "
+        ConfigKey.ofInt("ibqMaxBuffersPerSource", 1024, 1, MAX_QUEUED_BUFFERS, "… of one source node (at most `ibqMaxBuffers`, "
             + "and an eighth of `nioBufferCount` on nio and loopback); ib: the receive buffers one source may hold, "
             + "beyond them its data is copied out",
             c -> c.ibqMaxBuffersPerSource, (c, v) -> c.ibqMaxBuffersPerSource = v),
         ConfigKey.ofLong("ibqMaxBytesPerSource", 32L << 20, 1, 1L << 40, "… of one source node (at most `ibqMaxBytes`)",
             c -> c.ibqMaxBytesPerSource, (c, v) -> c.ibqMaxBytesPerSource = v),
-        ConfigKey.ofInt("nioBufferSize", 64 << 10, 4096, Integer.MAX_VALUE, "nio, loopback: bytes of one pooled "
-            + "receive buffer",
+        ConfigKey.ofInt("nioBufferSize", 64 << 10, 4096, MAX_BUFFER_SIZE, "nio, loopback: bytes of one pooled "
+            + "receive buffer; the pool (`nioBufferCount` × this, at most 16 GiB and within the JVM's direct memory "
+            + "limit) is allocated at start",
             c -> c.nioBufferSize, (c, v) -> c.nioBufferSize = v),
-        ConfigKey.ofInt("nioBufferCount", 512, 2, Integer.MAX_VALUE, "nio, loopback: pooled receive buffers",
+        ConfigKey.ofInt("nioBufferCount", 512, 2, MAX_BUFFER_COUNT, "nio, loopback: pooled receive buffers",
             c -> c.nioBufferCount, (c, v) -> c.nioBufferCount = v),
         ConfigKey.ofPow2("nioRingSize", 4 << 20, 8192, 1 << 30, "nio, loopback: outgoing ring per connection, "
-            + "bytes",
+            + "bytes of direct memory, allocated when the connection opens",
             c -> c.nioRingSize, (c, v) -> c.nioRingSize = v),
         ConfigKey.ofInt("keepAliveMs", 1_000, 1, MAX_TIMEOUT_MS, "nio: an idle connection sends a keep-alive "
             + "after this long",
@@ -365,6 +375,11 @@ public final class DXNetConfig {
                 throw new IllegalArgumentException("flowControlThreshold = " + flowControlThreshold + " leaves "
                         + (flowControlWindow - unit) + " bytes of the " + flowControlWindow
                         + "-byte flowControlWindow for a frame; lower the threshold or raise the window");
+            }
+            if ((long) nioBufferCount * nioBufferSize > MAX_POOL_BYTES) {
+                throw new IllegalArgumentException("nioBufferCount × nioBufferSize = " + nioBufferCount + " × " + nioBufferSize
+                        + " = " + (long) nioBufferCount * nioBufferSize + " bytes, allocated at start, must be at most "
+                        + MAX_POOL_BYTES + " (16 GiB)");
             }
             if (maxUnfinishedBytesPerConnection < maxMessageSize) {
                 throw new IllegalArgumentException("maxUnfinishedBytesPerConnection = " + maxUnfinishedBytesPerConnection

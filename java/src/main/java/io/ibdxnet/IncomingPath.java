@@ -150,7 +150,8 @@ final class IncomingPath implements MessageSender.LocalDelivery {
                     receivers.get(i).handle(m);
                 } catch (Throwable e) { // a handler's failure must not end the handler thread
                     counters.handlerErrors.incrementAndGet();
-                    LOG.log(Level.SEVERE, "receiver of " + m.getType() + "/" + m.getSubtype() + " failed", e);
+                    warnings.log(Level.SEVERE, "receiver failed", m.getSource(), "node " + config.nodeId + ": receiver of "
+                            + m.getType() + "/" + m.getSubtype() + " failed on a message of node " + m.getSource(), e);
                     if (m instanceof Request) {
                         replier.answerWithError((Request<?>) m, e);
                     }
@@ -183,7 +184,8 @@ final class IncomingPath implements MessageSender.LocalDelivery {
                 }
             } catch (Throwable e) { // the transport's thread must live on; what the buffer held is lost
                 counters.streamErrors.incrementAndGet();
-                LOG.log(Level.SEVERE, "node " + config.nodeId + ": receiving a buffer of node " + src + " failed", e);
+                warnings.log(Level.SEVERE, "receiving failed", src, "node " + config.nodeId + ": receiving a buffer of node "
+                        + src + " failed", e);
                 return true;
             } finally {
                 role.unlock();
@@ -334,7 +336,8 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         } catch (Throwable e) {
             counters.streamErrors.incrementAndGet();
             reason = "receiving failed: " + e;
-            LOG.log(Level.SEVERE, "node " + config.nodeId + ": the stream of node " + b.source + " failed", e);
+            warnings.log(Level.SEVERE, "stream failed", b.source, "node " + config.nodeId + ": the stream of node " + b.source
+                    + " failed", e);
         }
         counters.bytesDropped.addAndGet(b.length - b.parsed);
         fail(a, reason);
@@ -345,11 +348,13 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     private void fail(StreamAssembler a, String reason) {
         int source = a.source();
         counters.partialsDropped.addAndGet(a.discard());
-        warnings.warn(source, "node " + config.nodeId + ": closing the connection from node " + source + ": " + reason);
+        warnings.warn("closing connection", source, "node " + config.nodeId + ": closing the connection from node "
+                + source + ": " + reason);
         try {
             transport.closeConnection(source, a.connection(), reason);
         } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "closing the connection from node " + source + " failed", e);
+            warnings.caused(Level.WARNING, "close failed", source, "node " + config.nodeId + ": closing the connection from node "
+                    + source + " failed", e);
         }
         requests.failTo(source, "node " + source + " disconnected: " + reason);
     }
@@ -378,7 +383,8 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         Constructor<? extends Message> ctor = types.constructor(type, subtype);
         if (ctor == null) {
             counters.dropped.incrementAndGet();
-            LOG.warning("node " + config.nodeId + ": message of unregistered type " + type + "/" + subtype + " from " + source + " dropped");
+            warnings.warn("unregistered type", source, "node " + config.nodeId + ": message of unregistered type " + type + "/"
+                    + subtype + " from " + source + " dropped");
             return;
         }
         Message m;
@@ -389,7 +395,8 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             m.importPayload(payload);
         } catch (Throwable e) { // a lying payload (or a failing import) drops this message only
             counters.dropped.incrementAndGet();
-            LOG.log(Level.WARNING, "cannot create message " + type + "/" + subtype + " from " + source, e);
+            warnings.caused(Level.WARNING, "cannot create message", source, "node " + config.nodeId + ": cannot create message "
+                    + type + "/" + subtype + " from " + source, e);
             return;
         }
         if ((flags & Frame.RESPONSE) != 0 && m instanceof Response) {
@@ -403,7 +410,8 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         MessageHandler<Message> r = types.handler(type, subtype);
         if (r == null) {
             counters.dropped.incrementAndGet();
-            LOG.warning("node " + config.nodeId + ": no receiver for " + type + "/" + subtype);
+            warnings.warn("no receiver", source, "node " + config.nodeId + ": no receiver for " + type + "/" + subtype
+                    + " (from node " + source + ")");
             return;
         }
         Batch b = into != null ? into : new Batch();

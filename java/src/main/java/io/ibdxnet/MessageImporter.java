@@ -89,9 +89,22 @@ public final class MessageImporter {
         return Double.longBitsToDouble(readLong());
     }
 
+    /**
+     * {@code n} elements of {@code size} bytes each, checked against what is
+     * left before anything is allocated: a length a peer made up never costs
+     * more memory than the payload it sent.
+     */
+    private int fits(int n, int size, String what) {
+        if (n < 0 || (long) n * size > remaining()) {
+            throw new IllegalStateException("message payload too short for " + n + " " + what + ": " + remaining()
+                    + " bytes left at " + pos + " of " + end);
+        }
+        return n;
+    }
+
     /** Reads a length-prefixed byte array ({@link MessageExporter#writeByteArray}). */
     public byte[] readByteArray() {
-        int n = readInt();
+        int n = fits(readInt(), 1, "bytes");
         long a = at(n);
         byte[] v = new byte[n];
         if (array != null) {
@@ -120,17 +133,14 @@ public final class MessageImporter {
         if (length < 0) {
             throw new IllegalArgumentException("readBytes: negative length " + length);
         }
-        byte[] v = new byte[length];
+        byte[] v = new byte[fits(length, 1, "bytes")];
         readBytes(v, 0, length);
         return v;
     }
 
     /** Reads a length-prefixed int array. */
     public int[] readIntArray() {
-        int n = readInt();
-        if (n < 0 || (long) n * 4 > remaining()) {
-            throw new IllegalStateException("message payload too short for " + n + " ints");
-        }
+        int n = fits(readInt(), 4, "ints");
         int[] v = new int[n];
         for (int i = 0; i < n; i++) {
             v[i] = readInt();
@@ -140,10 +150,7 @@ public final class MessageImporter {
 
     /** Reads a length-prefixed long array. */
     public long[] readLongArray() {
-        int n = readInt();
-        if (n < 0 || (long) n * 8 > remaining()) {
-            throw new IllegalStateException("message payload too short for " + n + " longs");
-        }
+        int n = fits(readInt(), 8, "longs");
         long[] v = new long[n];
         for (int i = 0; i < n; i++) {
             v[i] = readLong();

@@ -105,7 +105,7 @@ final class PendingRequests {
         Pending p = pending.get(requestId);
         if (p != null && p.target != source) {
             counters.responsesRefused.incrementAndGet();
-            warnings.warn(source, "node " + nodeId + ": response to request " + requestId + " from node " + source
+            warnings.warn("response from another node", source, "node " + nodeId + ": response to request " + requestId + " from node " + source
                     + ", which the request did not go to (node " + p.target + "), refused");
             return null;
         }

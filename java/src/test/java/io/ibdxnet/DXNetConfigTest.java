@@ -131,7 +131,7 @@ public class DXNetConfigTest {
         cases("handlerQueueBytes", Arrays.asList("64M"), Arrays.asList("1023", "1099511627777"));
         cases("handlerQueueBytesPerSource", Arrays.asList("8 MiB"), Arrays.asList("0"));
         cases("handlerSendTimeoutMs", Arrays.asList("1s"), Arrays.asList("0", "86400001"));
-        cases("ibqMaxBuffersPerSource", Arrays.asList("1k"), Arrays.asList("0", "16777217"));
+        cases("ibqMaxBuffersPerSource", Arrays.asList("1k"), Arrays.asList("0", "1048577"));
         cases("ibqMaxBytesPerSource", Arrays.asList("x"), Arrays.asList("0"));
         cases("requestTimeoutMs", Arrays.asList("10s"), Arrays.asList("0", "86400001"));
         cases("sendTimeoutMs", Arrays.asList("soon"), Arrays.asList("-1", "86400001"));
@@ -139,10 +139,10 @@ public class DXNetConfigTest {
         cases("helloTimeoutMs", Arrays.asList("2s"), Arrays.asList("0", "86400001"));
         cases("flowControlWindow", Arrays.asList("16M"), Arrays.asList("4095"));
         cases("flowControlThreshold", Arrays.asList("half"), Arrays.asList("0", "1.5", "NaN"));
-        cases("ibqMaxBuffers", Arrays.asList("lots"), Arrays.asList("0"));
+        cases("ibqMaxBuffers", Arrays.asList("lots"), Arrays.asList("0", "1048577", "2147483647"));
         cases("ibqMaxBytes", Arrays.asList("1 MB"), Arrays.asList("0"));
-        cases("nioBufferSize", Arrays.asList("64k"), Arrays.asList("4095"));
-        cases("nioBufferCount", Arrays.asList("x"), Arrays.asList("1"));
+        cases("nioBufferSize", Arrays.asList("64k"), Arrays.asList("4095", "67108865", "2147483647"));
+        cases("nioBufferCount", Arrays.asList("x"), Arrays.asList("1", "1048577", "2147483647"));
         cases("nioRingSize", Arrays.asList("4M"), Arrays.asList("4096", "12288", "2147483647"));
         cases("keepAliveMs", Arrays.asList("1s"), Arrays.asList("0", "86400001"));
         cases("idleTimeoutMs", Arrays.asList("10s"), Arrays.asList("1", "86400001"));
@@ -195,6 +195,50 @@ public class DXNetConfigTest {
         c.maxUnfinishedBytesPerConnection = c.maxMessageSize - 1;
         e = refusal("unfinished < message", c::validate);
         assertTrue(e, e.contains("maxUnfinishedBytesPerConnection") && e.contains("maxMessageSize"));
+    }
+
+    /** The receive pool, allocated at start, is bounded as a whole: the message names both keys and the bound. */
+    @Test
+    public void aReceivePoolAboveSixteenGibIsRefusedNamingBothKeys() throws Exception {
+        DXNetConfig c = new DXNetConfig(1);
+        c.transport = "nio";
+        c.nioBufferSize = 64 << 20;
+        c.nioBufferCount = 257;
+        String e = refusal("a 16 GiB + 64 MiB pool", c::validate);
+        assertEquals("nioBufferCount × nioBufferSize = 257 × 67108864 = 17246978048 bytes, allocated at start, must be at "
+                + "most 17179869184 (16 GiB)", e);
+        c.nioBufferCount = 256;
+        c.validate();
+    }
+
+    /**
+     * A pool within the bound but beyond this JVM's direct memory fails the
+     * start at once, naming the keys and the JVM's limit (it was allocated
+     * buffer by buffer until a bare OutOfMemoryError), on both transports
+     * that use it; nothing is allocated.
+     */
+    @Test
+    public void aReceivePoolTheJvmCannotHoldFailsTheStartNamingTheKeys() throws Exception {
+        long limit = io.ibdxnet.transport.DirectMemory.limit();
+        org.junit.Assume.assumeTrue("direct memory limit " + limit, limit < 16L << 30);
+        for (String transport : new String[] {"loopback", "nio"}) {
+            DXNetConfig c = new DXNetConfig(1);
+            c.transport = transport;
+            c.listen = "127.0.0.1:0";
+            c.nioBufferSize = 64 << 20;
+            c.nioBufferCount = 256;
+            long used = io.ibdxnet.transport.DirectMemory.used();
+            try {
+                DXNet.start(c).close();
+                fail(transport + ": a 16 GiB pool started with a limit of " + limit);
+            } catch (IllegalStateException e) {
+                assertTrue(e.getMessage(), e.getMessage().startsWith("the receive pool (nioBufferCount × nioBufferSize = 256 × "
+                        + "67108864) needs 17179869184 bytes of direct memory; this JVM allows " + limit));
+                assertTrue(e.getMessage(), e.getMessage().contains("-XX:MaxDirectMemorySize"));
+            }
+            long grew = io.ibdxnet.transport.DirectMemory.used() - used;
+            assertTrue(transport + ": direct memory grew by " + grew, grew < 64 << 20);
+        }
     }
 
     /** A Java key sets its native key; a native key contradicting it is an error naming both. */

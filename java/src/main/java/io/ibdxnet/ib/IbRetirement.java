@@ -2,6 +2,7 @@ package io.ibdxnet.ib;
 
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.core.Frame;
+import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.ib.IbTransport.Connection;
 import io.ibdxnet.transport.OutgoingRingBuffer;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -19,6 +20,8 @@ import java.util.logging.Logger;
  */
 final class IbRetirement {
     private static final Logger LOG = Logger.getLogger(IbTransport.class.getName());
+    /** One line per node and second at most: closes can repeat as fast as a peer reconnects. */
+    private final RateLimitedLog strandedLog = new RateLimitedLog(LOG, 1_000);
     private final IbTransport t;
     /**
      * Closed connections whose native handle the send thread releases at the
@@ -147,8 +150,8 @@ final class IbRetirement {
                 }
                 t.connections.compareAndSet(node, old, null);
                 t.lostOnClose.incrementAndGet();
-                LOG.warning(stranded.length + " bytes to node " + node + " stranded by an orderly close could not be resent: "
-                        + e.getMessage());
+                strandedLog.warn("stranded", node, stranded.length + " bytes to node " + node
+                        + " stranded by an orderly close could not be resent: " + e.getMessage());
                 t.listener.onPossibleLoss(node, stranded.length, "stranded by an orderly close, not resent: " + e.getMessage());
                 t.listener.onDisconnected(node);
             }

@@ -8,6 +8,7 @@ import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
+import io.ibdxnet.transport.DirectMemory;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
@@ -77,7 +78,8 @@ public final class LoopbackTransport implements Transport {
         this.ringSize = ringSize;
         this.listener = listener;
         this.confirmations = new Confirmations(Confirmations.unit(window, threshold));
-        this.pool = new DirectBufferPool(bufferCount, bufferSize);
+        this.pool = new DirectBufferPool(bufferCount, bufferSize, "the receive pool (nioBufferCount × nioBufferSize = "
+                + bufferCount + " × " + bufferSize + ")");
         this.bufferCount = bufferCount;
         this.releaser = pool::release;
         int p = port;
@@ -173,7 +175,14 @@ public final class LoopbackTransport implements Transport {
         if (peer == null || !peer.running || peer.nodeId != node) {
             throw new NetworkException("no node " + node + " at loopback port " + port);
         }
-        Connection fresh = new Connection(node, peer, ByteBuffer.allocateDirect(ringSize), new FlowWindow(window, confirmations.unit()));
+        ByteBuffer ring;
+        try {
+            ring = DirectMemory.allocate(ringSize, "the ring of the connection to node " + node + " (nioRingSize = "
+                    + ringSize + ")");
+        } catch (IllegalStateException e) {
+            throw new NetworkException(e.getMessage(), e);
+        }
+        Connection fresh = new Connection(node, peer, ring, new FlowWindow(window, confirmations.unit()));
         if (!connections.compareAndSet(node, null, fresh)) {
             return connections.get(node);
         }

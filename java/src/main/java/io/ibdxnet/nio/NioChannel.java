@@ -88,7 +88,9 @@ final class NioChannel extends RingConnection {
     }
 
     static NioChannel outgoing(int node, SocketChannel socket, int ringSize, FlowWindow flow) {
-        return new NioChannel(0, node, true, socket, null, ByteBuffer.allocateDirect(ringSize), flow, State.CONNECTING);
+        ByteBuffer ring = io.ibdxnet.transport.DirectMemory.allocate(ringSize,
+                "the ring of the connection to node " + node + " (nioRingSize = " + ringSize + ")");
+        return new NioChannel(0, node, true, socket, null, ring, flow, State.CONNECTING);
     }
 
     static NioChannel incoming(int id, SocketChannel socket, InetAddress remote) {

@@ -141,7 +141,7 @@ final class NioConnections {
         }
         if (running.getAsBoolean()) {
             // At most one per peer per second: a peer that keeps failing must not flood the log.
-            failureLog.warn(c.peer(), "node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node "
+            failureLog.warn("connection failed", c.peer(), "node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node "
                     + c.peer() + " failed: " + why.getMessage());
         }
         disconnected(c, wasOpen);

@@ -34,6 +34,8 @@ final class NioRecordReader {
     private final IncomingBuffer.BufferReleaser releaser;
     private final TransportListener listener;
     private final NioCounters counters;
+    /** Data bytes moved down over cut control words, ever (selector thread; tests check the walk is linear). */
+    long bytesMoved;
 
     NioRecordReader(DirectBufferPool pool, TransportListener listener, NioCounters counters) {
         this.pool = pool;
@@ -132,41 +134,72 @@ final class NioRecordReader {
     }
 
     /**
-     * Walks the records in {@code b[0, length)}: data records stay, control
-     * words are handled and cut out, a word split at the end is held back for
-     * the next read. Returns the bytes of data left in the buffer.
+     * Walks the records in {@code b[0, length)} once: data records stay,
+     * control words are handled and cut out, a word split at the end is held
+     * back for the next read. Data behind a cut word moves down once, to where
+     * the data kept so far ends, so a read costs time linear in its length
+     * however many control words it holds. Returns the bytes of data left at
+     * the start of the buffer.
      */
-    private int records(NioChannel c, ByteBuffer b, int length) throws NioException {
-        int pos = 0;
-        while (pos < length) {
-            if (c.recordLeft > 0) {
-                int k = Math.min(c.recordLeft, length - pos);
-                pos += k;
-                c.recordLeft -= k;
-                continue;
-            }
-            if (length - pos < 4) {
-                c.heldCount = length - pos;
-                for (int i = 0; i < c.heldCount; i++) {
-                    c.held[i] = b.get(pos + i);
+    int records(NioChannel c, ByteBuffer b, int length) throws NioException {
+        int pos = 0; // next byte to look at
+        int kept = 0; // data kept so far: b[0, kept)
+        int keepAlives = 0; // counted once per read: a read may hold thousands
+        try {
+            while (pos < length) {
+                if (c.recordLeft > 0) {
+                    int k = Math.min(c.recordLeft, length - pos);
+                    if (kept != pos) {
+                        moveDown(b, pos, kept, k);
+                    }
+                    pos += k;
+                    kept += k;
+                    c.recordLeft -= k;
+                    continue;
                 }
-                return pos;
-            }
-            int word = b.getInt(pos);
-            if (word < 0) {
-                control(c, word);
-                for (int i = pos + 4; i < length; i++) {
-                    b.put(i - 4, b.get(i)); // forward copy: safe although the ranges overlap
+                if (length - pos < 4) {
+                    c.heldCount = length - pos;
+                    for (int i = 0; i < c.heldCount; i++) {
+                        c.held[i] = b.get(pos + i);
+                    }
+                    return kept;
                 }
-                length -= 4;
-                continue;
+                int word = b.getInt(pos);
+                if (word < 0) {
+                    if (word == NioWire.KEEP_ALIVE && !c.isPeerLeaving() && !c.awaitsFinalCount()) {
+                        keepAlives++; // what control() does with it, without a shared counter per word
+                    } else {
+                        control(c, word);
+                    }
+                    pos += 4;
+                    continue;
+                }
+                if (word < 4 || word > NioWire.MAX_RECORD) {
+                    throw protocol("record of " + word + " bytes from node " + c.peer());
+                }
+                c.recordLeft = (word + 3) & -4;
             }
-            if (word < 4 || word > NioWire.MAX_RECORD) {
-                throw protocol("record of " + word + " bytes from node " + c.peer());
+            return kept;
+        } finally {
+            if (keepAlives > 0) {
+                counters.keepAlives.addAndGet(keepAlives);
             }
-            c.recordLeft = (word + 3) & -4;
         }
-        return length;
+    }
+
+    /**
+     * Copies {@code b[from, from + n)} to {@code b[to, to + n)}, {@code to < from}:
+     * front to back, so each byte is read before it can be overwritten.
+     */
+    private void moveDown(ByteBuffer b, int from, int to, int n) {
+        int i = 0;
+        for (; i + 8 <= n; i += 8) {
+            b.putLong(to + i, b.getLong(from + i));
+        }
+        for (; i < n; i++) {
+            b.put(to + i, b.get(from + i));
+        }
+        bytesMoved += n;
     }
 
     /** One control word, in either direction (the direction decides which words are legal). */

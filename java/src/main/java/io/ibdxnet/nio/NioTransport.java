@@ -83,7 +83,8 @@ public final class NioTransport implements Transport {
         this.handshake = new NioHandshake(settings.nodeId, new SecureRandom().nextLong(),
                 Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold), settings.authKey,
                 settings.checkPeerAddress);
-        DirectBufferPool pool = new DirectBufferPool(settings.bufferCount, settings.bufferSize);
+        DirectBufferPool pool = new DirectBufferPool(settings.bufferCount, settings.bufferSize, "the receive pool "
+                + "(nioBufferCount × nioBufferSize = " + settings.bufferCount + " × " + settings.bufferSize + ")");
         this.reactor = new NioReactor(settings, listener, handshake, nodes, pool);
         this.conns = reactor.conns;
     }
@@ -229,8 +230,18 @@ public final class NioTransport implements Transport {
         } catch (IOException e) {
             throw new NetworkException("cannot open a socket: " + e.getMessage(), e);
         }
-        NioChannel c = NioChannel.outgoing(node, socket, settings.ringSize,
-                new FlowWindow(settings.flowControlWindow, reactor.confirmations.unit()));
+        NioChannel c;
+        try {
+            c = NioChannel.outgoing(node, socket, settings.ringSize,
+                    new FlowWindow(settings.flowControlWindow, reactor.confirmations.unit()));
+        } catch (IllegalStateException e) { // no direct memory for the ring
+            try {
+                socket.close();
+            } catch (IOException x) {
+                e.addSuppressed(x);
+            }
+            throw new NetworkException(e.getMessage(), e);
+        }
         c.lastUse = System.nanoTime();
         c.deadline = c.lastUse + TimeUnit.MILLISECONDS.toNanos(settings.connectTimeoutMs);
         return c;

@@ -1,12 +1,14 @@
 package io.ibdxnet.transport;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.GeneralSecurityException;
@@ -27,6 +29,8 @@ public final class AuthKey {
     /** The environment variable holding the key itself when no file is configured. */
     public static final String ENV = "IBDXNET_AUTH_KEY";
     public static final int MIN_BYTES = 16;
+    /** The largest key file read: a regular file of at most this many bytes (a key needs far less). */
+    public static final int MAX_FILE_BYTES = 64 << 10;
     private static final String ALGORITHM = "HmacSHA256";
     private static final Set<PosixFilePermission> GROUP_OR_OTHERS = EnumSet.of(
             PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_EXECUTE,
@@ -66,17 +70,47 @@ public final class AuthKey {
             if (view == null) {
                 throw new IllegalArgumentException("authKeyFile '" + file + "': the file system has no POSIX permissions to check");
             }
-            Set<PosixFilePermission> perms = view.readAttributes().permissions();
+            PosixFileAttributes attributes = view.readAttributes();
+            if (!attributes.isRegularFile()) {
+                // A FIFO would block the start until someone writes to it, a device might never end.
+                throw new IllegalArgumentException("authKeyFile '" + file + "' is not a regular file ("
+                        + (attributes.isDirectory() ? "a directory" : "a FIFO, socket or device")
+                        + "): the key must be in a regular file of at most " + MAX_FILE_BYTES + " bytes");
+            }
+            if (attributes.size() > MAX_FILE_BYTES) {
+                throw new IllegalArgumentException("authKeyFile '" + file + "' has " + attributes.size()
+                        + " bytes: a key file must have at most " + MAX_FILE_BYTES);
+            }
+            Set<PosixFilePermission> perms = attributes.permissions();
             if (!java.util.Collections.disjoint(perms, GROUP_OR_OTHERS)) {
                 throw new IllegalArgumentException("authKeyFile '" + file + "' has permissions "
                         + PosixFilePermissions.toString(perms) + ": group and others must have none (chmod 600)");
             }
-            return fromBytes(Files.readAllBytes(file), "authKeyFile '" + file + "'");
+            return fromBytes(readAtMost(file, MAX_FILE_BYTES), "authKeyFile '" + file + "'");
         } catch (NoSuchFileException e) {
             throw new IllegalArgumentException("authKeyFile '" + file + "' does not exist", e);
         } catch (IOException e) {
             throw new IllegalArgumentException("authKeyFile '" + file + "' cannot be read: " + e.getMessage(), e);
         }
+    }
+
+    /** The file's bytes, refused when it holds more than {@code max} (it may have grown since it was checked). */
+    private static byte[] readAtMost(Path file, int max) throws IOException {
+        byte[] buf = new byte[max + 1];
+        int n = 0;
+        try (InputStream in = Files.newInputStream(file)) {
+            for (int r; n < buf.length && (r = in.read(buf, n, buf.length - n)) > 0;) {
+                n += r;
+            }
+        }
+        if (n > max) {
+            Arrays.fill(buf, (byte) 0);
+            throw new IllegalArgumentException("authKeyFile '" + file + "' has more than " + max
+                    + " bytes: a key file must have at most " + max);
+        }
+        byte[] out = Arrays.copyOf(buf, n);
+        Arrays.fill(buf, (byte) 0);
+        return out;
     }
 
     private static AuthKey fromBytes(byte[] raw, String source) {

@@ -14,11 +14,30 @@ public final class DirectBufferPool {
     private final IntQueue free;
 
     public DirectBufferPool(int count, int size) {
+        this(count, size, count + " buffers of " + size + " bytes");
+    }
+
+    /**
+     * {@code count} buffers of {@code size} bytes, for {@code what} (the
+     * settings that sized it, for the message): refused at once with an
+     * {@link IllegalStateException} when the JVM's direct memory limit is
+     * smaller than the whole, or when it runs out while they are allocated.
+     */
+    public DirectBufferPool(int count, int size, String what) {
+        long total = (long) count * size;
+        if (total > DirectMemory.limit()) {
+            throw new IllegalStateException(DirectMemory.refusal(total, what));
+        }
         buffers = new ByteBuffer[count];
         addresses = new long[count];
         free = new IntQueue(count);
         for (int i = 0; i < count; i++) {
-            buffers[i] = ByteBuffer.allocateDirect(size);
+            try {
+                buffers[i] = ByteBuffer.allocateDirect(size);
+            } catch (OutOfMemoryError e) {
+                throw new IllegalStateException(DirectMemory.refusal(total, what) + " (" + e.getMessage() + " at buffer "
+                        + i + ")", e);
+            }
             addresses[i] = Memory.address(buffers[i]);
             free.offer(i);
         }

@@ -11,10 +11,16 @@ import io.ibdxnet.transport.IncomingBuffer;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import io.ibdxnet.TestSupport;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /** Lanes per source: round-robin, shares, the guaranteed minimum, holding, spilling. */
 public class IncomingBufferQueueTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(1);
+
     private final List<Integer> released = new ArrayList<>();
     private final ByteBuffer memory = ByteBuffer.allocateDirect(1 << 16);
 

@@ -194,4 +194,66 @@ public class AuthKeyTest {
         }
         return names;
     }
+
+    /**
+     * A FIFO, a directory or a device as authKeyFile fails the start at once
+     * with a message naming the file and why (a FIFO blocked the start until
+     * someone wrote to it); the node start is run on its own thread and must
+     * end within 5 s.
+     */
+    @Test
+    public void onlyARegularFileIsAKeyFile() throws Exception {
+        Path dir = Files.createTempDirectory("dxnet-key");
+        Path fifo = dir.resolve("fifo");
+        Process p = new ProcessBuilder("mkfifo", "-m", "600", fifo.toString()).inheritIO().start();
+        assertEquals("mkfifo", 0, p.waitFor());
+        try {
+            Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
+            String[][] cases = {{fifo.toString(), "a FIFO, socket or device"}, {dir.toString(), "a directory"},
+                {"/dev/zero", "a FIFO, socket or device"}};
+            for (String[] c : cases) {
+                DXNetConfig config = new DXNetConfig(0);
+                config.transport = "nio";
+                config.listen = "127.0.0.1:0";
+                config.authKeyFile = c[0];
+                java.util.concurrent.CompletableFuture<String> start = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    try {
+                        DXNet.start(config).close();
+                        return "started";
+                    } catch (IllegalArgumentException e) {
+                        return e.getMessage();
+                    } catch (Exception e) {
+                        return e.toString();
+                    }
+                });
+                String m = start.get(5, java.util.concurrent.TimeUnit.SECONDS);
+                assertTrue(m, m.contains("authKeyFile '" + c[0] + "' is not a regular file (" + c[1] + ")"));
+            }
+        } finally {
+            Files.deleteIfExists(fifo);
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    /** A key file larger than 64 KiB is refused before it is read (a 1 GiB file was read whole). */
+    @Test
+    public void aHugeKeyFileIsRefusedUnread() throws Exception {
+        Path f = file(KEY, "rw-------");
+        try (java.io.RandomAccessFile r = new java.io.RandomAccessFile(f.toFile(), "rw")) {
+            r.setLength(1L << 30); // sparse: 1 GiB that costs no disk
+        }
+        long before = ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean())
+                .getCurrentThreadAllocatedBytes();
+        String m = refused(f.toString(), null);
+        long bytes = ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean())
+                .getCurrentThreadAllocatedBytes() - before;
+        assertTrue(m, m.contains("has 1073741824 bytes: a key file must have at most 65536"));
+        assertTrue("refusing allocated " + bytes + " bytes", bytes < 1 << 20);
+        // 64 KiB exactly is still a key file.
+        try (java.io.RandomAccessFile r = new java.io.RandomAccessFile(f.toFile(), "rw")) {
+            r.setLength(64 << 10);
+        }
+        AuthKey.load(f.toString(), null);
+        Files.delete(f);
+    }
 }
