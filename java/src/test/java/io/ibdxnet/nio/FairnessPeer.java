@@ -23,12 +23,22 @@ import java.util.Map;
  * reads the replies: the first one blocks its receive path for good (with
  * {@code receiveInline} off the coordinator completes it; with two incoming
  * buffers at most, its selector then stops reading the connection).
+ * {@code honest FIRST COUNT HOST BASEPORT SERVER}: COUNT nodes with ids
+ * FIRST… listening on HOST:BASEPORT+i, node 0 at SERVER (host:port); prints
+ * {@code READY}; each {@code measure MS} line runs request/response from every
+ * node to node 0 for MS (1 ms apart per node) and prints one {@code MEASURED}
+ * line (round trips in µs: p50, p99, count; failures; replies more than
+ * 20 ms on their way back); {@code quit} ends it.
  * NODES are {@code id=host:port}.
  */
 public final class FairnessPeer {
     private FairnessPeer() {}
 
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("honest")) {
+            honest(Integer.parseInt(args[1]), Integer.parseInt(args[2]), args[3], Integer.parseInt(args[4]), args[5]);
+            return;
+        }
         DXNetConfig c = new DXNetConfig(Integer.parseInt(args[1]));
         c.transport = "nio";
         c.listen = args[2];
@@ -108,5 +118,73 @@ public final class FairnessPeer {
         System.out.println("FLOODED " + sent + " failed " + failed + " " + firstFailure);
         System.out.flush();
         Thread.sleep(Long.MAX_VALUE);
+    }
+
+    private static void honest(int first, int count, String host, int basePort, String server) throws Exception {
+        java.util.List<DXNet> nodes = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < count; i++) {
+                DXNetConfig c = new DXNetConfig(first + i);
+                c.transport = "nio";
+                c.listen = host + ":" + (basePort + i);
+                c.nodes.put(0, server);
+                DXNet n = DXNet.start(c);
+                n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
+                nodes.add(n);
+            }
+            System.out.println("READY");
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
+            String line;
+            while ((line = in.readLine()) != null && !line.equals("quit")) {
+                if (line.startsWith("measure ")) {
+                    System.out.println(measure(nodes, Long.parseLong(line.substring(8))));
+                }
+            }
+        } finally {
+            for (DXNet n : nodes) {
+                n.close();
+            }
+        }
+    }
+
+    /** Request/response of every node to node 0 for {@code ms}, 1 ms apart per node. */
+    private static String measure(java.util.List<DXNet> nodes, long ms) throws InterruptedException {
+        java.util.List<Long> rtts = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        java.util.concurrent.atomic.AtomicInteger failures = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger slowBack = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.List<Thread> threads = new java.util.ArrayList<>();
+        for (DXNet n : nodes) {
+            Thread t = new Thread(() -> {
+                byte[] payload = new byte[64];
+                while (!stop.get()) {
+                    long t0 = System.nanoTime();
+                    java.nio.ByteBuffer.wrap(payload).putLong(t0); // the server notes how long it took to reach it
+                    try {
+                        BytesResponse r = n.sendSync(new BytesRequest(0, payload), 10_000);
+                        if (System.nanoTime() - java.nio.ByteBuffer.wrap(r.bytes).getLong() > 20_000_000) {
+                            slowBack.incrementAndGet();
+                        }
+                        rtts.add(System.nanoTime() - t0);
+                    } catch (NetworkException e) {
+                        failures.incrementAndGet();
+                    }
+                    LockSupport.parkNanos(1_000_000);
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        Thread.sleep(ms);
+        stop.set(true);
+        for (Thread t : threads) {
+            t.join(15_000);
+        }
+        java.util.List<Long> sorted = new java.util.ArrayList<>(rtts);
+        java.util.Collections.sort(sorted);
+        long p50 = sorted.isEmpty() ? -1 : sorted.get(sorted.size() / 2) / 1000;
+        long p99 = sorted.isEmpty() ? -1 : sorted.get(Math.min(sorted.size() - 1, (int) (sorted.size() * 0.99))) / 1000;
+        return "MEASURED p50=" + p50 + " p99=" + p99 + " count=" + sorted.size() + " failures=" + failures + " slow_back="
+                + slowBack;
     }
 }
