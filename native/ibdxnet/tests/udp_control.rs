@@ -1,0 +1,334 @@
+//! The control plane against a holder of the pre-shared key.
+//!
+//! The key is one group secret: whoever holds it (and can send from a
+//! node's address: raw sockets, so root, skipped with a notice otherwise)
+//! seals packets like any member. Such a key holder must not be able to lock
+//! a real node out of the control plane: one packet with a far-future
+//! sequence number is refused (`dropped_ahead`) and moves nothing, and a
+//! window pushed ahead step by step is reset by the real node answering a
+//! challenge (`auth_resyncs`), which a recorded or forged answer cannot do.
+//!
+//! The tests read counters with `get` (0 if absent) and check behaviour
+//! first, so that they also build against the code before these rules,
+//! where they fail (the negative controls in the commit messages).
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, SocketAddrV4};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::engine::{base_config, start_nodes, wait_until, Node};
+use common::rawudp::{is_root, Recorder, Spoofer};
+use common::records::Rng;
+use common::skip_notice;
+use hmac::{Hmac, Mac};
+use ibdxnet::con::proto::{Body, Packet, NONCE_LEN, VERSION_KEYED};
+use ibdxnet::con::{AuthKey, NodeEvent, NodeId};
+use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
+use ibdxnet::fabric::{FabricKind, SimOptions};
+use ibdxnet::loopback::StreamOptions;
+use ibdxnet::msgrc::EngineConfig;
+use sha2::Sha256;
+
+const KEY: &[u8] = b"udp-control test key 0123456789";
+/// The bound of the fixed code (`con::auth::MAX_AHEAD`), spelled out so
+/// that the test builds against the code before it.
+const STEP: u64 = 1024;
+
+fn stats_of(n: &Node<SimFabric>) -> HashMap<&'static str, u64> {
+    n.engine.stats_map().into_iter().collect()
+}
+
+fn stat(n: &Node<SimFabric>, k: &str) -> u64 {
+    stats_of(n).get(k).copied().unwrap_or(0)
+}
+
+fn v4(a: SocketAddr) -> SocketAddrV4 {
+    match a {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(_) => panic!("IPv4 expected"),
+    }
+}
+
+fn config(i: u16, net: &Arc<SimNetwork>, keyed: bool) -> EngineConfig {
+    let mut c = base_config(i, FabricKind::Sim);
+    c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+    c.auth_key = keyed.then(|| AuthKey::new(KEY, "test").unwrap());
+    c.discovery_interval = Duration::from_millis(50);
+    c
+}
+
+/// `p` sealed with the group key and sequence number `seq`: what any key
+/// holder can make.
+fn sealed(p: &Packet, seq: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    p.encode(&mut out);
+    out[4] = VERSION_KEYED;
+    out.extend_from_slice(&seq.to_be_bytes());
+    let mut m = Hmac::<Sha256>::new_from_slice(KEY).unwrap();
+    m.update(&out);
+    out.extend_from_slice(&m.finalize().into_bytes());
+    out
+}
+
+fn skip_unless_root(test: &str) -> bool {
+    if !is_root() {
+        skip_notice(&format!("SKIPPED udp_control::{test}: spoofing source addresses needs raw sockets (root)\n"));
+    }
+    !is_root()
+}
+
+/// Two keyed nodes; node 1 connected to node 0 (both established).
+fn keyed_pair(opts: StreamOptions) -> (Vec<Node<SimFabric>>, Arc<SimNetwork>) {
+    let net = SimNetwork::new();
+    let nodes: Vec<Node<SimFabric>> = start_nodes(2, opts, |i| config(i, &net, true));
+    nodes[1].engine.connect(NodeId(0)).expect("connect");
+    wait_until("node 0 established", || nodes[0].engine.manager().established(NodeId(1)).is_some());
+    (nodes, net)
+}
+
+fn addrs(nodes: &[Node<SimFabric>]) -> (SocketAddrV4, SocketAddrV4) {
+    (v4(nodes[0].engine.manager().local_addr()), v4(nodes[1].engine.manager().local_addr()))
+}
+
+/// Node 1 closes its connection to node 0 in order; returns how long node
+/// 0 took to hear it (its `Closed(1)`), or `None` within `limit`.
+fn node_0_hears_node_1_close(nodes: &[Node<SimFabric>], limit: Duration) -> Option<Duration> {
+    let t0 = Instant::now();
+    assert!(nodes[1].engine.manager().close(NodeId(0), false));
+    while t0.elapsed() < limit {
+        if nodes[0].handler.events().iter().any(|e| matches!(e, NodeEvent::Closed(NodeId(1)))) {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    None
+}
+
+/// Node 1's (real) sequence numbers to node 0 are small: 2^40 is far ahead.
+#[test]
+fn a_key_holders_far_future_sequence_number_does_not_lock_the_node_out() {
+    if skip_unless_root("a_key_holders_far_future_sequence_number_does_not_lock_the_node_out") {
+        return;
+    }
+    let (nodes, _net) = keyed_pair(StreamOptions::default());
+    let (a0, a1) = addrs(&nodes);
+    let instance = nodes[0].engine.manager().established(NodeId(1)).unwrap().peer_instance();
+    let base = stats_of(&nodes[0]);
+    // One sealed, harmless packet "from node 1", far ahead.
+    let p = Packet { src: NodeId(1), dst: NodeId(0), instance, body: Body::DiscoverAck };
+    Spoofer::new().send(a1, a0, &sealed(&p, 1 << 40));
+    wait_until("node 0 handled it", || {
+        stat(&nodes[0], "packets_in") > base["packets_in"] || stat(&nodes[0], "dropped_ahead") > 0
+    });
+    let accepted = stat(&nodes[0], "packets_in") - base["packets_in"];
+    // Node 1's own packets still count: node 0 hears its close at once.
+    let took = node_0_hears_node_1_close(&nodes, Duration::from_secs(5));
+    let after = stats_of(&nodes[0]);
+    eprintln!(
+        "udp_control: after one packet 2^40 ahead, node 0 heard node 1's close after {took:?}; \
+         dropped_ahead {}, dropped_replayed +{}",
+        after.get("dropped_ahead").copied().unwrap_or(0),
+        after["dropped_replayed"] - base["dropped_replayed"]
+    );
+    assert!(took.is_some(), "node 1 is locked out of node 0's control plane: {after:?}");
+    assert_eq!(after.get("dropped_ahead"), Some(&1), "refused and counted as too far ahead");
+    assert_eq!(accepted, 0, "the packet far ahead was accepted");
+    // And it connects again.
+    nodes[1].engine.connect_timeout(NodeId(0), Duration::from_secs(2)).expect("reconnect");
+}
+
+/// A key holder who pushes the window ahead within the bound, step by step,
+/// locks the node out only until its next packet: node 0 challenges, node 1
+/// answers, the window is reset. Node 1's recorded answer and a key holder's
+/// answer with a made-up nonce reset nothing.
+#[test]
+fn a_window_pushed_step_by_step_is_reset_by_the_real_node_answering_a_challenge() {
+    if skip_unless_root("a_window_pushed_step_by_step_is_reset_by_the_real_node_answering_a_challenge") {
+        return;
+    }
+    let (nodes, _net) = keyed_pair(StreamOptions::default());
+    let (a0, a1) = addrs(&nodes);
+    let instance = nodes[0].engine.manager().established(NodeId(1)).unwrap().peer_instance();
+    let spoof = Spoofer::new();
+    let base = stats_of(&nodes[0]);
+    let p = Packet { src: NodeId(1), dst: NodeId(0), instance, body: Body::DiscoverAck };
+    const STEPS: u64 = 64;
+    for k in 1..=STEPS {
+        spoof.send(a1, a0, &sealed(&p, k * STEP));
+    }
+    wait_until("node 0 took the steps", || stat(&nodes[0], "packets_in") - base["packets_in"] == STEPS);
+    let rec = Recorder::start(a1.port(), a0.port());
+    let took = node_0_hears_node_1_close(&nodes, Duration::from_secs(5));
+    let after = stats_of(&nodes[0]);
+    eprintln!(
+        "udp_control: window pushed {STEPS}x{STEP} ahead: node 0 heard node 1's close after {took:?} \
+         (dropped_replayed +{}, challenges +{}, resyncs {})",
+        after["dropped_replayed"] - base["dropped_replayed"],
+        after["auth_challenges"] - base["auth_challenges"],
+        after.get("auth_resyncs").copied().unwrap_or(0)
+    );
+    let took = took.unwrap_or_else(|| panic!("node 1 is locked out of node 0's control plane: {after:?}"));
+    // Bounded: one refused packet, a challenge round trip, one retransmission.
+    assert!(took < Duration::from_secs(1), "re-admitted only after {took:?}");
+    assert_eq!(after.get("auth_resyncs"), Some(&1));
+    std::thread::sleep(Duration::from_millis(100));
+    let answers: Vec<Vec<u8>> = rec
+        .finish()
+        .into_iter()
+        .filter(|d| matches!(Packet::decode_any(d), Ok((Packet { body: Body::Response { .. }, .. }, _))))
+        .collect();
+    assert_eq!(answers.len(), 1, "node 1 answered once");
+    // Its answer replayed, and answers a key holder makes without the nonce.
+    let base = stats_of(&nodes[0]);
+    for _ in 0..3 {
+        spoof.send(a1, a0, &answers[0]);
+    }
+    let mut rng = Rng(0x0DDB_A11D_EC0D_E5EE);
+    for seq in [1, 1 << 20, (STEPS + 1) * STEP, u64::MAX] {
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.iter_mut().for_each(|b| *b = rng.next() as u8);
+        spoof.send(a1, a0, &sealed(&Packet { body: Body::Response { nonce }, ..p }, seq));
+    }
+    wait_until("all counted", || {
+        let s = stats_of(&nodes[0]);
+        s["dropped_replayed"] + s["dropped_ahead"] - base["dropped_replayed"] - base["dropped_ahead"] == 7
+    });
+    assert_eq!(stats_of(&nodes[0])["auth_resyncs"], 1, "no answer but node 1's reset the window");
+    // Node 1 is still heard: it connects again.
+    nodes[1].engine.connect_timeout(NodeId(0), Duration::from_secs(2)).expect("reconnect");
+}
+
+/// A node that restarts (a new instance, sequence numbers from 1 again)
+/// after a key holder pushed its old instance's window is admitted again
+/// by the challenge of new instances, within a bounded time.
+#[test]
+fn a_restarted_node_is_re_admitted_within_a_bounded_time() {
+    if skip_unless_root("a_restarted_node_is_re_admitted_within_a_bounded_time") {
+        return;
+    }
+    let (mut nodes, net) = keyed_pair(StreamOptions::default());
+    let (a0, a1) = addrs(&nodes);
+    let instance = nodes[0].engine.manager().established(NodeId(1)).unwrap().peer_instance();
+    let spoof = Spoofer::new();
+    let p = Packet { src: NodeId(1), dst: NodeId(0), instance, body: Body::DiscoverAck };
+    for k in 1..=64 {
+        spoof.send(a1, a0, &sealed(&p, k * STEP));
+    }
+    let n1 = nodes.pop().unwrap();
+    n1.engine.shutdown();
+    let admitted = stat(&nodes[0], "auth_instances_admitted");
+    let t0 = Instant::now();
+    let mut c = config(1, &net, true);
+    c.listen = SocketAddr::V4(a1);
+    let restarted: Node<SimFabric> = start_nodes(1, StreamOptions::default(), |_| c.clone()).pop().unwrap();
+    restarted.engine.add_node(NodeId(0), SocketAddr::V4(a0)).unwrap();
+    restarted.engine.connect_timeout(NodeId(0), Duration::from_secs(5)).expect("connect after the restart");
+    let took = t0.elapsed();
+    wait_until("node 0 established with the new instance", || {
+        nodes[0].engine.manager().established(NodeId(1)).is_some_and(|c| c.peer_instance() != instance)
+    });
+    eprintln!("udp_control: restarted node 1 connected to node 0 {took:?} after its engine started again");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_eq!(stat(&nodes[0], "auth_instances_admitted"), admitted + 1);
+    restarted.engine.shutdown();
+}
+
+/// The fuzzer in the style of `udp_fuzz`, as a key holder: sealed packets
+/// "from node 1" with sequence numbers far ahead or used up, while both
+/// nodes stream. Each is counted once (too far ahead or replayed), the
+/// challenges they cause are rate limited, the connection and its data are
+/// untouched, and node 1's own close is still heard.
+#[test]
+fn a_key_holders_flood_of_refused_sequence_numbers_is_counted_and_harmless() {
+    if skip_unless_root("a_key_holders_flood_of_refused_sequence_numbers_is_counted_and_harmless") {
+        return;
+    }
+    let net = SimNetwork::new();
+    let nodes: Vec<Node<SimFabric>> =
+        start_nodes(2, StreamOptions { verify: true, limit: None, ..Default::default() }, |i| config(i, &net, true));
+    let mut held = Vec::new();
+    for (i, j) in [(0usize, 1u16), (1, 0)] {
+        let c = nodes[i].engine.connect(NodeId(j)).expect("connect");
+        // SAFETY: `c` (the connection of this ring) is kept for as long as the engine runs.
+        unsafe { nodes[i].handler.add_target(NodeId(j), c.ring().address(), c.ring().size()) };
+        held.push(c);
+    }
+    wait_until("data flows", || nodes[0].handler.received.load(Relaxed) > (1 << 20));
+    let (a0, a1) = addrs(&nodes);
+    let conn = nodes[0].engine.manager().established(NodeId(1)).unwrap();
+    let (qpn, peer_qpn, instance) = (conn.local_qpn(), conn.peer_qpn(), conn.peer_instance());
+    let spoof = Spoofer::new();
+    let base = stats_of(&nodes[0]);
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let n: u64 = std::env::var("IBDXNET_FUZZ_DATAGRAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    let t0 = Instant::now();
+    let mut sent = 0;
+    while sent < n {
+        for _ in 0..64 {
+            let body = match rng.below(5) {
+                0 => Body::Discover,
+                1 => Body::DiscoverAck,
+                2 => Body::Close { qpn: peer_qpn },
+                3 => Body::Leave { qpn: peer_qpn, handled: 0 },
+                _ => Body::Response { nonce: [rng.next() as u8; NONCE_LEN] },
+            };
+            // Used up (0, or behind the window) or far ahead.
+            let seq = if sent % 2 == 0 { rng.below(2) } else { (1 << 32) + rng.next() % (1 << 60) };
+            spoof.send(a1, a0, &sealed(&Packet { src: NodeId(1), dst: NodeId(0), instance, body }, seq));
+            sent += 1;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = stats_of(&nodes[0]);
+            let counted = s["dropped_replayed"] + s.get("dropped_ahead").copied().unwrap_or(0)
+                - base["dropped_replayed"]
+                - base.get("dropped_ahead").copied().unwrap_or(0);
+            if counted == sent {
+                break;
+            }
+            assert!(counted < sent, "{counted} counted of {sent}: {s:?}");
+            assert!(Instant::now() < deadline, "only {counted} of {sent} counted: {s:?}");
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    let took = t0.elapsed();
+    let after = stats_of(&nodes[0]);
+    let d = |k: &str| after.get(k).copied().unwrap_or(0) - base.get(k).copied().unwrap_or(0);
+    eprintln!(
+        "udp_control: key holder flood of {sent} sealed datagrams in {took:.2?} ({:.0}/s): ahead {}, replayed {}, \
+         challenges {}, resyncs {}",
+        sent as f64 / took.as_secs_f64(),
+        d("dropped_ahead"),
+        d("dropped_replayed"),
+        d("auth_challenges"),
+        d("auth_resyncs")
+    );
+    assert!(d("dropped_ahead") >= sent / 2 && d("dropped_replayed") >= sent / 4, "{after:?}");
+    assert_eq!(d("packets_in"), 0, "nothing of the flood was accepted");
+    // At most one challenge per 20 ms gap (plus the first).
+    let allowed = took.as_millis() as u64 / 20 + 2;
+    assert!(d("auth_challenges") <= allowed, "{} challenges in {took:?}", d("auth_challenges"));
+    let now = nodes[0].engine.manager().established(NodeId(1)).expect("still established");
+    assert_eq!((now.local_qpn(), now.peer_qpn(), now.peer_instance()), (qpn, peer_qpn, instance));
+    for nd in &nodes {
+        let before = nd.handler.received.load(Relaxed);
+        wait_until("data still flows", || nd.handler.received.load(Relaxed) > before + (4 << 20));
+    }
+    for nd in &nodes {
+        nd.handler.stop_sending();
+    }
+    for (i, nd) in nodes.iter().enumerate() {
+        assert!(
+            !nd.handler.events().iter().any(|e| matches!(e, NodeEvent::Disconnected(_) | NodeEvent::Closed(_))),
+            "node {i}: {:?}",
+            nd.handler.events()
+        );
+        assert_eq!(nd.handler.incoming()[&(1 - i as u16)].corrupt, 0, "node {i}: corrupt bytes");
+    }
+    assert!(node_0_hears_node_1_close(&nodes, Duration::from_secs(5)).is_some(), "node 1 locked out");
+    drop(held);
+}
