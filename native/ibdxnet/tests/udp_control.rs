@@ -1,4 +1,5 @@
-//! The control plane against a holder of the pre-shared key.
+//! The control plane against a holder of the pre-shared key and against
+//! table entries with an unspecified address.
 //!
 //! The key is one group secret: whoever holds it (and can send from a
 //! node's address: raw sockets, so root, skipped with a notice otherwise)
@@ -8,6 +9,9 @@
 //! window pushed ahead step by step is reset by the real node answering a
 //! challenge (`auth_resyncs`), which a recorded or forged answer cannot do.
 //!
+//! A node-table entry `0.0.0.0:port` names no peer (as on NIO): packets
+//! claiming that node are refused from every address, none are sent to it.
+//!
 //! The tests read counters with `get` (0 if absent) and check behaviour
 //! first, so that they also build against the code before these rules,
 //! where they fail (the negative controls in the commit messages).
@@ -15,7 +19,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -331,4 +335,90 @@ fn a_key_holders_flood_of_refused_sequence_numbers_is_counted_and_harmless() {
     }
     assert!(node_0_hears_node_1_close(&nodes, Duration::from_secs(5)).is_some(), "node 1 locked out");
     drop(held);
+}
+
+/// Node 0's table gives node 1 as `0.0.0.0:<node 1's port>`. Before, any
+/// process that could send from that port on any address spoke for node 1
+/// (and node 1's real packets were accepted, so a live connection existed
+/// for it to tear down), and node 0 sent its packets to the wildcard. Now
+/// the entry names no peer: node 1 (from its real address) and an
+/// unprivileged process on 127.0.0.2 are both refused as spoofed, nothing
+/// is sent to it, and a connect to node 1 fails at once saying why.
+#[test]
+fn an_unspecified_table_address_matches_no_source_and_is_never_sent_to() {
+    let net = SimNetwork::new();
+    let nodes: Vec<Node<SimFabric>> = start_nodes(2, StreamOptions::default(), |i| config(i, &net, false));
+    let (a0, a1) = addrs(&nodes);
+    let m0 = nodes[0].engine.manager();
+    assert!(m0.remove_node(NodeId(1)));
+    wait_until("node 1 removed", || nodes[0].handler.events().contains(&NodeEvent::Invalidated(NodeId(1))));
+    let wildcard: SocketAddr = format!("0.0.0.0:{}", a1.port()).parse().unwrap();
+    m0.add_node(NodeId(1), wildcard).unwrap();
+    // Let everything in flight settle, then count from here.
+    std::thread::sleep(Duration::from_millis(100));
+    let (base0, base1) = (stats_of(&nodes[0]), stats_of(&nodes[1]));
+    let events0 = nodes[0].handler.events().len();
+
+    // Node 1's real packets (discovery every 50 ms, its exchanges): refused.
+    let err = nodes[1].engine.connect_timeout(NodeId(0), Duration::from_millis(500));
+    assert!(err.is_err(), "node 0 accepted node 1 through its wildcard entry");
+    // A local unprivileged process on another loopback address, same port.
+    let intruder = UdpSocket::bind(SocketAddr::new("127.0.0.2".parse().unwrap(), a1.port())).expect("bind 127.0.0.2");
+    let mut b = Vec::new();
+    for (i, body) in
+        [Body::Discover, Body::Close { qpn: 0x11 }, Body::Leave { qpn: 0x11, handled: 0 }].into_iter().enumerate()
+    {
+        Packet { src: NodeId(1), dst: NodeId(0), instance: 0x5EED + i as u32, body }.encode(&mut b);
+        intruder.send_to(&b, a0).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let (after0, after1) = (stats_of(&nodes[0]), stats_of(&nodes[1]));
+    let spoofed = after0["dropped_spoofed"] - base0["dropped_spoofed"];
+    eprintln!(
+        "udp_control: wildcard entry: node 0 dropped {spoofed} packets claiming node 1 as spoofed, accepted {}; \
+         node 1 received {} from node 0",
+        after0["packets_in"] - base0["packets_in"],
+        after1["packets_in"] - base1["packets_in"]
+    );
+    assert_eq!(after0["packets_in"], base0["packets_in"], "a packet claiming node 1 was accepted");
+    assert!(spoofed > 3, "node 1's and the intruder's packets counted as spoofed: {spoofed}");
+    assert_eq!(after1["packets_in"], base1["packets_in"], "node 0 sent to the wildcard address");
+    assert!(
+        !nodes[0].handler.events()[events0..].iter().any(|e| matches!(e, NodeEvent::Discovered(NodeId(1)))),
+        "{:?}",
+        nodes[0].handler.events()
+    );
+    let t0 = Instant::now();
+    let err = nodes[0].engine.connect_timeout(NodeId(1), Duration::from_secs(2)).expect_err("connected");
+    assert!(t0.elapsed() < Duration::from_millis(100), "took {:?}", t0.elapsed());
+    assert!(err.to_string().contains("0.0.0.0") && err.to_string().contains("unspecified"), "{err}");
+    assert_eq!(nodes[0].engine.manager().connection_count(), 0);
+}
+
+/// What an unspecified address is for: a node's own entry and `listen`.
+/// Node 0 binds `0.0.0.0:<port>` (its own entry names that address too and
+/// is skipped), node 1 knows it as `127.0.0.1:<port>`: both connect and
+/// exchange data.
+#[test]
+fn an_unspecified_listen_address_and_own_entry_still_work() {
+    let net = SimNetwork::new();
+    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let any: SocketAddr = format!("0.0.0.0:{port}").parse().unwrap();
+    let nodes: Vec<Node<SimFabric>> = start_nodes(2, StreamOptions::default(), |i| {
+        let mut c = config(i, &net, false);
+        if i == 0 {
+            c.listen = any;
+            c.nodes = vec![(NodeId(0), any)];
+        }
+        c
+    });
+    assert_eq!(nodes[0].engine.manager().local_addr(), any);
+    // start_nodes gave node 1 node 0's bound address, the wildcard: use the real one.
+    let m1 = nodes[1].engine.manager();
+    assert!(m1.remove_node(NodeId(0)));
+    wait_until("removed", || nodes[1].handler.events().contains(&NodeEvent::Invalidated(NodeId(0))));
+    m1.add_node(NodeId(0), format!("127.0.0.1:{port}").parse().unwrap()).unwrap();
+    nodes[1].engine.connect_timeout(NodeId(0), Duration::from_secs(5)).expect("node 1 to node 0");
+    nodes[0].engine.connect_timeout(NodeId(1), Duration::from_secs(5)).expect("node 0 to node 1");
+    assert_eq!(stat(&nodes[0], "dropped_spoofed"), 0);
 }
