@@ -87,8 +87,17 @@ fn skip_unless_root(test: &str) -> bool {
 
 /// Two keyed nodes; node 1 connected to node 0 (both established).
 fn keyed_pair(opts: StreamOptions) -> (Vec<Node<SimFabric>>, Arc<SimNetwork>) {
+    keyed_pair_retrying(opts, Duration::from_millis(100))
+}
+
+/// As [`keyed_pair`], retransmitting exchanges and closes every `retry`.
+fn keyed_pair_retrying(opts: StreamOptions, retry: Duration) -> (Vec<Node<SimFabric>>, Arc<SimNetwork>) {
     let net = SimNetwork::new();
-    let nodes: Vec<Node<SimFabric>> = start_nodes(2, opts, |i| config(i, &net, true));
+    let nodes: Vec<Node<SimFabric>> = start_nodes(2, opts, |i| {
+        let mut c = config(i, &net, true);
+        c.exchange_retry = retry;
+        c
+    });
     nodes[1].engine.connect(NodeId(0)).expect("connect");
     wait_until("node 0 established", || nodes[0].engine.manager().established(NodeId(1)).is_some());
     (nodes, net)
@@ -154,7 +163,10 @@ fn a_window_pushed_step_by_step_is_reset_by_the_real_node_answering_a_challenge(
     if skip_unless_root("a_window_pushed_step_by_step_is_reset_by_the_real_node_answering_a_challenge") {
         return;
     }
-    let (nodes, _net) = keyed_pair(StreamOptions::default());
+    // Closes are retransmitted only every 2 s: node 1 is heard within the
+    // second below only through the challenge round trip (its `Done` after
+    // the answer, or its close repeated once it answered).
+    let (nodes, _net) = keyed_pair_retrying(StreamOptions::default(), Duration::from_secs(2));
     let (a0, a1) = addrs(&nodes);
     let instance = nodes[0].engine.manager().established(NodeId(1)).unwrap().peer_instance();
     let spoof = Spoofer::new();
@@ -176,7 +188,7 @@ fn a_window_pushed_step_by_step_is_reset_by_the_real_node_answering_a_challenge(
         after.get("auth_resyncs").copied().unwrap_or(0)
     );
     let took = took.unwrap_or_else(|| panic!("node 1 is locked out of node 0's control plane: {after:?}"));
-    // Bounded: one refused packet, a challenge round trip, one retransmission.
+    // Bounded: one refused packet, a challenge round trip, the close again.
     assert!(took < Duration::from_secs(1), "re-admitted only after {took:?}");
     assert_eq!(after.get("auth_resyncs"), Some(&1));
     std::thread::sleep(Duration::from_millis(100));
@@ -421,4 +433,80 @@ fn an_unspecified_listen_address_and_own_entry_still_work() {
     nodes[1].engine.connect_timeout(NodeId(0), Duration::from_secs(5)).expect("node 1 to node 0");
     nodes[0].engine.connect_timeout(NodeId(1), Duration::from_secs(5)).expect("node 0 to node 1");
     assert_eq!(stat(&nodes[0], "dropped_spoofed"), 0);
+}
+
+/// Re-admission times (`cargo test --release --test udp_control -- --ignored
+/// --nocapture readmission_times`): `IBDXNET_TRIALS` (default 50) times a
+/// window pushed 64 x 1024 ahead, then node 1 closes and reconnects; 10
+/// times node 1 restarts after such a push. Prints the distributions.
+#[test]
+#[ignore]
+fn readmission_times() {
+    if skip_unless_root("readmission_times") {
+        return;
+    }
+    let trials: usize = std::env::var("IBDXNET_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
+    let pct = |v: &mut Vec<Duration>| {
+        v.sort();
+        let at = |p: usize| v[(v.len() * p / 100).min(v.len() - 1)];
+        format!("min {:.2?}, median {:.2?}, p90 {:.2?}, max {:.2?}", v[0], at(50), at(90), v[v.len() - 1])
+    };
+    let (mut nodes, net) = keyed_pair(StreamOptions::default());
+    let (a0, a1) = addrs(&nodes);
+    let spoof = Spoofer::new();
+    let (mut heard, mut reconnect) = (Vec::new(), Vec::new());
+    for _ in 0..trials {
+        let instance = nodes[0].engine.manager().established(NodeId(1)).unwrap().peer_instance();
+        let p = Packet { src: NodeId(1), dst: NodeId(0), instance, body: Body::DiscoverAck };
+        // Trials further apart than the 20 ms gap between challenges to a node.
+        std::thread::sleep(Duration::from_millis(30));
+        let before = stat(&nodes[0], "packets_in");
+        // The last trial's reset brought the window back to node 1's own number.
+        for k in 1..=64 {
+            spoof.send(a1, a0, &sealed(&p, k * STEP));
+        }
+        wait_until("steps taken", || stat(&nodes[0], "packets_in") >= before + 64);
+        let closed = nodes[0].handler.events().iter().filter(|e| matches!(e, NodeEvent::Closed(_))).count();
+        let t0 = Instant::now();
+        assert!(nodes[1].engine.manager().close(NodeId(0), false));
+        wait_until("node 0 hears the close", || {
+            nodes[0].handler.events().iter().filter(|e| matches!(e, NodeEvent::Closed(_))).count() > closed
+        });
+        heard.push(t0.elapsed());
+        wait_until("closed on both sides", || nodes.iter().all(|n| n.engine.manager().connection_count() == 0));
+        let t1 = Instant::now();
+        nodes[1].engine.connect_timeout(NodeId(0), Duration::from_secs(5)).expect("reconnect");
+        wait_until("node 0 established", || nodes[0].engine.manager().established(NodeId(1)).is_some());
+        reconnect.push(t1.elapsed());
+    }
+    let s = stats_of(&nodes[0]);
+    println!(
+        "re-admission after a window pushed 64x1024 ahead, {trials} trials: close heard {}; reconnect {}; \
+         auth_resyncs {}, auth_challenges {}",
+        pct(&mut heard),
+        pct(&mut reconnect),
+        s["auth_resyncs"],
+        s["auth_challenges"]
+    );
+    let mut restart = Vec::new();
+    for _ in 0..10 {
+        let instance = nodes[0].engine.manager().established(NodeId(1)).map(|c| c.peer_instance()).unwrap_or(0);
+        let p = Packet { src: NodeId(1), dst: NodeId(0), instance, body: Body::DiscoverAck };
+        for k in 1..=64 {
+            spoof.send(a1, a0, &sealed(&p, k * STEP));
+        }
+        nodes.pop().unwrap().engine.shutdown();
+        let t0 = Instant::now();
+        let mut c = config(1, &net, true);
+        c.listen = SocketAddr::V4(a1);
+        let n1: Node<SimFabric> = start_nodes(1, StreamOptions::default(), |_| c.clone()).pop().unwrap();
+        n1.engine.add_node(NodeId(0), SocketAddr::V4(a0)).unwrap();
+        n1.engine.connect_timeout(NodeId(0), Duration::from_secs(5)).expect("connect after the restart");
+        restart.push(t0.elapsed());
+        nodes.push(n1);
+        wait_until("node 0 established with the new instance", || {
+            nodes[0].engine.manager().established(NodeId(1)).is_some_and(|c| c.peer_instance() != instance)
+        });
+    }
+    println!("restart after such a push, 10 trials: engine start to connected {}", pct(&mut restart));
 }

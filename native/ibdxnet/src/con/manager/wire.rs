@@ -123,6 +123,7 @@ impl<F: Fabric> ConManager<F> {
                     // Admitted now (unless the response is lost): repeat at
                     // once what the challenge stopped instead of at the next retry.
                     self.resend_to(p.src, st);
+                    self.resend_closes_to(p.src, Instant::now(), st);
                 }
                 None
             }
