@@ -349,6 +349,39 @@ fn a_key_holders_flood_of_refused_sequence_numbers_is_counted_and_harmless() {
     drop(held);
 }
 
+/// A key holder who can send from node 1's address tells node 0 that node
+/// 1 is on another fabric (a sealed `WrongFabric`, fresh sequence number):
+/// node 0's connects to node 1 fail at once, but only for ten discovery
+/// intervals (500 ms here), not until node 1 restarts.
+#[test]
+fn a_key_holders_forged_wrong_fabric_makes_connects_fail_only_for_a_while() {
+    if skip_unless_root("a_key_holders_forged_wrong_fabric_makes_connects_fail_only_for_a_while") {
+        return;
+    }
+    let net = SimNetwork::new();
+    let nodes: Vec<Node<SimFabric>> = start_nodes(2, StreamOptions::default(), |i| config(i, &net, true));
+    let (a0, a1) = addrs(&nodes);
+    wait_until("node 0 admitted node 1", || stat(&nodes[0], "auth_instances_admitted") >= 1);
+    let instance = nodes[1].engine.manager().instance();
+    let forged = Packet { src: NodeId(1), dst: NodeId(0), instance, body: Body::WrongFabric { sim_network: 0xBAD } };
+    Spoofer::new().send(a1, a0, &sealed(&forged, 500));
+    wait_until("node 0 believes it", || stat(&nodes[0], "foreign_fabric") >= 1);
+    let t0 = Instant::now();
+    let err = nodes[0].engine.connect_timeout(NodeId(1), Duration::from_secs(2)).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("not in this process's sim fabric"), "{err}");
+    let connected = loop {
+        if nodes[0].engine.connect_timeout(NodeId(1), Duration::from_millis(200)).is_ok() {
+            break Some(t0.elapsed());
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            break None;
+        }
+    };
+    eprintln!("udp_control: after a forged WrongFabric node 0 connected to node 1 after {connected:?}");
+    let took = connected.expect("node 0 still refuses to connect to node 1");
+    assert!(took >= Duration::from_millis(400), "the refusal was not believed at all: {took:?}");
+}
+
 /// Node 0's table gives node 1 as `0.0.0.0:<node 1's port>`. Before, any
 /// process that could send from that port on any address spoke for node 1
 /// (and node 1's real packets were accepted, so a live connection existed
