@@ -5,10 +5,28 @@
 //! sequence number). A receiver drops packets whose MAC does not verify
 //! (`dropped_unauthenticated`) and replays (`dropped_replayed`).
 //!
-//! Replay protection has two parts:
+//! Replay protection has three parts:
 //! - Within one sender instance: a sliding window of the last
 //!   [`WINDOW`] sequence numbers per peer; a number seen before, or older
-//!   than the window, is a replay.
+//!   than the window, is a replay. A sender counts its sequence numbers per
+//!   destination (from 1), so an honest number jumps ahead only by the
+//!   packets to us that were lost; one more than [`MAX_AHEAD`] beyond the
+//!   highest accepted is refused (`dropped_ahead`) and does not move the
+//!   window: one packet of a key holder cannot push the window so far that
+//!   the real node's packets look like replays.
+//! - Re-synchronisation: the key is one group secret, so a key holder who
+//!   can send from a node's address can still push that node's window ahead
+//!   step by step (each step at most [`MAX_AHEAD`]), or a long silence can
+//!   exceed the bound honestly. So a packet of the admitted instance that
+//!   the window refuses is answered (at most every [`CHALLENGE_GAP`]) with a
+//!   challenge carrying a random, single-use nonce; the answer, sealed with
+//!   the key and sent from the node's address, must come back within
+//!   [`RESYNC_LIFETIME`] and resets the window to the answer's sequence
+//!   number. The nonce goes only to the node's table address, so whoever
+//!   cannot receive there cannot answer it; a recorded answer is refused
+//!   (the nonce is used up). A challenge that the window refuses is still
+//!   answered (rate limited), so two nodes whose windows were both pushed
+//!   re-synchronise each other.
 //! - Across instances: a packet of an instance the receiver has not
 //!   admitted yet could be a recording of a previous instance (the MAC is
 //!   still valid: the key outlives instances), and acting on it would tear
@@ -47,6 +65,12 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// Sequence numbers of one instance remembered behind the highest seen.
 pub const WINDOW: u64 = 128;
+/// How far a sequence number may be ahead of the highest accepted one of
+/// its instance: sequence numbers count per destination, so an honest
+/// sender jumps ahead only by the packets to us that were lost.
+pub const MAX_AHEAD: u64 = 1024;
+/// How long a re-synchronisation nonce may be answered.
+pub const RESYNC_LIFETIME: Duration = Duration::from_secs(5);
 /// Replaced instances remembered per node.
 const RETIRED: usize = 16;
 /// Lifetime of a challenge nonce's epoch (a nonce is good for this to twice this).
@@ -92,6 +116,10 @@ pub struct AuthStats {
     /// Sealed packets seen before (sequence window), of a retired instance,
     /// or answering a challenge that is stale or was never issued.
     pub dropped_replayed: AtomicU64,
+    /// Sealed packets of an admitted instance whose sequence number is more
+    /// than [`MAX_AHEAD`] beyond the highest accepted (refused; the window
+    /// does not move).
+    pub dropped_ahead: AtomicU64,
     /// Sealed packets of an instance not admitted yet: dropped and answered
     /// with a challenge (the peer repeats them once admitted).
     pub dropped_unverified: AtomicU64,
@@ -99,6 +127,9 @@ pub struct AuthStats {
     pub challenges_sent: AtomicU64,
     /// Instances admitted after answering a challenge.
     pub instances_admitted: AtomicU64,
+    /// Windows of admitted instances reset by a correct answer to a
+    /// re-synchronisation challenge.
+    pub resyncs: AtomicU64,
 }
 
 /// What to do with a received packet.
@@ -114,6 +145,17 @@ pub enum Verdict {
     Admitted,
 }
 
+/// What the window says about a sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seq {
+    /// Not seen, in the window or ahead of it by at most [`MAX_AHEAD`]: recorded.
+    Fresh,
+    /// Seen before, older than the window, or 0.
+    Replayed,
+    /// More than [`MAX_AHEAD`] beyond the highest accepted: not recorded.
+    TooFarAhead,
+}
+
 /// Sliding window over one instance's sequence numbers.
 #[derive(Debug, Default, Clone)]
 struct ReplayWindow {
@@ -123,25 +165,56 @@ struct ReplayWindow {
 }
 
 impl ReplayWindow {
-    /// True (and recorded) if `seq` was not seen and is not older than the window.
-    fn accept(&mut self, seq: u64) -> bool {
+    /// Records `seq` if it is fresh (see [`Seq`]).
+    fn accept(&mut self, seq: u64) -> Seq {
         if seq == 0 {
-            return false;
+            return Seq::Replayed;
         }
         if seq > self.highest {
             let shift = seq - self.highest;
+            if shift > MAX_AHEAD {
+                return Seq::TooFarAhead;
+            }
             self.seen = if shift >= WINDOW { 0 } else { self.seen << shift };
             self.seen |= 1;
             self.highest = seq;
-            return true;
+            return Seq::Fresh;
         }
         let back = self.highest - seq;
         if back >= WINDOW || self.seen & (1 << back) != 0 {
-            return false;
+            return Seq::Replayed;
         }
         self.seen |= 1 << back;
-        true
+        Seq::Fresh
     }
+
+    /// `seq` is the sequence number of a correct answer to a fresh
+    /// challenge: the sender's current one. Recorded as usual if the window
+    /// allows it; otherwise (the window was pushed past the sender, or the
+    /// sender jumped beyond the bound) everything up to `seq` counts as seen
+    /// from now on. Numbers above `seq` the sender has not used yet.
+    fn resync(&mut self, seq: u64) {
+        if self.accept(seq) != Seq::Fresh {
+            *self = ReplayWindow { highest: seq, seen: u128::MAX };
+        }
+    }
+}
+
+/// A re-synchronisation challenge to an admitted instance.
+#[derive(Debug, Clone, Copy)]
+struct Resync {
+    nonce: [u8; NONCE_LEN],
+    /// When the nonce was made (it is answerable for [`RESYNC_LIFETIME`]).
+    issued: Instant,
+    /// When it was last sent.
+    sent: Instant,
+    /// Answered: used up.
+    answered: bool,
+}
+
+/// Compares two nonces in time independent of where they differ.
+fn same_nonce(a: &[u8; NONCE_LEN], b: &[u8; NONCE_LEN]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[derive(Debug, Default)]
@@ -152,6 +225,10 @@ struct Peer {
     retired: VecDeque<u32>,
     /// (instance, when) of recent challenges, for [`CHALLENGE_GAP`].
     challenged: Vec<(u32, Instant)>,
+    /// The re-synchronisation challenge to the admitted instance, if any.
+    resync: Option<Resync>,
+    /// When a challenge that the window refused was last answered.
+    refused_challenge_answered: Option<Instant>,
 }
 
 /// A problem with a node's packets, when it was last seen and last logged.
@@ -163,7 +240,8 @@ pub struct Auth {
     /// Secret of the stateless challenge nonces (random per engine).
     nonce_secret: [u8; 32],
     epoch: Instant,
-    next_seq: AtomicU64,
+    /// Per destination: the last sequence number sealed.
+    last_seq: Mutex<HashMap<NodeId, u64>>,
     peers: Mutex<HashMap<NodeId, Peer>>,
     /// Per node: the last problem seen, when, and when it was last logged.
     problems: Mutex<HashMap<NodeId, ProblemSeen>>,
@@ -192,7 +270,7 @@ impl Auth {
             key,
             nonce_secret,
             epoch: Instant::now(),
-            next_seq: AtomicU64::new(1),
+            last_seq: Mutex::new(HashMap::new()),
             peers: Mutex::new(HashMap::new()),
             problems: Mutex::new(HashMap::new()),
             stats: AuthStats::default(),
@@ -204,12 +282,19 @@ impl Auth {
         self.key.is_some()
     }
 
-    /// Serialises `p` into `out`, sealed if there is a key.
+    /// Serialises `p` into `out`, sealed if there is a key (sequence
+    /// numbers count per destination, from 1).
     pub fn encode(&self, p: &Packet, out: &mut Vec<u8>) {
         p.encode(out);
         if let Some(key) = &self.key {
             out[4] = VERSION_KEYED;
-            out.extend_from_slice(&self.next_seq.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+            let seq = {
+                let mut last = lock(&self.last_seq);
+                let s = last.entry(p.dst).or_insert(0);
+                *s += 1;
+                *s
+            };
+            out.extend_from_slice(&seq.to_be_bytes());
             let tag = mac_of(key.bytes(), out).finalize().into_bytes();
             out.extend_from_slice(&tag);
         }
@@ -262,8 +347,21 @@ impl Auth {
             return count(&self.stats.dropped_replayed);
         }
         let admitted = peer.instance == p.instance && p.instance != 0;
-        if admitted && !peer.window.accept(seal.seq) {
-            return count(&self.stats.dropped_replayed);
+        if admitted {
+            // The answer to our re-synchronisation challenge is taken
+            // whatever the window says: the window may be what went wrong.
+            if let (Body::Response { nonce }, Some(r)) = (p.body, peer.resync.as_mut()) {
+                if !r.answered && now - r.issued < RESYNC_LIFETIME && same_nonce(&r.nonce, &nonce) {
+                    r.answered = true;
+                    peer.window.resync(seal.seq);
+                    self.stats.resyncs.fetch_add(1, Ordering::Relaxed);
+                    return Verdict::Admitted;
+                }
+            }
+            match peer.window.accept(seal.seq) {
+                Seq::Fresh => {}
+                refused => return self.refused(peer, p, refused, my_instance, now),
+            }
         }
         match p.body {
             // Answering a challenge is harmless whoever replays it: the
@@ -275,6 +373,10 @@ impl Auth {
                 Verdict::Reply(Body::Response { nonce })
             }
             Body::Response { nonce } => {
+                if admitted && peer.resync.is_some_and(|r| r.answered && same_nonce(&r.nonce, &nonce)) {
+                    // A second answer to the same challenge (the window took it: fresh).
+                    return Verdict::Admitted;
+                }
                 let epoch = self.nonce_epoch(now);
                 let fresh = [epoch, epoch.wrapping_sub(1)].iter().any(|e| self.nonce(p.src, p.instance, *e) == nonce);
                 if !fresh {
@@ -293,6 +395,7 @@ impl Auth {
                     // now (the peer repeats what matters after responding).
                     peer.window = ReplayWindow { highest: seal.seq, seen: u128::MAX };
                     peer.challenged.retain(|c| c.0 != p.instance);
+                    peer.resync = None;
                     self.stats.instances_admitted.fetch_add(1, Ordering::Relaxed);
                 }
                 Verdict::Admitted
@@ -308,6 +411,46 @@ impl Auth {
                 self.stats.challenges_sent.fetch_add(1, Ordering::Relaxed);
                 let nonce = self.nonce(p.src, p.instance, self.nonce_epoch(now));
                 Verdict::Reply(Body::Challenge { instance: p.instance, nonce })
+            }
+        }
+    }
+
+    /// A packet of the admitted instance that its window refused: counted,
+    /// and answered with a re-synchronisation challenge (at most every
+    /// [`CHALLENGE_GAP`]): if the real node sent it, its window here is
+    /// behind or ahead of it, and its answer resets the window. A refused
+    /// challenge for our instance is still answered (rate limited too): the
+    /// peer's window for us may be the one that was pushed.
+    fn refused(&self, peer: &mut Peer, p: &Packet, why: Seq, my_instance: u32, now: Instant) -> Verdict {
+        let counter = if why == Seq::TooFarAhead { &self.stats.dropped_ahead } else { &self.stats.dropped_replayed };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let due = |last: Option<Instant>| last.is_none_or(|t| now - t >= CHALLENGE_GAP);
+        match p.body {
+            Body::Challenge { instance, nonce } if instance == my_instance => {
+                if !due(peer.refused_challenge_answered) {
+                    return Verdict::Drop;
+                }
+                peer.refused_challenge_answered = Some(now);
+                Verdict::Reply(Body::Response { nonce })
+            }
+            // Answers and foreign challenges are not the peer asking for
+            // anything: a recording of one must not make us send.
+            Body::Challenge { .. } | Body::Response { .. } => Verdict::Drop,
+            _ => {
+                if !due(peer.resync.map(|r| r.sent)) {
+                    return Verdict::Drop;
+                }
+                let r = match peer.resync {
+                    Some(r) if !r.answered && now - r.issued < RESYNC_LIFETIME => Resync { sent: now, ..r },
+                    _ => {
+                        let mut nonce = [0u8; NONCE_LEN];
+                        crate::util::random_bytes(&mut nonce);
+                        Resync { nonce, issued: now, sent: now, answered: false }
+                    }
+                };
+                peer.resync = Some(r);
+                self.stats.challenges_sent.fetch_add(1, Ordering::Relaxed);
+                Verdict::Reply(Body::Challenge { instance: p.instance, nonce: r.nonce })
             }
         }
     }
@@ -330,15 +473,17 @@ impl Auth {
     }
 
     /// The counters by name, for the statistics map.
-    pub fn stats_map(&self) -> [(&'static str, u64); 5] {
+    pub fn stats_map(&self) -> [(&'static str, u64); 7] {
         let s = &self.stats;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         [
             ("dropped_unauthenticated", l(&s.dropped_unauthenticated)),
             ("dropped_replayed", l(&s.dropped_replayed)),
+            ("dropped_ahead", l(&s.dropped_ahead)),
             ("dropped_unverified", l(&s.dropped_unverified)),
             ("auth_challenges", l(&s.challenges_sent)),
             ("auth_instances_admitted", l(&s.instances_admitted)),
+            ("auth_resyncs", l(&s.resyncs)),
         ]
     }
 }
@@ -376,16 +521,130 @@ mod tests {
     }
 
     #[test]
-    fn window_accepts_each_number_once_and_nothing_too_old() {
+    fn window_accepts_each_number_once_and_nothing_too_old_or_too_far_ahead() {
         let mut w = ReplayWindow::default();
-        assert!(!w.accept(0));
+        assert_eq!(w.accept(0), Seq::Replayed);
         for s in [5, 3, 4, 200, 100, 73] {
-            assert!(w.accept(s), "{s}");
+            assert_eq!(w.accept(s), Seq::Fresh, "{s}");
         }
         for s in [5, 3, 200, 100, 72, 1] {
-            assert!(!w.accept(s), "{s} again or too old");
+            assert_eq!(w.accept(s), Seq::Replayed, "{s} again or too old");
         }
-        assert!(w.accept(199) && w.accept(1000) && !w.accept(1000 - WINDOW));
+        assert_eq!(w.accept(199), Seq::Fresh);
+        assert_eq!(w.accept(1000), Seq::Fresh);
+        assert_eq!(w.accept(1000 - WINDOW), Seq::Replayed);
+        // Beyond the bound: refused, and the window stays where it was.
+        for s in [1000 + MAX_AHEAD + 1, u64::MAX] {
+            assert_eq!(w.accept(s), Seq::TooFarAhead, "{s}");
+        }
+        assert_eq!((w.highest, w.accept(999)), (1000, Seq::Fresh));
+        assert_eq!(w.accept(1000 + MAX_AHEAD), Seq::Fresh, "exactly the bound");
+    }
+
+    #[test]
+    fn a_resync_keeps_the_window_when_it_can_and_resets_it_when_it_must() {
+        let mut w = ReplayWindow { highest: 500, seen: 1 };
+        w.resync(498);
+        assert_eq!((w.highest, w.accept(498)), (500, Seq::Replayed), "in the window: recorded, no reset");
+        assert_eq!(w.accept(499), Seq::Fresh, "the rest of the window still open");
+        w.resync(40);
+        assert_eq!(w.highest, 40, "pushed past the sender: reset to its number");
+        assert_eq!((w.accept(40), w.accept(39), w.accept(41)), (Seq::Replayed, Seq::Replayed, Seq::Fresh));
+        w.resync(41 + 5 * MAX_AHEAD);
+        assert_eq!(w.highest, 41 + 5 * MAX_AHEAD, "a sender beyond the bound is followed");
+    }
+
+    /// Seals `p` as a key holder would, with any sequence number.
+    fn sealed_with_seq(key: &[u8], p: &Packet, seq: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        p.encode(&mut out);
+        out[4] = VERSION_KEYED;
+        out.extend_from_slice(&seq.to_be_bytes());
+        let tag = mac_of(key, &out).finalize().into_bytes();
+        out.extend_from_slice(&tag);
+        out
+    }
+
+    const KEY: &[u8] = b"0123456789abcdef-test";
+
+    #[test]
+    fn sequence_numbers_count_per_destination() {
+        let tx = keyed();
+        let seq = |dst: u16| {
+            let mut b = Vec::new();
+            tx.encode(&Packet { src: A, dst: NodeId(dst), instance: 1, body: Body::Discover }, &mut b);
+            Packet::decode_sealed(&b).unwrap().1.seq
+        };
+        assert_eq!([seq(2), seq(3), seq(3), seq(2), seq(4)], [1, 1, 2, 2, 1]);
+    }
+
+    #[test]
+    fn a_far_future_sequence_number_is_refused_and_does_not_lock_the_node_out() {
+        let (tx, rx) = (keyed(), keyed());
+        admit(&tx, &rx, 9);
+        assert_eq!(deliver(&tx, &rx, 9, Body::Discover, 77).0, Verdict::Accept);
+        // A key holder's packet far ahead: refused and counted, not accepted.
+        let p = Packet { src: A, dst: B, instance: 9, body: Body::Discover };
+        let far = sealed_with_seq(KEY, &p, 1 << 40);
+        assert!(matches!(check(&rx, &far, 77), Verdict::Reply(Body::Challenge { instance: 9, .. })));
+        assert_eq!(rx.stats.dropped_ahead.load(Ordering::Relaxed), 1);
+        // The real node's next packets pass.
+        for _ in 0..3 {
+            assert_eq!(deliver(&tx, &rx, 9, Body::Close { qpn: 5 }, 77).0, Verdict::Accept);
+        }
+    }
+
+    /// A key holder pushes A's window ahead step by step (each step within
+    /// the bound), so that A's packets look like replays; A's next packet
+    /// is answered with a challenge, and A's answer re-admits it. Recorded
+    /// and forged answers reset nothing.
+    #[test]
+    fn a_pushed_window_is_reset_by_the_real_node_answering_a_challenge() {
+        let (tx, rx) = (keyed(), keyed());
+        admit(&tx, &rx, 9);
+        let p = Packet { src: A, dst: B, instance: 9, body: Body::Discover };
+        for step in 1..=20 {
+            assert_eq!(check(&rx, &sealed_with_seq(KEY, &p, step * MAX_AHEAD), 77), Verdict::Accept);
+        }
+        let (v, _) = deliver(&tx, &rx, 9, Body::Close { qpn: 5 }, 77);
+        let Verdict::Reply(Body::Challenge { instance: 9, nonce }) = v else { panic!("{v:?}") };
+        assert_eq!(rx.stats.dropped_replayed.load(Ordering::Relaxed), 1);
+        // More refused packets within the gap: no second challenge.
+        assert_eq!(deliver(&tx, &rx, 9, Body::Close { qpn: 5 }, 77).0, Verdict::Drop);
+        // A key holder who did not see the nonce cannot answer for A.
+        let forged = sealed_with_seq(KEY, &Packet { body: Body::Response { nonce: [0x5A; NONCE_LEN] }, ..p }, 3);
+        assert_eq!(check(&rx, &forged, 77), Verdict::Drop);
+        assert_eq!(rx.stats.resyncs.load(Ordering::Relaxed), 0);
+        // A answers (its `Challenge` from rx passes, it responds).
+        let (v, answer) = deliver(&tx, &rx, 9, Body::Response { nonce }, 77);
+        assert_eq!(v, Verdict::Admitted);
+        assert_eq!(rx.stats.resyncs.load(Ordering::Relaxed), 1);
+        assert_eq!(deliver(&tx, &rx, 9, Body::Close { qpn: 5 }, 77).0, Verdict::Accept, "A is back");
+        // The answer replayed, and a key holder's answer with the used nonce, reset nothing.
+        assert_eq!(check(&rx, &answer, 77), Verdict::Drop);
+        let reused = sealed_with_seq(KEY, &Packet { body: Body::Response { nonce }, ..p }, 1);
+        assert_eq!(check(&rx, &reused, 77), Verdict::Drop);
+        assert_eq!(rx.stats.resyncs.load(Ordering::Relaxed), 1);
+        assert_eq!(deliver(&tx, &rx, 9, Body::Close { qpn: 5 }, 77).0, Verdict::Accept);
+    }
+
+    #[test]
+    fn a_challenge_the_window_refuses_is_still_answered_at_most_once_per_gap() {
+        let (tx, rx) = (keyed(), keyed());
+        admit(&tx, &rx, 9);
+        let p = Packet { src: A, dst: B, instance: 9, body: Body::Challenge { instance: 77, nonce: [3; NONCE_LEN] } };
+        assert_eq!(
+            check(&rx, &sealed_with_seq(KEY, &p, MAX_AHEAD), 77),
+            Verdict::Reply(Body::Response { nonce: [3; 16] })
+        );
+        let old = sealed_with_seq(KEY, &p, 2);
+        assert_eq!(check(&rx, &old, 77), Verdict::Reply(Body::Response { nonce: [3; NONCE_LEN] }), "refused, answered");
+        assert_eq!(check(&rx, &old, 77), Verdict::Drop, "within the gap");
+        // A refused answer or foreign challenge makes us send nothing.
+        let foreign = sealed_with_seq(KEY, &Packet { body: Body::Challenge { instance: 5, nonce: [3; 16] }, ..p }, 2);
+        let answer = sealed_with_seq(KEY, &Packet { body: Body::Response { nonce: [3; 16] }, ..p }, 2);
+        std::thread::sleep(CHALLENGE_GAP);
+        assert_eq!((check(&rx, &foreign, 77), check(&rx, &answer, 77)), (Verdict::Drop, Verdict::Drop));
     }
 
     #[test]
@@ -394,7 +653,10 @@ mod tests {
         admit(&tx, &rx, 9);
         let (v, buf) = deliver(&tx, &rx, 9, Body::Close { qpn: 5 }, 77);
         assert_eq!(v, Verdict::Accept);
-        assert_eq!(check(&rx, &buf, 77), Verdict::Drop, "replay");
+        // A replay is dropped; the refusal is answered with a challenge to
+        // the real node (which a replayer cannot answer).
+        let v = check(&rx, &buf, 77);
+        assert!(matches!(v, Verdict::Reply(Body::Challenge { instance: 9, .. })), "replay: {v:?}");
         assert_eq!(rx.stats.dropped_replayed.load(Ordering::Relaxed), 1);
         for i in 0..buf.len() {
             let mut m = buf.clone();

@@ -20,6 +20,21 @@ pub enum ConError {
     /// The node is not in the node table.
     #[error("node {0} is not in the node table")]
     UnknownNode(NodeId),
+    /// The node's table entry has an unspecified address (`0.0.0.0`, `::`):
+    /// it names no peer (packets claiming the node are refused, none are
+    /// sent to it). An unspecified address belongs only in a node's own
+    /// entry: listen on every interface.
+    #[error(
+        "node {node}'s table address {addr} is unspecified: it names no peer (nothing is sent to it, nothing \
+         claiming node {node} is accepted); give the address its packets come from (an unspecified address \
+         belongs only in a node's own entry or listen: listen on every interface)"
+    )]
+    UnspecifiedAddress {
+        /// Target node.
+        node: NodeId,
+        /// Its table address.
+        addr: std::net::SocketAddr,
+    },
     /// A node cannot connect to itself (use the loopback transport).
     #[error("a node cannot connect to itself")]
     SelfConnection,

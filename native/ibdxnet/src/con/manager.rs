@@ -188,6 +188,11 @@ impl<F: Fabric> ConManager<F> {
     /// Adds a node. Adding it again with the same address does nothing; a
     /// different address for a known id, this node's own id or address, or
     /// the invalid id are refused (remove the node first to move it).
+    ///
+    /// An unspecified address (`0.0.0.0`, `::`) is taken, as on NIO, but
+    /// names no peer: packets claiming the node are refused (from any
+    /// address), none are sent to it and connects to it fail at once
+    /// ([`ConError::UnspecifiedAddress`]); logged once when added.
     pub fn add_node(&self, id: NodeId, addr: SocketAddr) -> Result<(), NodeError> {
         if id == self.me {
             return Err(NodeError::OwnId(id));
@@ -195,7 +200,16 @@ impl<F: Fabric> ConManager<F> {
         if addr == self.local_addr {
             return Err(NodeError::OwnAddress { id, addr });
         }
-        self.nodes.add_unique(id, addr)
+        let known = self.nodes.get(id) == Some(addr);
+        self.nodes.add_unique(id, addr)?;
+        if addr.ip().is_unspecified() && !known {
+            log::warn!(
+                "node {}: node {id}'s table address {addr} is unspecified: it names no peer (packets claiming \
+                 node {id} are refused, none are sent to it)",
+                self.me
+            );
+        }
+        Ok(())
     }
 
     /// Removes a node: its connection is closed and `Invalidated` reported.
@@ -249,8 +263,10 @@ impl<F: Fabric> ConManager<F> {
         if node == self.me {
             return Err(ConError::SelfConnection);
         }
-        if self.nodes.get(node).is_none() {
-            return Err(ConError::UnknownNode(node));
+        match self.nodes.get(node) {
+            None => return Err(ConError::UnknownNode(node)),
+            Some(addr) if addr.ip().is_unspecified() => return Err(ConError::UnspecifiedAddress { node, addr }),
+            Some(_) => {}
         }
         let start = Instant::now();
         loop {
@@ -417,7 +433,8 @@ impl<F: Fabric> ConManager<F> {
             Job::Create(node) => {
                 lock(&self.create_requested).remove(&node);
                 let exists = self.table.read().unwrap_or_else(|p| p.into_inner()).contains_key(&node);
-                if !exists && self.nodes.get(node).is_some() && self.foreign.get(node).is_none() {
+                let reachable = self.nodes.get(node).is_some_and(|a| !a.ip().is_unspecified());
+                if !exists && reachable && self.foreign.get(node).is_none() {
                     if let Some(c) = self.create(node, st) {
                         self.send_exchange(&c, st);
                     }

@@ -21,11 +21,11 @@
 //! Done payload (8 bytes): qpn u32 (the sender's), peer qpn u32 (the receiver's)
 //! Challenge payload (20 bytes, keyed only): instance u32 (challenged), nonce [16]
 //! Response payload (16 bytes, keyed only): nonce [16] (echoed)
-//! Keyed packets (version 0x84) end in a seal after the payload:
-//!  +0 seq u64 (sender's, per instance, from 1)   +8 HMAC-SHA256 [32] over every byte before it
+//! Keyed packets (version 0x86) end in a seal after the payload:
+//!  +0 seq u64 (sender's, per instance and destination, from 1)   +8 HMAC-SHA256 [32] over every byte before it
 //! ```
 //!
-//! The version byte tells keyed (`0x84`) from unkeyed (`4`) packets, so a
+//! The version byte tells keyed (`0x86`) from unkeyed (`6`) packets, so a
 //! node with a key and one without recognise each other (see [`super::auth`]).
 //!
 //! An orderly close is two-phase: `Close` says "I post nothing more on this
@@ -38,7 +38,11 @@
 //! `WrongFabric` instead of a connection: its QPN names nothing reachable.
 //! Version 4 added the sim network to the exchange, and `WrongFabric`;
 //! version 5 the sender's flow-control unit, so nodes with different
-//! flow-control settings confirm each other correctly.
+//! flow-control settings confirm each other correctly; version 6 counts
+//! sequence numbers per destination, refuses one more than
+//! [`super::auth::MAX_AHEAD`] beyond the highest accepted, and lets a
+//! receiver challenge an admitted instance whose packets its window refuses
+//! (the answer re-synchronises the window); the format is unchanged.
 
 use super::node::NodeId;
 use crate::fabric::{Gid, QpEndpoint};
@@ -46,7 +50,7 @@ use crate::fabric::{Gid, QpEndpoint};
 /// "IBDX".
 pub const MAGIC: u32 = 0x4942_4458;
 /// Protocol version of unkeyed packets.
-pub const VERSION: u8 = 5;
+pub const VERSION: u8 = 6;
 /// Protocol version of keyed (sealed) packets: bit 7 marks the seal.
 pub const VERSION_KEYED: u8 = 0x80 | VERSION;
 /// Seal bytes after the payload of a keyed packet: sequence number and MAC.

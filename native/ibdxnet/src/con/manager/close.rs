@@ -299,6 +299,17 @@ impl<F: Fabric> ConManager<F> {
         });
     }
 
+    /// Repeats at once the close packets to `node` that a challenge may
+    /// have stopped (we just answered it), instead of at the next retry.
+    pub(super) fn resend_closes_to(&self, node: NodeId, now: Instant, st: &mut JobState<F>) {
+        let JobState { closing, buf, .. } = st;
+        for e in closing.iter_mut().filter(|e| e.conn.node() == node && !e.peer_done) {
+            e.last_sent = now;
+            let (qpn, peer_qpn) = (e.conn.local_qpn(), e.conn.peer_qpn());
+            self.send(node, if e.done_sent { Body::Done { qpn, peer_qpn } } else { Body::Close { qpn } }, buf);
+        }
+    }
+
     /// At shutdown: closes everything without waiting for handles, and
     /// tells peers waiting for our `Done` that we are gone.
     pub(super) fn close_all(&self, st: &mut JobState<F>) {

@@ -5,11 +5,16 @@
 //! (on sim) or time out; instead both sides refuse: the receiver of such an
 //! exchange answers `WrongFabric`, and either side fails its connects to that
 //! node at once with [`ConError::ForeignFabric`] until the node restarts
-//! (a packet with a new instance id) or is removed.
+//! (a packet with a new instance id) or is removed, and for at most
+//! [`FOREIGN_MEMORY`] discovery intervals (10 s at the defaults): then the
+//! next connect asks again. A forged refusal (without a key, or from a key
+//! holder who can send from the node's address) thus makes connects fail
+//! for a while, not until the node restarts.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::close::CloseKind;
 use super::{ConManager, JobState};
@@ -20,18 +25,24 @@ use crate::con::proto::Body;
 use crate::fabric::{foreign_reason, Fabric};
 use crate::util::lock;
 
-/// Nodes known to be on another fabric instance: node → (its instance, its sim network).
+/// A refusal is believed for this many discovery intervals.
+pub(super) const FOREIGN_MEMORY: u32 = 10;
+
+/// Nodes known to be on another fabric instance: node → (its instance, its
+/// sim network, until when this is believed).
 #[derive(Debug, Default)]
-pub(super) struct ForeignPeers(Mutex<HashMap<NodeId, (u32, u64)>>);
+pub(super) struct ForeignPeers(Mutex<HashMap<NodeId, (u32, u64, Instant)>>);
 
 impl ForeignPeers {
-    /// Records `node`; true if this is news (log it once).
-    fn record(&self, node: NodeId, instance: u32, sim_network: u64) -> bool {
-        lock(&self.0).insert(node, (instance, sim_network)) != Some((instance, sim_network))
+    /// Records `node` for `memory`; true if this is news (log it once).
+    fn record(&self, node: NodeId, instance: u32, sim_network: u64, memory: Duration) -> bool {
+        let old = lock(&self.0).insert(node, (instance, sim_network, Instant::now() + memory));
+        old.is_none_or(|e| (e.0, e.1) != (instance, sim_network))
     }
-    /// The sim network `node` was last seen on, if it is a foreign one.
+    /// The sim network `node` was last seen on, if it is a foreign one (and
+    /// that was recently enough to still believe it).
     pub(super) fn get(&self, node: NodeId) -> Option<u64> {
-        lock(&self.0).get(&node).map(|e| e.1)
+        lock(&self.0).get(&node).filter(|e| Instant::now() < e.2).map(|e| e.1)
     }
     /// Forgets `node` (removed from the node table).
     pub(super) fn forget(&self, node: NodeId) {
@@ -98,7 +109,7 @@ impl<F: Fabric> ConManager<F> {
 
     fn note_foreign(&self, node: NodeId, instance: u32, theirs: u64, what: &str) {
         self.stats.foreign_fabric.fetch_add(1, Ordering::Relaxed);
-        if self.foreign.record(node, instance, theirs) {
+        if self.foreign.record(node, instance, theirs, self.cfg.discovery_interval * FOREIGN_MEMORY) {
             let reason = foreign_reason(self.sim_network(), theirs);
             log::warn!("node {}: node {} {reason} ({what})", self.me, node.0);
         }

@@ -30,9 +30,10 @@ impl<F: Fabric> ConManager<F> {
         }
     }
 
-    /// Sends `body` to `node` (if it is in the node table).
+    /// Sends `body` to `node` (if it is in the node table with an address:
+    /// an unspecified one, `0.0.0.0` or `::`, names no peer).
     pub(super) fn send(&self, node: NodeId, body: Body, buf: &mut Vec<u8>) {
-        let Some(addr) = self.nodes.get(node) else { return };
+        let Some(addr) = self.nodes.get(node).filter(|a| !a.ip().is_unspecified()) else { return };
         let every = self.drop_every.load(Ordering::Relaxed);
         if every != 0 && (self.stats.packets_out.fetch_add(1, Ordering::Relaxed) + 1) % u64::from(every) == 0 {
             return;
@@ -104,8 +105,10 @@ impl<F: Fabric> ConManager<F> {
         };
         // Only the node's own address speaks for it: a packet from elsewhere
         // could otherwise forge a restart (new instance id) or a close and
-        // tear down a working connection.
-        if from.port() != src_addr.port() || !(src_addr.ip().is_unspecified() || from.ip() == src_addr.ip()) {
+        // tear down a working connection. An unspecified table address
+        // (`0.0.0.0`, `::`) matches no source, as on NIO: it says where a
+        // node listens, not who may speak for it.
+        if from.port() != src_addr.port() || from.ip() != src_addr.ip() || src_addr.ip().is_unspecified() {
             self.stats.dropped_spoofed.fetch_add(1, Ordering::Relaxed);
             log::debug!("node {}: dropped packet claiming to be from {} ({src_addr}) sent from {from}", self.me, p.src);
             return None;
@@ -120,6 +123,7 @@ impl<F: Fabric> ConManager<F> {
                     // Admitted now (unless the response is lost): repeat at
                     // once what the challenge stopped instead of at the next retry.
                     self.resend_to(p.src, st);
+                    self.resend_closes_to(p.src, Instant::now(), st);
                 }
                 None
             }

@@ -51,6 +51,12 @@ fn header_is_in_network_byte_order() {
     assert_eq!(buf.len(), HEADER_LEN + EXCHANGE_LEN);
 }
 
+fn with_byte(b: &[u8], i: usize, v: u8) -> Vec<u8> {
+    let mut b = b.to_vec();
+    b[i] = v;
+    b
+}
+
 #[test]
 fn malformed_packets_are_rejected_with_a_reason() {
     let mut good = Vec::new();
@@ -64,6 +70,11 @@ fn malformed_packets_are_rejected_with_a_reason() {
     assert_eq!(Packet::decode(&good[..HEADER_LEN + 3]), Err(ParseError::Truncated));
     assert_eq!(with(0, b'X'), Err(ParseError::BadMagic));
     assert_eq!(with(4, 9), Err(ParseError::BadVersion(9)));
+    // Version 6 changed the rules of sequence numbers, not the format:
+    // version 5 peers are refused, keyed or not.
+    assert_eq!((VERSION, VERSION_KEYED), (6, 0x86));
+    assert_eq!(with(4, 5), Err(ParseError::BadVersion(5)));
+    assert_eq!(Packet::decode_any(&with_byte(&good, 4, 0x85)).map(|p| p.0), Err(ParseError::BadVersion(0x85)));
     assert_eq!(with(5, 42), Err(ParseError::BadType(42)));
     assert_eq!(with(5, 1), Err(ParseError::BadLength), "discover with a payload");
     assert_eq!(with(10, 1), Err(ParseError::Malformed), "flags must be zero");
