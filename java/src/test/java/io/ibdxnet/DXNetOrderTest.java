@@ -55,24 +55,9 @@ public class DXNetOrderTest {
 
     /** {@code count} nodes that know each other; defaults except what {@code tune} sets (and small sim engines). */
     private List<DXNet> start(int count, Consumer<DXNetConfig> tune) throws Exception {
-        List<DXNet> out = new ArrayList<>();
-        for (int i = 0; i < count; i++) {
-            DXNetConfig c = new DXNetConfig(i);
-            c.transport = transport;
-            c.listen = "127.0.0.1:0";
-            DXNetTest.smallSimNode(c);
-            tune.accept(c);
-            DXNet n = DXNet.start(c);
+        List<DXNet> out = TestSupport.mesh(transport, count, tune, nodes);
+        for (DXNet n : out) {
             n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
-            out.add(n);
-            nodes.add(n);
-        }
-        for (DXNet a : out) {
-            for (DXNet b : out) {
-                if (a != b) {
-                    a.addNode(b.nodeId(), "127.0.0.1:" + b.localPort());
-                }
-            }
         }
         return out;
     }

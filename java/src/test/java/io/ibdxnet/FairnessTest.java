@@ -59,22 +59,8 @@ public class FairnessTest {
     }
 
     private List<DXNet> start(int count, java.util.function.Consumer<DXNetConfig> tune) throws Exception {
-        for (int i = 0; i < count; i++) {
-            DXNetConfig c = new DXNetConfig(i);
-            c.transport = transport;
-            c.listen = "127.0.0.1:0";
-            DXNetTest.smallSimNode(c);
-            tune.accept(c);
-            DXNet n = DXNet.start(c);
+        for (DXNet n : TestSupport.mesh(transport, count, tune, nodes)) {
             n.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
-            nodes.add(n);
-        }
-        for (DXNet a : nodes) {
-            for (DXNet b : nodes) {
-                if (a != b) {
-                    a.addNode(b.nodeId(), "127.0.0.1:" + b.localPort());
-                }
-            }
         }
         return nodes;
     }

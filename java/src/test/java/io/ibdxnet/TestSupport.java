@@ -53,4 +53,32 @@ public final class TestSupport {
     public static io.ibdxnet.nio.NioTransport.Settings nioSettings(DXNetConfig c) {
         return Transports.nioSettings(c);
     }
+
+    /**
+     * {@code count} nodes 0… over {@code transport} on 127.0.0.1 that know each
+     * other: defaults (small sim engines) except what {@code tune} sets. Each is
+     * added to {@code started} as soon as it runs (for the caller's cleanup).
+     */
+    public static java.util.List<DXNet> mesh(String transport, int count, java.util.function.Consumer<DXNetConfig> tune,
+            java.util.List<DXNet> started) throws Exception {
+        java.util.List<DXNet> out = new java.util.ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            DXNetConfig c = new DXNetConfig(i);
+            c.transport = transport;
+            c.listen = "127.0.0.1:0";
+            DXNetTest.smallSimNode(c);
+            tune.accept(c);
+            DXNet n = DXNet.start(c);
+            started.add(n);
+            out.add(n);
+        }
+        for (DXNet a : out) {
+            for (DXNet b : out) {
+                if (a != b) {
+                    a.addNode(b.nodeId(), "127.0.0.1:" + b.localPort());
+                }
+            }
+        }
+        return out;
+    }
 }

@@ -44,16 +44,19 @@ public class HandlerDispatchTest {
         return new HandlerDispatch("test-", threads, capacity, Long.MAX_VALUE, Long.MAX_VALUE, ordered);
     }
 
-    /** One thread, a busy source: another source's task runs after one burst, not after the whole backlog. */
-    @Test
-    public void aBusySourceGivesTheThreadBackAfterABurst() throws Exception {
+    /**
+     * One handler thread: a task of {@code blocker} holds it (over 1 ms) while
+     * 1 000 fast tasks of source 1 and then one of source 2 are queued; how
+     * many of source 1's ran before source 2's.
+     */
+    private int fastTasksBeforeTheOtherSource(int blocker) throws Exception {
         d = dispatch(1, 10_000, true);
         CountDownLatch release = new CountDownLatch(1);
         AtomicInteger ranOfOne = new AtomicInteger();
         AtomicInteger seenByTwo = new AtomicInteger(-1);
         CountDownLatch done = new CountDownLatch(1);
         CountDownLatch started = new CountDownLatch(1);
-        d.submit(3, () -> { // holds the one thread while the others queue
+        d.submit(blocker, () -> {
             started.countDown();
             await(release).run();
         }, 0);
@@ -65,36 +68,22 @@ public class HandlerDispatchTest {
             seenByTwo.set(ranOfOne.get());
             done.countDown();
         }, 0);
+        Thread.sleep(5); // the blocking task runs longer than SLOW_TASK_NANOS
         release.countDown();
         assertTrue(done.await(30, TimeUnit.SECONDS));
-        assertEquals("source 1's tasks before source 2's", HandlerDispatch.BURST, seenByTwo.get());
+        return seenByTwo.get();
     }
 
-    /** One thread: a source whose task ran long goes to the back at once (round-robin), not after a burst. */
+    /** A busy source: another source's task runs after one burst of it, not after the whole backlog. */
+    @Test
+    public void aBusySourceGivesTheThreadBackAfterABurst() throws Exception {
+        assertEquals("source 1's tasks before source 2's", HandlerDispatch.BURST, fastTasksBeforeTheOtherSource(3));
+    }
+
+    /** A source whose task ran long goes to the back at once (round-robin), not after a burst. */
     @Test
     public void aSlowTaskSendsItsSourceToTheBack() throws Exception {
-        d = dispatch(1, 10_000, true);
-        CountDownLatch release = new CountDownLatch(1);
-        AtomicInteger ranOfOne = new AtomicInteger();
-        AtomicInteger seenByTwo = new AtomicInteger(-1);
-        CountDownLatch done = new CountDownLatch(1);
-        CountDownLatch started = new CountDownLatch(1);
-        d.submit(1, () -> {
-            started.countDown();
-            await(release).run();
-        }, 0);
-        assertTrue(started.await(10, TimeUnit.SECONDS));
-        for (int i = 0; i < 1000; i++) {
-            d.submit(1, ranOfOne::incrementAndGet, 0);
-        }
-        d.submit(2, () -> {
-            seenByTwo.set(ranOfOne.get());
-            done.countDown();
-        }, 0);
-        Thread.sleep(5); // the first task runs longer than SLOW_TASK_NANOS
-        release.countDown();
-        assertTrue(done.await(30, TimeUnit.SECONDS));
-        assertEquals("source 1's fast tasks before source 2's", 0, seenByTwo.get());
+        assertEquals("source 1's fast tasks before source 2's", 0, fastTasksBeforeTheOtherSource(1));
     }
 
     /**
