@@ -318,6 +318,16 @@ public final class DXNet implements AutoCloseable {
         return ibq.bytes();
     }
 
+    /**
+     * …on ib also the bytes of sources beyond their share, kept outside those
+     * bounds (copied out of the receive buffers past
+     * {@code ibqMaxBuffersPerSource}); unconfirmed, so at most each sender's
+     * flow-control window…
+     */
+    public long incomingBytesBeyondShare() {
+        return ibq.bytesBeyondShare();
+    }
+
     /** …message batches not yet handled (bounded by {@code handlerQueueSize})… */
     public int handlerBatchesQueued() {
         return handlers.queued();
@@ -362,7 +372,8 @@ public final class DXNet implements AutoCloseable {
      * (received buffers the transport's own thread turned into messages, see
      * {@code receiveInline}), {@code ibq_spilled_buffers} and
      * {@code ibq_spilled_bytes} (ib: received buffers of a source beyond its
-     * share, copied out so that its receive buffers went back at once).
+     * share, copied out so that its receive buffers went back at once),
+     * {@code ibq_bytes_beyond_share} (the gauge of {@link #incomingBytesBeyondShare}).
      */
     public Map<String, Long> transportStats() {
         Map<String, Long> m = new java.util.LinkedHashMap<>(transport.stats());
@@ -372,6 +383,7 @@ public final class DXNet implements AutoCloseable {
         m.put("buffers_received_inline", incoming.inlineBuffers());
         m.put("ibq_spilled_buffers", ibq.spilledBuffers());
         m.put("ibq_spilled_bytes", ibq.spilledBytes());
+        m.put("ibq_bytes_beyond_share", ibq.bytesBeyondShare());
         return m;
     }
 

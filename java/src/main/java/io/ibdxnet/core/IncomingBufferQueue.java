@@ -50,8 +50,8 @@ public final class IncomingBufferQueue {
     /** Buffers and bytes within the node's bounds (under the lock; bytes also read as a gauge). */
     private int buffers;
     private volatile long bytes;
-    /** Buffers in the lanes (a gauge). */
-    private volatile int waiting;
+    /** Bytes in the lanes kept beyond their source's share (spill mode; a gauge, written under the lock). */
+    private volatile long beyondShare;
     /** Buffers offered and not yet {@link #finished}: in the queue or being handled. */
     private final AtomicInteger unfinished = new AtomicInteger();
     private final AtomicLong spilledBuffers = new AtomicLong();
@@ -166,7 +166,6 @@ public final class IncomingBufferQueue {
             }
             count(l, e, +1);
             l.queue.addLast(e);
-            waiting++;
             unfinished.incrementAndGet();
             if (l.current == null && !l.held && l.queue.size() == 1) {
                 ready.addLast(l);
@@ -191,7 +190,6 @@ public final class IncomingBufferQueue {
             count(l, e, +1);
             l.queue.addFirst(e);
             l.held = true;
-            waiting++;
             unfinished.incrementAndGet();
         } finally {
             lock.unlock();
@@ -208,6 +206,8 @@ public final class IncomingBufferQueue {
             l.bytes += sign * (long) e.buffer.length;
             buffers += sign;
             bytes += sign * (long) e.buffer.length;
+        } else {
+            beyondShare += sign * (long) e.buffer.length;
         }
     }
 
@@ -261,7 +261,6 @@ public final class IncomingBufferQueue {
             Lane l = ready.pollFirst();
             Entry e = l.queue.pollFirst();
             l.current = e;
-            waiting--;
             count(l, e, -1);
             return e.buffer;
         } finally {
@@ -297,7 +296,6 @@ public final class IncomingBufferQueue {
             Entry e = l.current;
             l.current = null;
             l.queue.addFirst(e);
-            waiting++;
             count(l, e, +1);
             l.held = true;
         } finally {
@@ -342,9 +340,23 @@ public final class IncomingBufferQueue {
         }
     }
 
-    /** Buffers waiting (held lanes included). */
+    /** Buffers waiting within the node's bounds (held lanes included; see {@link #bytesBeyondShare}). */
     public int size() {
-        return waiting;
+        lock.lock();
+        try {
+            return buffers;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Bytes kept beyond their source's share (spill mode: the transport could
+     * not hold that source back), outside the node's bounds; each source's are
+     * unconfirmed, so at most its sender's flow-control window.
+     */
+    public long bytesBeyondShare() {
+        return beyondShare;
     }
 
     /** Bytes waiting within the node's bounds. */

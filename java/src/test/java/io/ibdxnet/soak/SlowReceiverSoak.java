@@ -48,6 +48,8 @@ public final class SlowReceiverSoak {
         public long ibqBuffersBound;
         public long maxIbqBytes;
         public long ibqBytesBound;
+        /** ib: bytes kept beyond the source's share (unconfirmed, so within the sender's window). */
+        public long maxBeyondShare;
         public long maxHandlerQueue;
         public long handlerQueueBound;
         /** Heap in use after a full GC, before the senders started and after the last message was checked. */
@@ -68,6 +70,9 @@ public final class SlowReceiverSoak {
             if (maxIbqBytes > ibqBytesBound) {
                 v.add("incoming bytes " + maxIbqBytes + " > " + ibqBytesBound);
             }
+            if (maxBeyondShare > unconfirmedBound) {
+                v.add("incoming bytes beyond the share " + maxBeyondShare + " > " + unconfirmedBound);
+            }
             if (maxHandlerQueue > handlerQueueBound) {
                 v.add("handler batches " + maxHandlerQueue + " > " + handlerQueueBound);
             }
@@ -77,10 +82,11 @@ public final class SlowReceiverSoak {
         @Override
         public String toString() {
             return String.format("slow receiver: %s; %d handler stalls of %d ms; %d samples, max (bound): unconfirmed"
-                    + " %d (%d) B, incoming buffers %d (%d), incoming bytes %d (%d), handler batches %d (%d); heap after GC"
+                    + " %d (%d) B, incoming buffers %d (%d), incoming bytes %d (%d), beyond the share %d (%d), handler"
+                    + " batches %d (%d); heap after GC"
                     + " %.1f -> %.1f MiB; senders blocked %.0f %% of the time", messages, stalls, STALL_MS, samples,
                     maxUnconfirmed, unconfirmedBound, maxIbqBuffers, ibqBuffersBound, maxIbqBytes, ibqBytesBound,
-                    maxHandlerQueue, handlerQueueBound, heapBefore / 1048576.0, heapAfter / 1048576.0,
+                    maxBeyondShare, unconfirmedBound, maxHandlerQueue, handlerQueueBound, heapBefore / 1048576.0, heapAfter / 1048576.0,
                     100 * senderBlockedShare);
         }
     }
@@ -198,6 +204,7 @@ public final class SlowReceiverSoak {
                         sender.transportStats().getOrDefault("unconfirmed_bytes", 0L));
                 report.maxIbqBuffers = Math.max(report.maxIbqBuffers, receiver.incomingBuffersQueued());
                 report.maxIbqBytes = Math.max(report.maxIbqBytes, receiver.incomingBytesQueued());
+                report.maxBeyondShare = Math.max(report.maxBeyondShare, receiver.incomingBytesBeyondShare());
                 report.maxHandlerQueue = Math.max(report.maxHandlerQueue, receiver.handlerBatchesQueued());
                 Thread.sleep(2);
             }
