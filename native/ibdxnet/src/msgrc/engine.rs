@@ -295,6 +295,7 @@ impl<F: Fabric> Engine<F> {
         let mut m = self.stats.entries().to_vec();
         m.extend(self.mgr.stats_map());
         m.push(("free_buffers", self.pool.available() as u64));
+        m.push(("receive_buffers", u64::from(self.pool.count())));
         m
     }
 

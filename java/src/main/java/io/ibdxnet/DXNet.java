@@ -371,8 +371,9 @@ public final class DXNet implements AutoCloseable {
      * receive buffer), {@code buffers_received_inline}
      * (received buffers the transport's own thread turned into messages, see
      * {@code receiveInline}), {@code ibq_spilled_buffers} and
-     * {@code ibq_spilled_bytes} (ib: received buffers of a source beyond its
-     * share, copied out so that its receive buffers went back at once),
+     * {@code ibq_spilled_bytes} (received buffers copied out so that their
+     * receive buffers went back at once: a held source's beyond its first, and
+     * on ib a source's beyond its share),
      * {@code ibq_bytes_beyond_share} (the gauge of {@link #incomingBytesBeyondShare}).
      */
     public Map<String, Long> transportStats() {

@@ -172,8 +172,8 @@ public final class DXNetConfig {
         ConfigKey.ofLong("ibqMaxBytes", 128L << 20, 1, Long.MAX_VALUE, "incoming bytes queued at most",
             c -> c.ibqMaxBytes, (c, v) -> c.ibqMaxBytes = v),
         ConfigKey.ofInt("ibqMaxBuffersPerSource", 1024, 1, MAX_QUEUED_BUFFERS, "… of one source node (at most `ibqMaxBuffers`, "
-            + "and an eighth of `nioBufferCount` on nio and loopback); ib: the receive buffers one source may hold, "
-            + "beyond them its data is copied out",
+            + "and an eighth of the transport's receive buffers: `nioBufferCount`, ib's `recv_buffer_count`); ib: "
+            + "the receive buffers one source may hold, beyond them its data is copied out",
             c -> c.ibqMaxBuffersPerSource, (c, v) -> c.ibqMaxBuffersPerSource = v),
         ConfigKey.ofLong("ibqMaxBytesPerSource", 32L << 20, 1, 1L << 40, "… of one source node (at most `ibqMaxBytes`)",
             c -> c.ibqMaxBytesPerSource, (c, v) -> c.ibqMaxBytesPerSource = v),

@@ -156,13 +156,18 @@ public final class IncomingBufferQueue {
             Entry e;
             if (nothingHere || (sourceRoom && nodeRoom)) {
                 e = new Entry(b, true, true);
-            } else if (spillOverShare && !sourceRoom) {
-                // Over its share: kept beyond the node's bounds, copied out once
-                // the source holds its share of receive buffers.
+            } else if (spillOverShare) {
+                // Refusing would stop every source (the shared ring): kept beyond the
+                // node's bounds, copied out once the source holds its share of receive
+                // buffers. Held sources' bytes filling the node must not stall the
+                // sources that can go on (32 max-size senders, 29 waiting for the budget).
                 IncomingBuffer copy = l.received >= sourceMaxBuffers ? copyOut(b) : null;
                 e = copy != null ? new Entry(copy, false, false) : new Entry(b, false, true);
             } else {
                 return false; // the transport holds it (and reads nothing more of that source meanwhile)
+            }
+            if (l.held && e.received) {
+                e = copiedOut(e); // a held source pins no more receive buffers (see giveBack)
             }
             count(l, e, +1);
             l.queue.addLast(e);
@@ -190,6 +195,7 @@ public final class IncomingBufferQueue {
             count(l, e, +1);
             l.queue.addFirst(e);
             l.held = true;
+            releaseReceiveBuffersOfHeld(l);
             unfinished.incrementAndGet();
         } finally {
             lock.unlock();
@@ -260,8 +266,7 @@ public final class IncomingBufferQueue {
             }
             Lane l = ready.pollFirst();
             Entry e = l.queue.pollFirst();
-            l.current = e;
-            count(l, e, -1);
+            l.current = e; // still counted in its lane's share until finished
             return e.buffer;
         } finally {
             lock.unlock();
@@ -273,6 +278,7 @@ public final class IncomingBufferQueue {
         lock.lock();
         try {
             Lane l = lanes[b.source];
+            count(l, l.current, -1);
             l.current = null;
             if (!l.held && !l.queue.isEmpty()) {
                 ready.addLast(l);
@@ -296,11 +302,53 @@ public final class IncomingBufferQueue {
             Entry e = l.current;
             l.current = null;
             l.queue.addFirst(e);
-            count(l, e, +1);
             l.held = true;
+            releaseReceiveBuffersOfHeld(l);
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * A held lane keeps one receive buffer at most, its first (which may be
+     * parsed in part): the others are copied out and go back to their
+     * transport at once. Held sources (no handler room, or waiting for the
+     * node's unfinished budget) must not pin the receive buffers every source
+     * shares: with 29 of 32 senders waiting for the budget they had taken
+     * every pooled buffer, and the 3 that could go on had none left to read
+     * into. Under the lock.
+     */
+    private void releaseReceiveBuffersOfHeld(Lane l) {
+        if (l.received <= 1) {
+            return;
+        }
+        ArrayDeque<Entry> kept = new ArrayDeque<>(l.queue.size());
+        boolean first = true;
+        for (Entry e : l.queue) {
+            kept.addLast(first || !e.received ? e : copiedOut(l, e));
+            first = false;
+        }
+        l.queue.clear();
+        l.queue.addAll(kept);
+    }
+
+    /** {@code e} (in {@code l}'s queue) with its bytes copied out: its receive buffer goes back now. Under the lock. */
+    private Entry copiedOut(Lane l, Entry e) {
+        Entry c = copiedOut(e);
+        if (c != e) {
+            l.received--;
+        }
+        return c;
+    }
+
+    /** {@code e} with its bytes copied out (or {@code e} itself if no memory is left for a copy). */
+    private Entry copiedOut(Entry e) {
+        IncomingBuffer copy = copyOut(e.buffer);
+        if (copy == null) {
+            return e;
+        }
+        copy.parsed = e.buffer.parsed;
+        return new Entry(copy, e.counted, false);
     }
 
     /** {@code source} may be handled again (see {@link #giveBack}). */
@@ -340,7 +388,7 @@ public final class IncomingBufferQueue {
         }
     }
 
-    /** Buffers waiting within the node's bounds (held lanes included; see {@link #bytesBeyondShare}). */
+    /** Buffers queued or being parsed within the node's bounds (held lanes included; see {@link #bytesBeyondShare}). */
     public int size() {
         lock.lock();
         try {

@@ -117,4 +117,35 @@ public class IncomingBufferQueueTest {
         assertEquals(0, q.bytes());
         assertEquals(0, q.size());
     }
+
+    /**
+     * A held lane keeps one receive buffer, its first (parsed in part): the
+     * others are copied out and released at once, and so is what arrives
+     * while it is held. Bytes, order and the parsed offset survive.
+     */
+    @Test
+    public void aHeldLaneKeepsOneReceiveBuffer() throws Exception {
+        IncomingBufferQueue q = new IncomingBufferQueue(100, 1 << 20, 100, 1 << 20);
+        for (int i = 0; i < 3; i++) {
+            Memory.putByte(Memory.address(memory) + i * 16L, (byte) (i + 1));
+            assertTrue(q.offer(buffer(1, i, 4)));
+        }
+        IncomingBuffer first = q.poll(0);
+        first.parsed = 2;
+        q.giveBack(first);
+        assertEquals("the two behind the held first one", List.of(1, 2), released);
+        Memory.putByte(Memory.address(memory) + 3 * 16L, (byte) 4);
+        assertTrue(q.offer(buffer(1, 3, 4)));
+        assertEquals("arrived while held", List.of(1, 2, 3), released);
+        q.resume(1);
+        for (int i = 0; i < 4; i++) {
+            IncomingBuffer b = q.poll(0);
+            assertEquals("bytes intact and in order", i + 1, Memory.getByte(b.address));
+            assertEquals(i == 0 ? 2 : 0, b.parsed);
+            b.release();
+            q.finished(b);
+        }
+        assertEquals(List.of(1, 2, 3, 0), released);
+        assertTrue(q.idle());
+    }
 }
