@@ -23,18 +23,20 @@ import java.util.concurrent.locks.ReentrantLock;
  * minimum). A buffer beyond them is refused and stays in its transport,
  * which stops reading that source (backpressure on that source only).
  *
- * <p>A transport that cannot stop one source ({@link #fitTo}: the
- * RDMA engine's shared receive queue takes whatever any peer sends) has the
- * buffers beyond a source's share kept anyway, outside the node's bounds: a
- * source that already holds {@code sourceMaxBuffers} receive buffers gets the
- * next ones copied out, so the receive buffers go back at once and one source
- * never holds more than its share of them. What it may send beyond its share
- * is bounded by its flow-control window (nothing it sent is confirmed before
- * it was parsed).
+ * <p>A transport that cannot stop one source ({@link #fitTo}: the RDMA
+ * engine's incoming ring is shared by every source, so a refusal would stop
+ * them all) never has a buffer refused: beyond the bounds it is kept outside
+ * them, and a source that already holds {@code sourceMaxBuffers} receive
+ * buffers gets the next ones copied out, so the receive buffers go back at
+ * once and one source never holds more than its share of them. What a source
+ * has here beyond its share is bounded by its flow-control window (nothing it
+ * sent is confirmed before it was parsed).
  *
  * <p>A lane may be held ({@link #giveBack}) while its source has no room
- * downstream, and {@link #resume resumed} later; a held lane keeps its
- * buffers and is skipped.
+ * downstream or waits for the node's unfinished budget, and
+ * {@link #resume resumed} later; a held lane keeps its buffers and is
+ * skipped, but keeps at most one receive buffer (the rest is copied out):
+ * held sources must not pin the receive buffers the others read into.
  */
 public final class IncomingBufferQueue {
     private final int maxBuffers;
