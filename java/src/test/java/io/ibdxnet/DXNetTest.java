@@ -134,28 +134,15 @@ public class DXNetTest {
     }
 
     private List<DXNet> start(int count, String maxConnections, java.util.function.Consumer<DXNetConfig> tune) throws Exception {
-        List<DXNet> out = new ArrayList<>();
-        for (int i = 0; i < count; i++) {
-            DXNetConfig c = new DXNetConfig(i);
-            c.transport = transport;
-            c.listen = "127.0.0.1:0";
+        List<DXNet> out = TestSupport.mesh(transport, count, c -> {
             c.maxConnections = Integer.parseInt(maxConnections);
             c.handlerThreads = 1; // in-order delivery, checked below
-            smallSimNode(c);
             tune.accept(c);
-            DXNet n = DXNet.start(c);
+        }, nodes);
+        for (DXNet n : out) {
             n.registerMessageType(TYPE, DATA, DataMessage.class);
             n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
             n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
-            out.add(n);
-            nodes.add(n);
-        }
-        for (DXNet a : out) {
-            for (DXNet b : out) {
-                if (a != b) {
-                    a.addNode(b.nodeId(), "127.0.0.1:" + b.localPort());
-                }
-            }
         }
         return out;
     }
