@@ -254,7 +254,10 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             budgetSeen = limits.version();
         }
         waitingForBudget.add(source);
-        budgetWaiting = true;
+        if (!budgetWaiting) {
+            budgetWaiting = true;
+            ibq.wake(); // a coordinator in a long wait (this may run inline) looks at the limits from now on
+        }
     }
 
     /**
@@ -309,8 +312,8 @@ final class IncomingPath implements MessageSender.LocalDelivery {
      * only that connection suffers: a violation (or any other failure while
      * parsing) closes it, its unfinished messages are dropped and the rest of
      * its bytes skipped; every other stream and this thread go on. False if
-     * the bytes wait for the node budget (kept in {@link #waiting}, not
-     * confirmed yet).
+     * the stream waits for the node budget in this buffer (its
+     * {@link IncomingBuffer#parsed} bytes are in; none confirmed yet).
      */
     private boolean parse(IncomingBuffer b, StreamAssembler.Sink sink) {
         StreamAssembler a = assemblers.get(b.source);

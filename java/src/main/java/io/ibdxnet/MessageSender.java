@@ -32,6 +32,8 @@ final class MessageSender {
         /** Created when a thread first sends a message of unknown size. */
         MessageExporter out;
         final byte[] header = new byte[Frame.HEADER];
+        /** Made on its thread: whether that is a message handler thread (its sends wait less). */
+        final boolean handlerThread = HandlerDispatch.onHandlerThread();
         boolean busy;
 
         MessageExporter buffer() {
@@ -112,9 +114,8 @@ final class MessageSender {
      * {@code handlerSendTimeoutMs} on a handler thread (a peer whose window
      * stays full must not hold a handler for long).
      */
-    private long deadline() {
-        int ms = HandlerDispatch.onHandlerThread() ? Math.min(config.sendTimeoutMs, config.handlerSendTimeoutMs)
-                : config.sendTimeoutMs;
+    private long deadline(SendScratch scratch) {
+        int ms = scratch.handlerThread ? Math.min(config.sendTimeoutMs, config.handlerSendTimeoutMs) : config.sendTimeoutMs;
         return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
     }
 
@@ -128,7 +129,7 @@ final class MessageSender {
             throws NetworkException {
         int messageId = 0; // one frame: nothing to reassemble, so no id (and no shared counter per message)
         RingRecord record = scratch.record;
-        transport.reserve(dest, Frame.HEADER + size, deadline(), record);
+        transport.reserve(dest, Frame.HEADER + size, deadline(scratch), record);
         RingExporter out = scratch.ring;
         out.wrap(record, Frame.HEADER, size);
         boolean written = false;
@@ -169,7 +170,7 @@ final class MessageSender {
         copied.increment();
         int messageId = nextMessageId.getAndIncrement();
         int chunk = transport.maxFrameSize() - Frame.HEADER;
-        long deadline = deadline();
+        long deadline = deadline(scratch);
         byte[] header = scratch.header;
         int at = 0;
         do {

@@ -7,7 +7,6 @@ import io.ibdxnet.transport.Transport;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -54,8 +53,8 @@ public final class IncomingBufferQueue {
     private volatile long bytes;
     /** Bytes in the lanes kept beyond their source's share (spill mode; a gauge, written under the lock). */
     private volatile long beyondShare;
-    /** Buffers offered and not yet {@link #finished}: in the queue or being handled. */
-    private final AtomicInteger unfinished = new AtomicInteger();
+    /** The consumer is to return from its wait at once ({@link #wake}). */
+    private boolean wakeUp;
     private final AtomicLong spilledBuffers = new AtomicLong();
     private final AtomicLong spilledBytes = new AtomicLong();
     private volatile boolean spillOverShare;
@@ -98,16 +97,6 @@ public final class IncomingBufferQueue {
     /** Test access: the same as {@link #fitTo} with a transport that cannot hold back one source. */
     void spillOverShare(boolean on) {
         this.spillOverShare = on;
-    }
-
-    /** Buffers one source may hold (after {@link #fitTo}). */
-    public int sourceMaxBuffers() {
-        lock.lock();
-        try {
-            return sourceMaxBuffers;
-        } finally {
-            lock.unlock();
-        }
     }
 
     /** A queued buffer and how it is accounted. */
@@ -173,7 +162,6 @@ public final class IncomingBufferQueue {
             }
             count(l, e, +1);
             l.queue.addLast(e);
-            unfinished.incrementAndGet();
             if (l.current == null && !l.held && l.queue.size() == 1) {
                 ready.addLast(l);
                 notEmpty.signal();
@@ -198,7 +186,6 @@ public final class IncomingBufferQueue {
             l.queue.addFirst(e);
             l.held = true;
             releaseReceiveBuffersOfHeld(l);
-            unfinished.incrementAndGet();
         } finally {
             lock.unlock();
         }
@@ -261,7 +248,8 @@ public final class IncomingBufferQueue {
         lock.lock();
         try {
             while (ready.isEmpty()) {
-                if (nanos <= 0) {
+                if (nanos <= 0 || wakeUp) {
+                    wakeUp = false;
                     return null;
                 }
                 nanos = notEmpty.awaitNanos(nanos);
@@ -289,7 +277,6 @@ public final class IncomingBufferQueue {
         } finally {
             lock.unlock();
         }
-        unfinished.decrementAndGet();
     }
 
     /**
@@ -353,6 +340,17 @@ public final class IncomingBufferQueue {
         return new Entry(copy, e.counted, false);
     }
 
+    /** The consumer's wait ends now, with nothing (it has something else to look at). */
+    public void wake() {
+        lock.lock();
+        try {
+            wakeUp = true;
+            notEmpty.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** {@code source} may be handled again (see {@link #giveBack}). */
     public void resume(int source) {
         lock.lock();
@@ -373,7 +371,17 @@ public final class IncomingBufferQueue {
 
     /** True if every buffer offered was taken and handled. */
     public boolean idle() {
-        return unfinished.get() == 0;
+        lock.lock();
+        try {
+            for (Lane l : lanes) {
+                if (l != null && (l.current != null || !l.queue.isEmpty())) {
+                    return false;
+                }
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**

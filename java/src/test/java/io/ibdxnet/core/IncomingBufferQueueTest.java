@@ -148,4 +148,26 @@ public class IncomingBufferQueueTest {
         assertEquals(List.of(1, 2, 3, 0), released);
         assertTrue(q.idle());
     }
+
+    /** {@link IncomingBufferQueue#wake} ends a long wait of the consumer at once, with nothing. */
+    @Test
+    public void wakeEndsTheConsumersWait() throws Exception {
+        IncomingBufferQueue q = new IncomingBufferQueue(100, 1 << 20, 100, 1 << 20);
+        long[] waited = {-1};
+        Thread consumer = new Thread(() -> {
+            long t0 = System.nanoTime();
+            try {
+                if (q.poll(10_000) == null) {
+                    waited[0] = System.nanoTime() - t0;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        consumer.start();
+        Thread.sleep(100);
+        q.wake();
+        consumer.join(5_000);
+        assertTrue("returned null within 5 s, not after the 10 s wait: " + waited[0], waited[0] > 0 && waited[0] < 5_000_000_000L);
+    }
 }
