@@ -2,6 +2,7 @@ package io.ibdxnet.loopback;
 
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.core.IdleYield;
+import io.ibdxnet.transport.Backoff;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.transport.WriteInterestManager;
@@ -219,7 +220,10 @@ public final class LoopbackTransport implements Transport {
 
     private void run() {
         // Nodes whose receiver could not take everything: looked at again after a pause.
+        // The pause grows while they stay refused (a held source may wait for seconds).
         java.util.List<Integer> stalled = new java.util.ArrayList<>();
+        Backoff stallWait = Backoff.parkingOnly();
+        long movedBefore = 0;
         while (running) {
             int node = wim.next();
             if (node >= 0) {
@@ -230,13 +234,22 @@ public final class LoopbackTransport implements Transport {
                 continue;
             }
             if (!stalled.isEmpty()) {
-                LockSupport.parkNanos(20_000);
+                if (bytesSent.get() != movedBefore) {
+                    stallWait.reset(); // something got through: the rest may soon
+                }
+                movedBefore = bytesSent.get();
+                sleeping = true; // a sender with new data ends the pause (as below)
+                if (wim.isEmpty()) {
+                    stallWait.pause();
+                }
+                sleeping = false;
                 for (int n : stalled) {
                     wim.pushData(n);
                 }
                 stalled.clear();
                 continue;
             }
+            stallWait.reset();
             // Idle: yield for a moment (cheap to wake), then sleep (a sender unparks us).
             IdleYield.until(() -> !wim.isEmpty());
             // Senders write, then read `sleeping`; we write it, then read the
