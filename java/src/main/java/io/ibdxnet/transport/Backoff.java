@@ -5,23 +5,28 @@ import java.util.function.BooleanSupplier;
 
 /**
  * How a thread waits (for ring space, a flow control window, a receiver
- * that refused): spin briefly, then park for a time that doubles from
- * {@link #FIRST_PARK_NS} up to {@link #MAX_PARK_NS} — on a {@link WaitList}
- * where the change is signalled, so the park ends with the change. A long
- * wait then costs about a thousand wake-ups per second instead of fifty
- * thousand, which matters when dozens of senders wait at once on two cores;
+ * that refused): spin briefly, then park {@link #FIRST_PARK_NS} at a time —
+ * a streaming sender waits like this all the time, and polling batches its
+ * wake-ups — and once the wait has lasted {@link #PATIENCE_NS}, park for a
+ * time that doubles up to {@link #MAX_PARK_NS}, on a {@link WaitList} where
+ * the change is signalled (so the longer park ends with the change). A long
+ * wait then costs about a thousand wake-ups per second instead of tens of
+ * thousands, which matters when dozens of senders wait at once on two cores;
  * where nobody signals, it may end up to {@link #MAX_PARK_NS} late. One
  * instance per wait, used by one thread.
  */
 public final class Backoff {
     static final int SPINS = 100;
-    /** The first park: as before this class, a short wait is not slowed down. */
+    /** A short wait polls at this interval (as every wait did before this class). */
     public static final long FIRST_PARK_NS = 20_000;
+    /** How long a wait polls before its parks grow. */
+    public static final long PATIENCE_NS = 2_000_000;
     /** The longest park: what a long wait may add after its cause went away. */
     public static final long MAX_PARK_NS = 1_000_000;
 
     private final int spinsAfterReset;
     private int spins;
+    private long parkingSince;
     private long parkNs = FIRST_PARK_NS;
 
     /** Spins first, then parks. */
@@ -39,29 +44,50 @@ public final class Backoff {
         return new Backoff(SPINS);
     }
 
-    /** Waits a little: a spin, or a park longer than the last one. */
+    /** Waits a little: a spin, or a park. */
     public void pause() {
-        if (spins < SPINS) {
-            spins++;
-            Thread.onSpinWait();
+        if (spin()) {
             return;
         }
-        LockSupport.parkNanos(parkNs);
-        parkNs = Math.min(MAX_PARK_NS, parkNs * 2);
+        LockSupport.parkNanos(nextPark());
     }
 
     /**
-     * Waits a little for {@code ready}: a spin, or a park on {@code list}
-     * (woken early by its {@link WaitList#signal}) longer than the last one.
+     * Waits a little for {@code ready}: a spin, a short park, or (a long
+     * wait) a park on {@code list}, ended early by its {@link WaitList#signal}.
      */
     public void pause(WaitList list, BooleanSupplier ready) {
+        if (spin()) {
+            return;
+        }
+        long park = nextPark();
+        if (park == FIRST_PARK_NS) {
+            LockSupport.parkNanos(park); // polling: no registration, signals cost nothing
+        } else {
+            list.park(park, ready);
+        }
+    }
+
+    private boolean spin() {
         if (spins < SPINS) {
             spins++;
             Thread.onSpinWait();
-            return;
+            return true;
         }
-        list.park(parkNs, ready);
-        parkNs = Math.min(MAX_PARK_NS, parkNs * 2);
+        return false;
+    }
+
+    /** This park's length; longer ones once the wait outlasted {@link #PATIENCE_NS}. */
+    private long nextPark() {
+        long now = System.nanoTime();
+        if (parkingSince == 0) {
+            parkingSince = now | 1;
+        }
+        long park = parkNs;
+        if (now - parkingSince >= PATIENCE_NS) {
+            parkNs = Math.min(MAX_PARK_NS, parkNs * 2);
+        }
+        return park;
     }
 
     /** True once spinning is over (the next {@link #pause} parks). */
@@ -72,6 +98,7 @@ public final class Backoff {
     /** Progress was made: the next wait starts short again. */
     public void reset() {
         spins = spinsAfterReset;
+        parkingSince = 0;
         parkNs = FIRST_PARK_NS;
     }
 

@@ -88,17 +88,21 @@ public class WaitListTest {
     }
 
     @Test
-    public void parksGrowFromTheFirstToTheLongest() {
+    public void aLongWaitsParksGrowFromTheFirstToTheLongest() throws Exception {
         Backoff b = Backoff.parkingOnly();
-        assertEquals(Backoff.FIRST_PARK_NS, b.nextParkNs());
+        assertTrue(b.parking());
+        long t0 = System.nanoTime();
+        b.pause();
+        assertEquals("a short wait polls", Backoff.FIRST_PARK_NS, b.nextParkNs());
+        while (System.nanoTime() - t0 < Backoff.PATIENCE_NS) {
+            b.pause();
+        }
         for (int i = 0; i < 20; i++) {
             b.pause();
         }
         assertEquals(Backoff.MAX_PARK_NS, b.nextParkNs());
         b.reset();
         assertEquals(Backoff.FIRST_PARK_NS, b.nextParkNs());
-        assertTrue(b.parking());
-        Backoff spinning = new Backoff();
-        assertTrue(!spinning.parking());
+        assertTrue(!new Backoff().parking());
     }
 }
