@@ -455,8 +455,11 @@ public final class DXNet implements AutoCloseable {
         boolean exact = incoming.stop(5_000);
         // Let the handlers finish what the coordinator handed them (up to the
         // request timeout): then the peers can be told exactly what was handled.
+        // Not from one of our own handlers: it would wait for itself (and for
+        // the tasks queued behind it); the node then closes without that count.
+        boolean fromOwnHandler = handlers.isOwnThread();
         try {
-            exact = exact && handlers.awaitIdle(config.requestTimeoutMs);
+            exact = exact && !fromOwnHandler && handlers.awaitIdle(config.requestTimeoutMs);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             exact = false;

@@ -44,8 +44,8 @@ public final class HandlerDispatch {
     static final int BURST = 64;
     /** A task that ran longer sends its lane to the back of the pool's queue. */
     static final long SLOW_TASK_NANOS = 1_000_000;
-    /** The handler threads of every dispatch (see {@link #onHandlerThread}). */
-    private static final ThreadLocal<Boolean> HANDLER_THREAD = new ThreadLocal<>();
+    /** The dispatch a handler thread belongs to (see {@link #onHandlerThread}). */
+    private static final ThreadLocal<HandlerDispatch> HANDLER_THREAD = new ThreadLocal<>();
 
     private final ThreadPoolExecutor pool;
     private final int capacity;
@@ -71,7 +71,7 @@ public final class HandlerDispatch {
         // must never block or be refused while running.
         this.pool = new ThreadPoolExecutor(threads, threads, 0, TimeUnit.MILLISECONDS, new YieldingQueue(), r -> {
             Thread t = new Thread(() -> {
-                HANDLER_THREAD.set(Boolean.TRUE);
+                HANDLER_THREAD.set(this);
                 r.run();
             }, name + index.getAndIncrement());
             t.setDaemon(true);
@@ -87,6 +87,11 @@ public final class HandlerDispatch {
     /** True on a handler thread of any dispatch (its sends wait less: they hold a handler). */
     public static boolean onHandlerThread() {
         return HANDLER_THREAD.get() != null;
+    }
+
+    /** True on one of this dispatch's own threads: waiting for this dispatch to be idle would wait for itself. */
+    public boolean isOwnThread() {
+        return HANDLER_THREAD.get() == this;
     }
 
     /** Called (on a handler thread, or the caller of {@link #want}) when a wanting source has room again. */
