@@ -6,6 +6,7 @@ import io.ibdxnet.loopback.LoopbackTransport;
 import io.ibdxnet.nio.NioTransport;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
+import io.ibdxnet.ib.NativeEngine;
 import java.util.Map;
 
 /**
@@ -34,6 +35,9 @@ final class Transports {
             LOG.info("node " + config.nodeId + ": transport = auto: " + choice.transport + ", " + choice.reason);
             transport = choice.transport;
         }
+        if (!transport.equals("ib")) {
+            checkUnusedNativeKeys(config, transport);
+        }
         switch (transport) {
             case "ib":
                 return openIb(config, listener, listen);
@@ -49,6 +53,41 @@ final class Transports {
             default:
                 throw new IllegalArgumentException("transport '" + config.transport + "' is not one of " + DXNetConfig.TRANSPORTS);
         }
+    }
+
+    /**
+     * {@code native.*} keys do nothing for nio and loopback: misspelt ones
+     * fail as they would on ib (when the library can say which keys exist),
+     * and the rest are reported once, so a setting that does not apply is
+     * never silently dropped. {@code native.fabric} = auto is what chose
+     * the transport: not reported.
+     */
+    private static void checkUnusedNativeKeys(DXNetConfig config, String transport) {
+        java.util.List<String> unused = new java.util.ArrayList<>();
+        for (Map.Entry<String, String> e : config.nativeConfig.entrySet()) {
+            if (!(e.getKey().equals("fabric") && e.getValue().trim().equalsIgnoreCase("auto"))) {
+                unused.add(e.getKey());
+            }
+        }
+        if (unused.isEmpty()) {
+            return;
+        }
+        java.util.Set<String> known = null;
+        try {
+            known = NativeEngine.defaults().keySet();
+        } catch (LinkageError e) { // no library here: the names cannot be checked, only reported
+            LOG.fine("native keys not checked: " + e.getMessage());
+        }
+        if (known != null) {
+            for (String k : unused) {
+                if (!known.contains(k)) {
+                    throw new IllegalArgumentException("native." + k + " is not a key of the native engine (keys: "
+                            + String.join(", ", known) + ")");
+                }
+            }
+        }
+        LOG.warning("node " + config.nodeId + ": transport " + transport + " does not use native."
+                + String.join(", native.", unused) + " (keys of the ib transport's engine)");
     }
 
     /** The configured listen address, else the node's own node-table entry (port only), else any port. */

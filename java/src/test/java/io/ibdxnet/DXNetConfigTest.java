@@ -258,6 +258,40 @@ public class DXNetConfigTest {
         return true;
     }
 
+    /** native.* keys on nio are checked by name and reported as unused, not dropped silently (issue 21, bug 4). */
+    @Test
+    public void nativeKeysOnNioAreCheckedAndReported() throws Exception {
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = "nio";
+        c.listen = "127.0.0.1:0";
+        c.nativeConfig.put("sq_sise", "64");
+        String e = refusal("a misspelt native key on nio", () -> DXNet.start(c).close());
+        assertTrue(e, e.contains("native.sq_sise") && e.contains("sq_size"));
+        c.nativeConfig.clear();
+        c.nativeConfig.put("sq_size", "64");
+        java.util.List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(Transports.class.getName());
+        java.util.logging.Handler h = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                logged.add(r.getLevel() + " " + r.getMessage());
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        log.addHandler(h);
+        try (DXNet n = DXNet.start(c)) {
+            assertEquals(0, n.nodeId());
+            assertTrue(logged.toString(), logged.stream().anyMatch(m -> m.startsWith("WARNING") && m.contains("native.sq_size")));
+        } finally {
+            log.removeHandler(h);
+        }
+    }
+
     /** The receive pool, allocated at start, is bounded as a whole: the message names both keys and the bound. */
     @Test
     public void aReceivePoolAboveSixteenGibIsRefusedNamingBothKeys() throws Exception {
