@@ -384,10 +384,20 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             return;
         }
         Constructor<? extends Message> ctor = types.constructor(type, subtype);
+        if (ctor == null && (flags & Frame.RESPONSE) != 0) {
+            ctor = learnResponseType(source, requestId, type, subtype);
+            if (ctor == null) {
+                return; // its request failed at once (or nobody waits for it any more)
+            }
+        }
         if (ctor == null) {
             counters.dropped.incrementAndGet();
             warnings.warn("unregistered type", source, "node " + config.nodeId + ": message of unregistered type " + type + "/"
                     + subtype + " from " + source + " dropped");
+            if ((flags & Frame.REQUEST) != 0) {
+                refuse(new RefusedRequest(source, type, subtype, requestId), "type " + type + "/" + subtype
+                        + " is not registered at node " + config.nodeId, size, into);
+            }
             return;
         }
         Message m;
@@ -415,8 +425,27 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             counters.dropped.incrementAndGet();
             warnings.warn("no receiver", source, "node " + config.nodeId + ": no receiver for " + type + "/" + subtype
                     + " (from node " + source + ")");
+            if (m instanceof Request) {
+                refuse((Request<?>) m, "no receiver for type " + type + "/" + subtype + " at node " + config.nodeId, size,
+                        into);
+            }
             return;
         }
+        queue(source, r, m, size, into);
+    }
+
+    /**
+     * Answers {@code request}, which nobody here handles, with a
+     * {@link NoReceiverException} at once (its requester would otherwise wait
+     * for its timeout) — from a handler task in its source's share, like a
+     * reply: the coordinator never waits for a send.
+     */
+    private void refuse(Request<?> request, String why, int size, Batch into) {
+        queue(request.getSource(), m -> replier.answerWithError((Request<?>) m, new NoReceiver(why)), request, size, into);
+    }
+
+    /** Queues {@code m} for {@code r}: into {@code into}, or as its own task. */
+    private void queue(int source, MessageHandler<Message> r, Message m, int size, Batch into) {
         Batch b = into != null ? into : new Batch();
         b.receivers.add(r);
         b.messages.add(m);
@@ -448,8 +477,60 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         }
         PendingRequests.Pending p = requests.answerable(source, requestId);
         if (p != null) {
-            p.future.completeExceptionally(new RemoteHandlerException(source, cls, msg.isEmpty() ? null : msg));
+            p.future.completeExceptionally(NO_RECEIVER.equals(cls) ? new NoReceiverException(source, msg)
+                    : new RemoteHandlerException(source, cls, msg.isEmpty() ? null : msg));
         }
+    }
+
+    /** What {@link #refuse} sends as the remote exception: read back as a {@link NoReceiverException}. */
+    static final class NoReceiver extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        NoReceiver(String why) {
+            super(why, null, false, false);
+        }
+    }
+
+    /** Its class name, which the error response carries. */
+    static final String NO_RECEIVER = NoReceiver.class.getName();
+
+    /**
+     * A response of a type not registered here: the class its request
+     * declared ({@code Request<R>}) is registered for it when that is the
+     * class of this type, so nobody has to register response classes by hand.
+     * Otherwise its request fails at once, naming the type (null returned).
+     */
+    private Constructor<? extends Message> learnResponseType(int source, int requestId, byte type, byte subtype) {
+        PendingRequests.Pending p = requests.peek(source, requestId);
+        if (p == null) {
+            counters.dropped.incrementAndGet(); // late, or never asked for
+            return null;
+        }
+        String problem;
+        if (p.expected != Response.class && Response.class.isAssignableFrom(p.expected)) {
+            @SuppressWarnings("unchecked")
+            Class<? extends Message> r = (Class<? extends Message>) p.expected;
+            try {
+                Message probe = MessageTypes.probe(r);
+                if (probe.getType() == type && probe.getSubtype() == subtype) {
+                    types.define(type, subtype, r);
+                    return types.constructor(type, subtype);
+                }
+                problem = "is not the type " + probe.getType() + "/" + probe.getSubtype() + " of " + r.getName()
+                        + ", the response class the request declares";
+            } catch (IllegalArgumentException e) {
+                problem = "cannot be read: " + e.getMessage();
+            }
+        } else {
+            problem = "is not registered here and the request does not declare its response class";
+        }
+        counters.dropped.incrementAndGet();
+        p = requests.answerable(source, requestId);
+        if (p != null) {
+            p.future.completeExceptionally(new NetworkException("node " + source + " answered request " + requestId
+                    + " with a response of type " + type + "/" + subtype + ", which " + problem));
+        }
+        return null;
     }
 
     /** A response: completes its request if it is of the class the request declared. */

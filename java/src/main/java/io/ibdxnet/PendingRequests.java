@@ -96,6 +96,12 @@ final class PendingRequests {
         pending.remove(p.requestId, p);
     }
 
+    /** The request {@code requestId} if it is pending and went to {@code source}; it stays pending. */
+    Pending peek(int source, int requestId) {
+        Pending p = pending.get(requestId);
+        return p != null && p.target == source ? p : null;
+    }
+
     /**
      * The pending request {@code requestId}, taken out, if {@code source} may
      * answer it: only the node the request went to may (counted otherwise).

@@ -11,7 +11,13 @@ public class RemoteHandlerException extends NetworkException {
     private final String remoteClass;
 
     public RemoteHandlerException(int node, String remoteClass, String remoteMessage) {
-        super("the handler on node " + node + " failed: " + remoteClass + (remoteMessage == null ? "" : ": " + remoteMessage));
+        this("the handler on node " + node + " failed: " + remoteClass + (remoteMessage == null ? "" : ": " + remoteMessage),
+                node, remoteClass);
+    }
+
+    /** For subclasses that say what happened themselves. */
+    protected RemoteHandlerException(String message, int node, String remoteClass) {
+        super(message);
         this.node = node;
         this.remoteClass = remoteClass;
     }
