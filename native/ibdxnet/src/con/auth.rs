@@ -314,6 +314,30 @@ impl Auth {
         (now - self.epoch).as_secs() / NONCE_EPOCH.as_secs()
     }
 
+    /// Checks a probe (a `Discover` to any node) without touching any
+    /// state: with a key, its MAC must verify; without one, it must not be
+    /// sealed. A probe takes no part in sequence windows or instance
+    /// admission (it can only be answered), so a replayed one costs an
+    /// answer and nothing else. A refused probe counts as
+    /// `dropped_unauthenticated`; no problem is recorded (the sender may be
+    /// anybody).
+    pub fn check_probe(&self, seal: Option<Seal>, data: &[u8]) -> bool {
+        let ok = match (&self.key, seal) {
+            (None, None) => true,
+            (Some(key), Some(seal)) => {
+                data.len() >= MAC_LEN && {
+                    let signed = &data[..data.len() - MAC_LEN];
+                    mac_of(key.bytes(), signed).verify_slice(&seal.mac).is_ok()
+                }
+            }
+            _ => false,
+        };
+        if !ok {
+            self.stats.dropped_unauthenticated.fetch_add(1, Ordering::Relaxed);
+        }
+        ok
+    }
+
     /// Decides about a well-formed packet from `p.src`'s table address
     /// (`data` is the whole datagram, `seal` its seal if keyed).
     /// `my_instance` is this engine's instance id.

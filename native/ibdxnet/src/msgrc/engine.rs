@@ -258,6 +258,11 @@ impl<F: Fabric> Engine<F> {
     pub fn add_node(&self, id: NodeId, addr: std::net::SocketAddr) -> Result<(), NodeError> {
         self.mgr.add_node(id, addr)
     }
+    /// Adds a candidate address: the node answering there is discovered and
+    /// entered into the node table (see [`ConManager::add_address`]).
+    pub fn add_address(&self, addr: std::net::SocketAddr) -> Result<(), NodeError> {
+        self.mgr.add_address(addr)
+    }
     /// Removes a node (closes its connection, reports `Invalidated`).
     pub fn remove_node(&self, id: NodeId) -> bool {
         self.mgr.remove_node(id)
