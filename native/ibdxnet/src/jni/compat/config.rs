@@ -21,9 +21,7 @@ pub const LISTEN_PROPERTY: &str = "ibdxnet.compat.listen";
 pub const KEYS_ENV: &str = "IBDXNET_COMPAT_KEYS";
 /// System property with the meaning of [`KEYS_ENV`] (it wins over it).
 pub const KEYS_PROPERTY: &str = "ibdxnet.compat.keys";
-/// The engine key of the statistics print interval (added by the runtime
-/// statistics work); while the engine lacks it, a non-zero interval is logged
-/// as not supported.
+/// The engine key of the statistics print interval.
 pub const STATS_INTERVAL_KEY: &str = "stats_print_interval_ms";
 
 /// `MsgrcJNIBinding.init`'s parameters after the callback handler, in order.
@@ -142,14 +140,9 @@ pub fn map(p: &InitParams, listen: Option<&str>, extra_keys: Option<&str>) -> Re
     }
     let interval = p.statistics_print_interval_ms;
     if interval > 0 {
-        if crate::msgrc::config::key(STATS_INTERVAL_KEY).is_some() {
-            set(&mut c, STATS_INTERVAL_KEY, interval.to_string(), "m_statisticsThreadPrintIntervalMs")?;
-        } else {
-            notes.push(format!(
-                "m_statisticsThreadPrintIntervalMs = {interval} not supported by this build (no statistics print \
-                 thread): ignored"
-            ));
-        }
+        // Our print thread (target `ibdxnet::stats`) prints the statistics map
+        // every interval, and once more at shutdown, as upstream's did.
+        set(&mut c, STATS_INTERVAL_KEY, interval.to_string(), "m_statisticsThreadPrintIntervalMs")?;
     }
     if let Some(extra) = extra_keys {
         for kv in extra.split(';').map(str::trim).filter(|s| !s.is_empty()) {
@@ -238,9 +231,8 @@ mod tests {
         let m = map(&p, None, None).unwrap();
         assert_eq!((m.config.pin_threads.send, m.config.pin_threads.recv), (Some(0), Some(1)));
         assert!(m.notes.iter().any(|n| n.contains("m_enableSignalHandler")));
-        if crate::msgrc::config::key(STATS_INTERVAL_KEY).is_none() {
-            assert!(m.notes.iter().any(|n| n.contains("not supported")), "{:?}", m.notes);
-        }
+        assert_eq!(m.config.stats_print_interval.as_millis(), 1000);
+        assert!(!m.notes.iter().any(|n| n.contains("not supported")), "{:?}", m.notes);
     }
 
     #[test]

@@ -146,6 +146,15 @@ fn init(env: &mut JNIEnv, handler: &JObject, p: &InitParams) -> Result<(), Strin
         log::warn!("ibdxnet compat: {n}");
     }
     let cfg = mapped.config;
+    if !cfg.stats_print_interval.is_zero()
+        && !log::log_enabled!(target: crate::msgrc::stats_print::TARGET, log::Level::Info)
+    {
+        log::warn!(
+            "ibdxnet compat: m_statisticsThreadPrintIntervalMs = {}: the statistics are logged at INFO on target \
+             ibdxnet::stats, which the log filter hides (set RUST_LOG=warn,ibdxnet::stats=info)",
+            p.statistics_print_interval_ms
+        );
+    }
     let kind = cfg.fabric.resolve().map_err(|e| e.to_string())?;
     let (node, listen) = (cfg.node_id, cfg.listen);
     let any = match kind {

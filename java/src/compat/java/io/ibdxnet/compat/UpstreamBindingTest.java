@@ -148,8 +148,7 @@ public class UpstreamBindingTest {
         BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
         node0 = startNode0(got); // loads the library (and the io.ibdxnet natives)
         System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
-        // Until discovery by address is in the connection manager, node 0 is in the node table.
-        System.setProperty("ibdxnet.compat.keys", "discovery_interval_ms=100;parking_yield_after_ms=0;node.0=127.0.0.1:" + PORT);
+        System.setProperty("ibdxnet.compat.keys", "discovery_interval_ms=100;parking_yield_after_ms=0");
         UpstreamPeer peer = new UpstreamPeer(RING);
         assertTrue("init", initUpstream(peer, RING));
         upstreamUp = true;
