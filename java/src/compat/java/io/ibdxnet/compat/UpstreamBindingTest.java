@@ -36,6 +36,7 @@ public class UpstreamBindingTest {
     static final int PORT = 20000 + ThreadLocalRandom.current().nextInt(20000);
 
     private DXNet node0;
+    private DXNet node2;
     private boolean upstreamUp;
 
     @After
@@ -46,14 +47,22 @@ public class UpstreamBindingTest {
         if (node0 != null) {
             node0.close();
         }
+        if (node2 != null) {
+            node2.close();
+        }
     }
 
-    /** Our node 0, answering BytesRequests and collecting BytesMessages. */
+    /** Our node 0 on 127.0.0.1, answering BytesRequests and collecting BytesMessages. */
     private DXNet startNode0(BlockingQueue<byte[]> got) throws Exception {
-        DXNetConfig c = new DXNetConfig(0);
+        return startNode(0, "127.0.0.1", got);
+    }
+
+    /** Our node {@code id} on {@code ip} (upstream's port), answering BytesRequests and collecting BytesMessages. */
+    private static DXNet startNode(int id, String ip, BlockingQueue<byte[]> got) throws Exception {
+        DXNetConfig c = new DXNetConfig(id);
         c.transport = "ib";
         c.nativeConfig.put("fabric", "sim");
-        c.nativeConfig.put("listen", "127.0.0.1:" + PORT);
+        c.nativeConfig.put("listen", ip + ":" + PORT);
         c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
         c.nativeConfig.put("srq_size", "128");
         c.nativeConfig.put("recv_buffer_count", "1024");
@@ -71,8 +80,12 @@ public class UpstreamBindingTest {
 
     /** Upstream's init as IBConnectionManager calls it, with small sizes. */
     private static boolean initUpstream(UpstreamPeer peer, int ringSize) {
-        return MsgrcJNIBinding.init(peer, false, false, 0, (short) 1, 5000, 100, 20, 128, 2000, 2000, ringSize,
-                1024L * 32768, 32768, 4);
+        return initUpstream(peer, ringSize, 100);
+    }
+
+    private static boolean initUpstream(UpstreamPeer peer, int ringSize, int maxConnections) {
+        return MsgrcJNIBinding.init(peer, false, false, 0, (short) 1, 5000, maxConnections, 20, 128, 2000, 2000,
+                ringSize, 1024L * 32768, 32768, 4);
     }
 
     private static void waitFor(String what, BooleanSupplier condition) throws InterruptedException {
@@ -116,6 +129,11 @@ public class UpstreamBindingTest {
     }
 
     private void exchange(UpstreamPeer peer, BlockingQueue<byte[]> got, String tag) throws Exception {
+        exchange(peer, node0, 0, got, tag);
+    }
+
+    private static void exchange(UpstreamPeer peer, DXNet ours, int oursId, BlockingQueue<byte[]> got, String tag)
+            throws Exception {
         // Upstream → ours: a message, through the packed structs and the completions.
         byte[] hello = ("hello " + tag).getBytes(StandardCharsets.UTF_8);
         peer.sendFrame(BytesMessage.TYPE.type(), BytesMessage.TYPE.subtype(), Frame.FIRST | Frame.LAST, 0,
@@ -135,9 +153,9 @@ public class UpstreamBindingTest {
         long returned = peer.buffersReturned.get();
         byte[] data = new byte[3000];
         ThreadLocalRandom.current().nextBytes(data);
-        node0.sendMessage(new BytesMessage(1, data));
+        ours.sendMessage(new BytesMessage(1, data));
         UpstreamPeer.Received m = nextFrame(peer);
-        assertEquals(0, m.source);
+        assertEquals(oursId, m.source);
         assertArrayEquals(UpstreamPeer.byteArrayPayload(data), m.payload);
         assertTrue(peer.buffersReturned.get() > returned);
         waitFor("completions confirm what upstream sent", () -> peer.bytesConfirmed.get() > 0);
@@ -184,6 +202,41 @@ public class UpstreamBindingTest {
         assertTrue(MsgrcJNIBinding.shutdown());
         upstreamUp = false;
         assertTrue("shutdown twice", MsgrcJNIBinding.shutdown());
+    }
+
+    /**
+     * Our connection limit closes connections upstream Java still holds (it has no
+     * close native): the eviction reaches Java as nodeDisconnected, and it reconnects.
+     */
+    @Test(timeout = 120_000)
+    public void evictionAtTheConnectionLimitIsReportedAsDisconnected() throws Exception {
+        BlockingQueue<byte[]> got0 = new LinkedBlockingQueue<>();
+        BlockingQueue<byte[]> got2 = new LinkedBlockingQueue<>();
+        node0 = startNode0(got0);
+        node2 = startNode(2, "127.0.0.3", got2);
+        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
+        System.setProperty("ibdxnet.compat.keys", "discovery_interval_ms=100;parking_yield_after_ms=0");
+        UpstreamPeer peer = new UpstreamPeer(RING);
+        assertTrue("init", initUpstream(peer, RING, 1));
+        upstreamUp = true;
+        MsgrcJNIBinding.addNode(0x7F000001); // 127.0.0.1
+        MsgrcJNIBinding.addNode(0x7F000003); // 127.0.0.3
+        expectEvent(peer, "discovered 0");
+        peer.events.clear();
+        connect(peer, 0);
+        exchange(peer, node0, 0, got0, "to 0");
+        Thread.sleep(200); // only connections idle for a moment are evicted
+        waitFor("node 2 discovered", () -> MsgrcJNIBinding.createConnection((short) 2) == 0);
+        // Node 0's connection made room for node 2's.
+        expectEvent(peer, "disconnected 0");
+        connect(peer, 2);
+        exchange(peer, node2, 2, got2, "to 2");
+        peer.events.clear();
+        Thread.sleep(200);
+        connect(peer, 0);
+        expectEvent(peer, "disconnected 2");
+        exchange(peer, node0, 0, got0, "to 0 again");
+        assertTrue("no failure in the up-calls: " + peer.failures, peer.failures.isEmpty());
     }
 
     @Test(timeout = 60_000)
