@@ -33,8 +33,9 @@ impl UpNextWorkPackage {
 
     /// Ours: `length = (front − back) mod ring_size` (the ring size is a power
     /// of two, checked at init), `connection` the connection the user's ring
-    /// belongs to (0 = do not check). Positions outside the ring are passed on
-    /// as they are; the send thread refuses such a package and logs it.
+    /// belongs to (0 = do not check). A position outside the ring (upstream
+    /// Java wraps at the same size, so only a bug writes one) gives length 0:
+    /// no data is read from outside the ring; flow-control data still goes.
     #[inline]
     pub fn to_ours(self, ring_size: u32, connection: impl FnOnce(u16) -> u32) -> NextWorkPackage {
         let node = self.node_id;
@@ -250,7 +251,7 @@ mod tests {
         let fc_only = UpNextWorkPackage { pos_back_rel: 5, pos_front_rel: 5, flow_control_data: 1, node_id: 2 };
         assert_eq!(fc_only.to_ours(128, |_| 0).length, 0);
         let outside = UpNextWorkPackage { pos_back_rel: 500, pos_front_rel: 5, flow_control_data: 0, node_id: 2 };
-        assert_eq!(outside.to_ours(128, |_| 0).offset, 500, "passed on for the send thread to refuse");
+        assert_eq!(outside.to_ours(128, |_| 0).length, 0, "nothing read from outside the ring");
     }
 
     #[test]
