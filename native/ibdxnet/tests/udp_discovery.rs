@@ -257,8 +257,13 @@ fn next(s: &UdpSocket, limit: Duration, want: impl Fn(&Packet) -> bool) -> Optio
     None
 }
 
+/// Waits (at most 10 s: counters move within milliseconds) for counter `k` to reach `at_least`.
 fn wait_stat(n: &Node<SimFabric>, k: &str, at_least: u64) {
-    wait_until(k, || stat(n, k) >= at_least);
+    let t0 = Instant::now();
+    while stat(n, k) < at_least {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{k} = {}, expected at least {at_least}", stat(n, k));
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 const P: Packet = Packet { src: NodeId(7), dst: NodeId(0), instance: 55, body: Body::DiscoverAck };
@@ -294,6 +299,10 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     let spoofed = stat(n0, "dropped_spoofed");
     send(&cand, a0, Packet { src: NodeId(1), ..P });
     wait_stat(n0, "dropped_spoofed", spoofed + 1);
+    // A probe naming node 1 from the candidate address: not answered.
+    send(&cand, a0, Packet { src: NodeId(1), dst: ANY, body: Body::Discover, ..P });
+    wait_stat(n0, "dropped_spoofed", spoofed + 2);
+    assert!(next(&cand, INTERVAL * 2, |p| p.dst == NodeId(1)).is_none(), "a probe naming node 1 is not answered");
     let foreign = stat(n0, "dropped_foreign");
     send(&cand, a0, Packet { body: Body::Close { qpn: 17 }, ..P });
     wait_stat(n0, "dropped_foreign", foreign + 1);
