@@ -295,6 +295,8 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     assert_eq!((probe.src, probe.dst), (NodeId(0), ANY));
     // ... answering with our own id, an id bound elsewhere, another packet type.
     send(&cand, a0, Packet { src: NodeId(0), ..P });
+    std::thread::sleep(INTERVAL);
+    assert!(!table(n0).contains_key(&NodeId(0)), "an answer naming our own id entered: {:?}", table(n0));
     wait_stat(n0, "dropped_own_id", 1);
     let spoofed = stat(n0, "dropped_spoofed");
     send(&cand, a0, Packet { src: NodeId(1), ..P });
@@ -374,8 +376,8 @@ fn with_a_key_probes_need_the_key_and_answers_the_instance_challenge() {
 
     let stranger = socket();
     stranger.send_to(&sealed(KEY, &probe, 1), a0).unwrap();
-    wait_stat(&n0, "dropped_probe_foreign", 1);
     assert!(next(&stranger, INTERVAL * 2, |_| true).is_none(), "a stranger's probe is not answered with a key");
+    wait_stat(&n0, "dropped_probe_foreign", 1);
 
     let cand = socket();
     let ca = cand.local_addr().unwrap();
