@@ -394,6 +394,8 @@ fn with_a_key_probes_need_the_key_and_answers_the_instance_challenge() {
     // Answers without the key, with another key: refused.
     send(&cand, a0, P);
     cand.send_to(&sealed(OTHER_KEY, &P, 1), a0).unwrap();
+    std::thread::sleep(INTERVAL);
+    assert!(!table(&n0).contains_key(&NodeId(7)), "an answer without the key entered");
     wait_stat(&n0, "dropped_unauthenticated", unauth + 4);
     // A sealed answer of an instance not admitted: challenged at the address.
     let answer = sealed(KEY, &P, 1);
