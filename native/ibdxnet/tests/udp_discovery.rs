@@ -285,6 +285,8 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     let stranger = socket();
     let foreign = stat(n0, "dropped_foreign");
     send(&stranger, a0, P);
+    std::thread::sleep(INTERVAL);
+    assert!(!table(n0).contains_key(&NodeId(7)), "a stranger's answer entered");
     wait_stat(n0, "dropped_foreign", foreign + 1);
 
     // A candidate address: it is probed (a Discover to any node).
