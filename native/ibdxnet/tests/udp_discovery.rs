@@ -305,8 +305,8 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     wait_stat(n0, "dropped_spoofed", spoofed + 1);
     // A probe naming node 1 from the candidate address: not answered.
     send(&cand, a0, Packet { src: NodeId(1), dst: ANY, body: Body::Discover, ..P });
-    wait_stat(n0, "dropped_spoofed", spoofed + 2);
     assert!(next(&cand, INTERVAL * 2, |p| p.dst == NodeId(1)).is_none(), "a probe naming node 1 is not answered");
+    wait_stat(n0, "dropped_spoofed", spoofed + 2);
     let foreign = stat(n0, "dropped_foreign");
     send(&cand, a0, Packet { body: Body::Close { qpn: 17 }, ..P });
     wait_stat(n0, "dropped_foreign", foreign + 1);
