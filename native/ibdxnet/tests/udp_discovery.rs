@@ -257,8 +257,13 @@ fn next(s: &UdpSocket, limit: Duration, want: impl Fn(&Packet) -> bool) -> Optio
     None
 }
 
+/// Waits (at most 10 s: counters move within milliseconds) for counter `k` to reach `at_least`.
 fn wait_stat(n: &Node<SimFabric>, k: &str, at_least: u64) {
-    wait_until(k, || stat(n, k) >= at_least);
+    let t0 = Instant::now();
+    while stat(n, k) < at_least {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{k} = {}, expected at least {at_least}", stat(n, k));
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 const P: Packet = Packet { src: NodeId(7), dst: NodeId(0), instance: 55, body: Body::DiscoverAck };
@@ -280,6 +285,8 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     let stranger = socket();
     let foreign = stat(n0, "dropped_foreign");
     send(&stranger, a0, P);
+    std::thread::sleep(INTERVAL);
+    assert!(!table(n0).contains_key(&NodeId(7)), "a stranger's answer entered");
     wait_stat(n0, "dropped_foreign", foreign + 1);
 
     // A candidate address: it is probed (a Discover to any node).
@@ -290,10 +297,16 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     assert_eq!((probe.src, probe.dst), (NodeId(0), ANY));
     // ... answering with our own id, an id bound elsewhere, another packet type.
     send(&cand, a0, Packet { src: NodeId(0), ..P });
+    std::thread::sleep(INTERVAL);
+    assert!(!table(n0).contains_key(&NodeId(0)), "an answer naming our own id entered: {:?}", table(n0));
     wait_stat(n0, "dropped_own_id", 1);
     let spoofed = stat(n0, "dropped_spoofed");
     send(&cand, a0, Packet { src: NodeId(1), ..P });
     wait_stat(n0, "dropped_spoofed", spoofed + 1);
+    // A probe naming node 1 from the candidate address: not answered.
+    send(&cand, a0, Packet { src: NodeId(1), dst: ANY, body: Body::Discover, ..P });
+    assert!(next(&cand, INTERVAL * 2, |p| p.dst == NodeId(1)).is_none(), "a probe naming node 1 is not answered");
+    wait_stat(n0, "dropped_spoofed", spoofed + 2);
     let foreign = stat(n0, "dropped_foreign");
     send(&cand, a0, Packet { body: Body::Close { qpn: 17 }, ..P });
     wait_stat(n0, "dropped_foreign", foreign + 1);
@@ -365,8 +378,8 @@ fn with_a_key_probes_need_the_key_and_answers_the_instance_challenge() {
 
     let stranger = socket();
     stranger.send_to(&sealed(KEY, &probe, 1), a0).unwrap();
-    wait_stat(&n0, "dropped_probe_foreign", 1);
     assert!(next(&stranger, INTERVAL * 2, |_| true).is_none(), "a stranger's probe is not answered with a key");
+    wait_stat(&n0, "dropped_probe_foreign", 1);
 
     let cand = socket();
     let ca = cand.local_addr().unwrap();
@@ -383,6 +396,8 @@ fn with_a_key_probes_need_the_key_and_answers_the_instance_challenge() {
     // Answers without the key, with another key: refused.
     send(&cand, a0, P);
     cand.send_to(&sealed(OTHER_KEY, &P, 1), a0).unwrap();
+    std::thread::sleep(INTERVAL);
+    assert!(!table(&n0).contains_key(&NodeId(7)), "an answer without the key entered");
     wait_stat(&n0, "dropped_unauthenticated", unauth + 4);
     // A sealed answer of an instance not admitted: challenged at the address.
     let answer = sealed(KEY, &P, 1);

@@ -13,6 +13,8 @@
 //!   state anywhere. With a key, a probe must carry a valid MAC and come
 //!   from a known address (a stranger could not answer the instance
 //!   challenge anyway; answering it would only spend sequence numbers).
+//!   A probe naming a node that the table has at another address is
+//!   refused as spoofed (`dropped_spoofed`), with or without a key.
 //! - An answer (`DiscoverAck` to us) from a candidate address, naming a
 //!   node that is not in the node table, goes through authentication like
 //!   every packet (window, instance challenge, answered at that address);
@@ -190,6 +192,13 @@ impl<F: Fabric> ConManager<F> {
     ) {
         if p.src == self.me {
             self.stats.dropped_own_id.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // A node the table has speaks only from its address (as for every
+        // packet): a replayed probe from elsewhere must not draw answers
+        // that spend our sequence numbers for it where it cannot see them.
+        if self.nodes.get(p.src).is_some_and(|a| a != from) {
+            self.stats.dropped_spoofed.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let candidate = lock(&self.candidates.addrs).get(&from).copied();
