@@ -18,10 +18,21 @@ use jni::{JNIEnv, JavaVM};
 
 use super::held::Held;
 use super::structs::{UpCompletedList, UpNextWorkPackage, UpPrevWorkResults};
+use crate::abi::NODE_ID_INVALID;
 use crate::con::NodeEvent;
 use crate::fabric::Fabric;
 use crate::jni::handler::{attach_current_thread, current_env, detach_current_thread, Upcalls};
 use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, ThreadRole};
+
+/// No previous package.
+const NO_RESULTS: PrevWorkResults = PrevWorkResults {
+    node_id: NODE_ID_INVALID,
+    fc_posted: 0,
+    fc_not_posted: 0,
+    bytes_posted: 0,
+    bytes_not_posted: 0,
+    reserved: 0,
+};
 
 /// Upstream's call-backs (`MsgrcJNIBinding$CallbackHandler`), looked up on
 /// the handler object's class.
@@ -54,6 +65,8 @@ struct SendStructs {
     next: Box<UpNextWorkPackage>,
     prev: Box<UpPrevWorkResults>,
     completed: UpCompletedList,
+    /// The connection the last package was for (its results come next).
+    last_connection: u32,
 }
 
 /// Owned by the send thread alone.
@@ -87,6 +100,7 @@ impl<F: Fabric> CompatHandler<F> {
             next: Box::new(UpNextWorkPackage::NOTHING),
             prev: Box::new(UpPrevWorkResults::from_ours(&PrevWorkResults::default())),
             completed: UpCompletedList::new(),
+            last_connection: 0,
         };
         CompatHandler {
             vm,
@@ -112,8 +126,12 @@ impl<F: Fabric> EngineHandler for CompatHandler<F> {
     fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage {
         // SAFETY: this is the send thread, the cell's only user (see SendCell).
         let s = unsafe { &mut *self.send.0.get() };
-        *s.prev = UpPrevWorkResults::from_ours(prev);
         let held = &self.held;
+        // Results of a package for a connection Java no longer holds would be
+        // applied to the one it holds now (upstream Java looks connections up
+        // by node): dropped, as the ring they were about is.
+        let stale = prev.node_id != NODE_ID_INVALID && held.qpn(prev.node_id) != s.last_connection;
+        *s.prev = UpPrevWorkResults::from_ours(if stale { &NO_RESULTS } else { prev });
         s.completed.fill(completed.entries(), |node, conn| {
             let q = held.qpn(node);
             q == 0 || q == conn
@@ -134,13 +152,15 @@ impl<F: Fabric> EngineHandler for CompatHandler<F> {
         };
         s.completed.reset();
         if !ok {
+            s.last_connection = 0;
             return NextWorkPackage::default();
         }
         // SAFETY: `next_ptr` points into the box, alive and owned by this
         // thread; Java wrote it (or not) during the call, which has returned.
         // The struct is packed (alignment 1) and every bit pattern is valid.
-        let next = unsafe { next_ptr.read() };
-        next.to_ours(self.ring_size, |node| held.qpn(node))
+        let next = unsafe { next_ptr.read() }.to_ours(self.ring_size, |node| held.qpn(node));
+        s.last_connection = next.connection;
+        next
     }
 
     fn received(&self, ring: &IncomingRing) -> u32 {

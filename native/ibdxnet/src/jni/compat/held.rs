@@ -14,6 +14,10 @@ use crate::con::Connection;
 use crate::fabric::Fabric;
 use crate::util::lock;
 
+/// The QPN of a node whose connection Java was told is gone: matches no
+/// connection (queue pair numbers have 24 bits).
+pub const GONE: u32 = u32::MAX;
+
 /// How long a replaced connection's ring stays mapped after Java was told.
 pub const RETIRE_GRACE: Duration = Duration::from_secs(60);
 
@@ -40,8 +44,9 @@ impl<F: Fabric> Default for Held<F> {
 }
 
 impl<F: Fabric> Held<F> {
-    /// The local QPN of the connection Java holds to `node`, 0 if none (the
-    /// send thread then posts without checking, as upstream did).
+    /// The local QPN of the connection Java holds to `node`: 0 if it never held
+    /// one (the send thread then posts without checking, as upstream did),
+    /// [`GONE`] after `nodeDisconnected`.
     #[inline]
     pub fn qpn(&self, node: u16) -> u32 {
         self.qpn_of[node as usize].load(Ordering::Acquire)
@@ -68,14 +73,18 @@ impl<F: Fabric> Held<F> {
 
     /// After a close event of `node`: if the connection Java holds is no
     /// longer established, Java must hear `nodeDisconnected` (true) and the
-    /// connection is retired; the QPN stays, so packages Java still offers
-    /// for the old ring are refused until it holds a new connection. False if
-    /// Java holds none (upstream Java would throw on a null connection) or the
-    /// one it holds is still up (the event was about an older one).
+    /// connection is retired. Its QPN becomes [`GONE`] until Java holds a new
+    /// connection: packages Java still offers for the old ring are not posted,
+    /// and confirmations of the old ring (a drained connection's work requests
+    /// still complete) are not listed — upstream Java would apply them to the
+    /// connection it creates next. False if Java holds none (upstream Java
+    /// would throw on a null connection) or the one it holds is still up (the
+    /// event was about an older one).
     pub fn on_closed(&self, node: u16) -> bool {
         let mut g = lock(&self.inner);
         let gone = g.by_node.get(&node).is_some_and(|c| !c.is_established());
         if gone {
+            self.qpn_of[node as usize].store(GONE, Ordering::Release);
             if let Some(c) = g.by_node.remove(&node) {
                 g.retired.push((Instant::now(), c));
             }
