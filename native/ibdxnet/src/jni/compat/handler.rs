@@ -11,6 +11,7 @@
 //! "nothing to send" / "nothing consumed").
 
 use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use jni::objects::{GlobalRef, JMethodID, JObject, JValue};
@@ -89,6 +90,10 @@ pub struct CompatHandler<F: Fabric> {
     /// Bytes of each send ring (a power of two: checked at init).
     ring_size: u32,
     held: Arc<Held<F>>,
+    /// Set by `shutdown`: node events are no longer passed on (upstream Java
+    /// closed its connections before calling `shutdown`; a `nodeDisconnected`
+    /// for one of them throws a NullPointerException in its handler).
+    stopping: AtomicBool,
     /// The up-calls, checked after every call, and their exception count.
     pub(crate) upcalls: Upcalls,
 }
@@ -109,8 +114,14 @@ impl<F: Fabric> CompatHandler<F> {
             send: SendCell(UnsafeCell::new(send)),
             ring_size,
             held,
+            stopping: AtomicBool::new(false),
             upcalls: Upcalls::new(true),
         }
+    }
+
+    /// From now on, node events are not passed on (shutdown).
+    pub fn stop_events(&self) {
+        self.stopping.store(true, Ordering::Release);
     }
 
     /// A `(S)V` call-back on the job thread.
@@ -181,6 +192,10 @@ impl<F: Fabric> EngineHandler for CompatHandler<F> {
     }
 
     fn node_event(&self, event: NodeEvent) {
+        if self.stopping.load(Ordering::Acquire) {
+            log::debug!("compat: {event:?} during shutdown: not passed on");
+            return;
+        }
         match event {
             NodeEvent::Discovered(n) => self.node_call("nodeDiscovered", self.ids.discovered, n.0),
             NodeEvent::Invalidated(n) => self.node_call("nodeInvalidated", self.ids.invalidated, n.0),

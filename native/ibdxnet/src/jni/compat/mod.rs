@@ -155,8 +155,11 @@ const STOP_WAIT: Duration = Duration::from_secs(10);
 
 fn stop(c: Arc<AnyCompat>) {
     log::info!("ibdxnet compat: shutdown ({})", c.summary());
-    // Connects in progress end at once.
-    with_compat!(&*c, |x| x.engine.manager().shutdown());
+    // No more node events for Java; connects in progress end at once.
+    with_compat!(&*c, |x| {
+        x.handler.stop_events();
+        x.engine.manager().shutdown()
+    });
     let deadline = Instant::now() + STOP_WAIT;
     let mut c = c;
     loop {
