@@ -329,8 +329,29 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     wait_until("Invalidated(7)", || n0.handler.events().contains(&NodeEvent::Invalidated(NodeId(7))));
 }
 
-/// Probes from a stranger are answered at most at the stranger rate and
-/// leave no state behind, however many come.
+/// Sends `total` probes with varying source ids from `s` to `to`, waiting
+/// for each burst to be counted; returns (answered, seconds).
+fn probe_flood(n: &Node<SimFabric>, s: &UdpSocket, total: u64) -> (u64, f64) {
+    let to = addr(n);
+    let handled = || stat(n, "discover_answered") + stat(n, "dropped_probe_rate");
+    let (base, answered0) = (handled(), stat(n, "discover_answered"));
+    let t0 = Instant::now();
+    let mut b = Vec::new();
+    for i in 0..total {
+        let src = NodeId(2 + (i % 60_000) as u16);
+        Packet { src, dst: ANY, instance: i as u32, body: Body::Discover }.encode(&mut b);
+        s.send_to(&b, to).unwrap();
+        if i % 64 == 63 {
+            wait_until("probes counted", || handled() - base > i);
+        }
+    }
+    wait_until("every probe counted", || handled() - base == total);
+    (stat(n, "discover_answered") - answered0, t0.elapsed().as_secs_f64())
+}
+
+/// Probes from a stranger are answered at most at the stranger rate (10 at
+/// once, 50/s), from a candidate address at the known rate (100 at once,
+/// 1 000/s), and leave no state behind, however many come.
 #[test]
 fn a_flood_of_probes_is_answered_at_a_bounded_rate_and_creates_no_state() {
     let net = SimNetwork::new();
@@ -338,31 +359,22 @@ fn a_flood_of_probes_is_answered_at_a_bounded_rate_and_creates_no_state() {
     introduce(&nodes);
     wait_discovered(&nodes);
     let n0 = &nodes[0];
-    let a0 = addr(n0);
     let (before, cands) = (table(n0), n0.engine.manager().addresses());
-    let handled = || stat(n0, "discover_answered") + stat(n0, "dropped_probe_rate");
-    let base = handled();
-    let answered0 = stat(n0, "discover_answered");
-    let s = socket();
-    let t0 = Instant::now();
-    let mut b = Vec::new();
-    let total = 20_000u64;
-    for i in 0..total {
-        let src = NodeId(1 + (i % 60_000) as u16 + 1);
-        Packet { src, dst: ANY, instance: i as u32, body: Body::Discover }.encode(&mut b);
-        s.send_to(&b, a0).unwrap();
-        if i % 64 == 63 {
-            wait_until("probes counted", || handled() - base > i);
-        }
-    }
-    wait_until("every probe counted", || handled() - base == total);
-    let took = t0.elapsed().as_secs_f64();
-    let answered = stat(n0, "discover_answered") - answered0;
-    eprintln!("{total} probes in {took:.2} s: {answered} answered");
+    let (answered, took) = probe_flood(n0, &socket(), 20_000);
+    eprintln!("stranger: 20000 probes in {took:.2} s: {answered} answered");
     assert!(answered as f64 <= 10.0 + 50.0 * took + 1.0, "{answered} answers in {took} s");
     assert!(answered >= 10, "the burst is answered");
     assert_eq!(table(n0), before);
     assert_eq!(n0.engine.manager().addresses(), cands);
+
+    let cand = socket();
+    n0.engine.add_address(cand.local_addr().unwrap()).unwrap();
+    let (answered, took) = probe_flood(n0, &cand, 20_000);
+    eprintln!("candidate: 20000 probes in {took:.2} s: {answered} answered");
+    assert!(answered as f64 <= 100.0 + 1000.0 * took + 1.0, "{answered} answers in {took} s");
+    assert!(answered >= 100, "the burst is answered");
+    assert_eq!(table(n0), before, "no node entered by probes from a candidate address");
+    assert!(n0.engine.manager().addresses().contains(&(cand.local_addr().unwrap(), None)));
 }
 
 /// With a key: probes need the key and a known address; an answer from a
