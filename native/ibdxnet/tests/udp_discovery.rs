@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::engine::{base_config, wait_until, Node};
 use hmac::{Hmac, Mac};
 use ibdxnet::con::proto::{Body, Packet, ANY, VERSION_KEYED};
-use ibdxnet::con::{AuthKey, NodeError, NodeEvent, NodeId};
+use ibdxnet::con::{AuthKey, ConError, NodeError, NodeEvent, NodeId};
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
 use ibdxnet::fabric::{FabricKind, SimOptions};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
@@ -106,6 +106,24 @@ fn two_managers_discover_each_other_by_address_only() {
         assert!(stat(n, "discover_probes") >= 1);
         assert_eq!(n.engine.manager().addresses(), vec![(addr(&nodes[other as usize]), Some(NodeId(other)))]);
     }
+    connect_all(&nodes);
+}
+
+/// With a discovery interval of a minute, an address is still probed as
+/// soon as it is added; before, a connect fails at once naming the node.
+#[test]
+fn an_added_address_is_probed_at_once() {
+    let net = SimNetwork::new();
+    let slow = |i| EngineConfig { discovery_interval: Duration::from_secs(60), ..config(i, &net, None, None) };
+    let nodes = [start(slow(0)), start(slow(1))];
+    std::thread::sleep(Duration::from_millis(100)); // the first (empty) discovery round is over
+    let t0 = Instant::now();
+    let refused = nodes[0].engine.connect(NodeId(1));
+    assert!(matches!(refused, Err(ConError::UnknownNode(NodeId(1)))), "{refused:?}");
+    assert!(t0.elapsed() < Duration::from_secs(1));
+    introduce(&nodes);
+    wait_discovered(&nodes);
+    assert!(t0.elapsed() < Duration::from_secs(5), "discovered after {:?}", t0.elapsed());
     connect_all(&nodes);
 }
 
@@ -404,6 +422,9 @@ fn with_a_key_probes_need_the_key_and_answers_the_instance_challenge() {
     cand.send_to(&sealed(KEY, &probe, 1), a0).unwrap();
     let ack = next(&cand, Duration::from_secs(5), |p| p.body == Body::DiscoverAck).expect("answered");
     assert_eq!((ack.src, ack.dst), (NodeId(0), NodeId(7)));
+    // A probe takes part in no sequence window: the same one again is answered again.
+    cand.send_to(&sealed(KEY, &probe, 1), a0).unwrap();
+    next(&cand, Duration::from_secs(5), |p| p.body == Body::DiscoverAck).expect("answered again");
 
     // Answers without the key, with another key: refused.
     send(&cand, a0, P);
