@@ -327,6 +327,8 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     wait_stat(n0, "dropped_spoofed", spoofed + 2);
     let foreign = stat(n0, "dropped_foreign");
     send(&cand, a0, Packet { body: Body::Close { qpn: 17 }, ..P });
+    std::thread::sleep(INTERVAL);
+    assert!(!table(n0).contains_key(&NodeId(7)), "a close from a candidate address entered node 7");
     wait_stat(n0, "dropped_foreign", foreign + 1);
     // ... probing: answered, nothing entered.
     send(&cand, a0, Packet { dst: ANY, body: Body::Discover, ..P });
