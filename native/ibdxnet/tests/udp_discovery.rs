@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::engine::{base_config, wait_until, Node};
 use hmac::{Hmac, Mac};
 use ibdxnet::con::proto::{Body, Packet, ANY, VERSION_KEYED};
-use ibdxnet::con::{AuthKey, NodeError, NodeEvent, NodeId};
+use ibdxnet::con::{AuthKey, ConError, NodeError, NodeEvent, NodeId};
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
 use ibdxnet::fabric::{FabricKind, SimOptions};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
@@ -106,6 +106,24 @@ fn two_managers_discover_each_other_by_address_only() {
         assert!(stat(n, "discover_probes") >= 1);
         assert_eq!(n.engine.manager().addresses(), vec![(addr(&nodes[other as usize]), Some(NodeId(other)))]);
     }
+    connect_all(&nodes);
+}
+
+/// With a discovery interval of a minute, an address is still probed as
+/// soon as it is added; before, a connect fails at once naming the node.
+#[test]
+fn an_added_address_is_probed_at_once() {
+    let net = SimNetwork::new();
+    let slow = |i| EngineConfig { discovery_interval: Duration::from_secs(60), ..config(i, &net, None, None) };
+    let nodes = [start(slow(0)), start(slow(1))];
+    std::thread::sleep(Duration::from_millis(100)); // the first (empty) discovery round is over
+    let t0 = Instant::now();
+    let refused = nodes[0].engine.connect(NodeId(1));
+    assert!(matches!(refused, Err(ConError::UnknownNode(NodeId(1)))), "{refused:?}");
+    assert!(t0.elapsed() < Duration::from_secs(1));
+    introduce(&nodes);
+    wait_discovered(&nodes);
+    assert!(t0.elapsed() < Duration::from_secs(5), "discovered after {:?}", t0.elapsed());
     connect_all(&nodes);
 }
 
@@ -309,6 +327,8 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     wait_stat(n0, "dropped_spoofed", spoofed + 2);
     let foreign = stat(n0, "dropped_foreign");
     send(&cand, a0, Packet { body: Body::Close { qpn: 17 }, ..P });
+    std::thread::sleep(INTERVAL);
+    assert!(!table(n0).contains_key(&NodeId(7)), "a close from a candidate address entered node 7");
     wait_stat(n0, "dropped_foreign", foreign + 1);
     // ... probing: answered, nothing entered.
     send(&cand, a0, Packet { dst: ANY, body: Body::Discover, ..P });
@@ -329,8 +349,29 @@ fn only_an_answer_from_a_candidate_address_enters_a_node() {
     wait_until("Invalidated(7)", || n0.handler.events().contains(&NodeEvent::Invalidated(NodeId(7))));
 }
 
-/// Probes from a stranger are answered at most at the stranger rate and
-/// leave no state behind, however many come.
+/// Sends `total` probes with varying source ids from `s` to `to`, waiting
+/// for each burst to be counted; returns (answered, seconds).
+fn probe_flood(n: &Node<SimFabric>, s: &UdpSocket, total: u64) -> (u64, f64) {
+    let to = addr(n);
+    let handled = || stat(n, "discover_answered") + stat(n, "dropped_probe_rate");
+    let (base, answered0) = (handled(), stat(n, "discover_answered"));
+    let t0 = Instant::now();
+    let mut b = Vec::new();
+    for i in 0..total {
+        let src = NodeId(2 + (i % 60_000) as u16);
+        Packet { src, dst: ANY, instance: i as u32, body: Body::Discover }.encode(&mut b);
+        s.send_to(&b, to).unwrap();
+        if i % 64 == 63 {
+            wait_until("probes counted", || handled() - base > i);
+        }
+    }
+    wait_until("every probe counted", || handled() - base == total);
+    (stat(n, "discover_answered") - answered0, t0.elapsed().as_secs_f64())
+}
+
+/// Probes from a stranger are answered at most at the stranger rate (10 at
+/// once, 50/s), from a candidate address at the known rate (100 at once,
+/// 1 000/s), and leave no state behind, however many come.
 #[test]
 fn a_flood_of_probes_is_answered_at_a_bounded_rate_and_creates_no_state() {
     let net = SimNetwork::new();
@@ -338,31 +379,22 @@ fn a_flood_of_probes_is_answered_at_a_bounded_rate_and_creates_no_state() {
     introduce(&nodes);
     wait_discovered(&nodes);
     let n0 = &nodes[0];
-    let a0 = addr(n0);
     let (before, cands) = (table(n0), n0.engine.manager().addresses());
-    let handled = || stat(n0, "discover_answered") + stat(n0, "dropped_probe_rate");
-    let base = handled();
-    let answered0 = stat(n0, "discover_answered");
-    let s = socket();
-    let t0 = Instant::now();
-    let mut b = Vec::new();
-    let total = 20_000u64;
-    for i in 0..total {
-        let src = NodeId(1 + (i % 60_000) as u16 + 1);
-        Packet { src, dst: ANY, instance: i as u32, body: Body::Discover }.encode(&mut b);
-        s.send_to(&b, a0).unwrap();
-        if i % 64 == 63 {
-            wait_until("probes counted", || handled() - base > i);
-        }
-    }
-    wait_until("every probe counted", || handled() - base == total);
-    let took = t0.elapsed().as_secs_f64();
-    let answered = stat(n0, "discover_answered") - answered0;
-    eprintln!("{total} probes in {took:.2} s: {answered} answered");
+    let (answered, took) = probe_flood(n0, &socket(), 20_000);
+    eprintln!("stranger: 20000 probes in {took:.2} s: {answered} answered");
     assert!(answered as f64 <= 10.0 + 50.0 * took + 1.0, "{answered} answers in {took} s");
     assert!(answered >= 10, "the burst is answered");
     assert_eq!(table(n0), before);
     assert_eq!(n0.engine.manager().addresses(), cands);
+
+    let cand = socket();
+    n0.engine.add_address(cand.local_addr().unwrap()).unwrap();
+    let (answered, took) = probe_flood(n0, &cand, 20_000);
+    eprintln!("candidate: 20000 probes in {took:.2} s: {answered} answered");
+    assert!(answered as f64 <= 100.0 + 1000.0 * took + 1.0, "{answered} answers in {took} s");
+    assert!(answered >= 100, "the burst is answered");
+    assert_eq!(table(n0), before, "no node entered by probes from a candidate address");
+    assert!(n0.engine.manager().addresses().contains(&(cand.local_addr().unwrap(), None)));
 }
 
 /// With a key: probes need the key and a known address; an answer from a
@@ -392,6 +424,9 @@ fn with_a_key_probes_need_the_key_and_answers_the_instance_challenge() {
     cand.send_to(&sealed(KEY, &probe, 1), a0).unwrap();
     let ack = next(&cand, Duration::from_secs(5), |p| p.body == Body::DiscoverAck).expect("answered");
     assert_eq!((ack.src, ack.dst), (NodeId(0), NodeId(7)));
+    // A probe takes part in no sequence window: the same one again is answered again.
+    cand.send_to(&sealed(KEY, &probe, 1), a0).unwrap();
+    next(&cand, Duration::from_secs(5), |p| p.body == Body::DiscoverAck).expect("answered again");
 
     // Answers without the key, with another key: refused.
     send(&cand, a0, P);

@@ -716,6 +716,31 @@ mod tests {
         assert_eq!(v, Verdict::Drop);
     }
 
+    /// A probe is checked by its MAC alone and leaves no state behind: no
+    /// peer, no problem, no sequence number recorded; the same probe passes again.
+    #[test]
+    fn a_probe_is_checked_without_state() {
+        let (k, other, plain) =
+            (keyed(), Auth::new(Some(AuthKey::new(b"another key of 16+ bytes", "t").unwrap())), Auth::new(None));
+        let probe = Packet { src: A, dst: crate::con::proto::ANY, instance: 3, body: Body::Discover };
+        let seal = |a: &Auth| {
+            let mut b = Vec::new();
+            a.encode(&probe, &mut b);
+            let s = Packet::decode_any(&b).unwrap().1;
+            (b, s)
+        };
+        let (good, good_seal) = seal(&keyed());
+        for _ in 0..3 {
+            assert!(k.check_probe(good_seal, &good), "the same probe passes again");
+        }
+        let (bad, bad_seal) = seal(&other);
+        let (unsealed, none) = seal(&plain);
+        assert!(!k.check_probe(bad_seal, &bad) && !k.check_probe(none, &unsealed));
+        assert!(plain.check_probe(none, &unsealed) && !plain.check_probe(good_seal, &good));
+        assert_eq!(k.stats.dropped_unauthenticated.load(Ordering::Relaxed), 2);
+        assert!(lock(&k.peers).is_empty() && lock(&k.problems).is_empty() && lock(&k.last_seq).is_empty());
+    }
+
     #[test]
     fn keyed_and_unkeyed_nodes_name_the_problem() {
         let (k, plain) = (keyed(), Auth::new(None));

@@ -231,3 +231,25 @@ pub fn resolve_host(host: &str, port: u16) -> Result<SocketAddr, AddressError> {
         .copied()
         .ok_or_else(|| AddressError::NoAddress(host.to_owned()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_address_index_follows_every_change() {
+        let t = NodeTable::default();
+        let (a, b): (SocketAddr, SocketAddr) = ("10.0.0.1:5730".parse().unwrap(), "10.0.0.2:5730".parse().unwrap());
+        t.add(NodeId(1), a).unwrap();
+        t.add(NodeId(2), a).unwrap();
+        assert!(t.has_address(a) && !t.has_address(b));
+        t.add(NodeId(1), b).unwrap(); // moved
+        assert!(t.has_address(a) && t.has_address(b));
+        assert_eq!(t.id_at(a), Some(NodeId(2)));
+        assert!(!t.remove_at(NodeId(2), b), "not at that address");
+        assert!(t.remove_at(NodeId(2), a));
+        assert!(!t.has_address(a) && t.id_at(a).is_none());
+        assert_eq!(t.remove(NodeId(1)), Some(b));
+        assert!(!t.has_address(b));
+    }
+}
