@@ -7,8 +7,11 @@
 //! ibdxnet-loopback [--fabric auto|sim|verbs] [--device NAME] [--gid-index N]
 //!                  [--nodes N] [--duration SECS] [--ring BYTES] [--recv-buffer BYTES]
 //!                  [--sges N] [--sq N] [--srq N] [--signal K] [--inline BYTES] [--verify] [--one-way] [--json]
-//!                  [--yield-after-ms MS] [--park-after-ms MS]
+//!                  [--yield-after-ms MS] [--park-after-ms MS] [--set KEY=VALUE]...
 //! ```
+//!
+//! `--set`: any engine configuration key (e.g. `stats_timers=false`,
+//! `stats_print_interval_ms=1000` with `RUST_LOG=info`), applied last.
 //!
 //! `--one-way`: only node 0 sends (like `ib_send_bw` without `-b`).
 //! `--measure-parking`: instead, measure the wake-up latency of each parking phase.
@@ -41,13 +44,15 @@ struct Args {
     one_way: bool,
     yield_after_ms: Option<u64>,
     park_after_ms: Option<u64>,
+    set: Vec<(String, String)>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: ibdxnet-loopback [--fabric auto|sim|verbs] [--device NAME] [--gid-index N] [--nodes N] \
          [--duration SECS] [--ring BYTES] [--recv-buffer BYTES] [--sges N] [--sq N] [--srq N] [--signal K] \
-         [--inline BYTES] [--verify] [--one-way] [--json] [--yield-after-ms MS] [--park-after-ms MS]"
+         [--inline BYTES] [--verify] [--one-way] [--json] [--yield-after-ms MS] [--park-after-ms MS] \
+         [--set KEY=VALUE]..."
     );
     std::process::exit(2)
 }
@@ -71,6 +76,7 @@ fn parse() -> Result<Args, String> {
         one_way: false,
         yield_after_ms: None,
         park_after_ms: None,
+        set: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -94,6 +100,11 @@ fn parse() -> Result<Args, String> {
             "--one-way" => a.one_way = true,
             "--yield-after-ms" => a.yield_after_ms = Some(num(val()?)?),
             "--park-after-ms" => a.park_after_ms = Some(num(val()?)?),
+            "--set" => {
+                let v = val()?;
+                let (k, v) = v.split_once('=').ok_or_else(|| format!("--set {v}: KEY=VALUE"))?;
+                a.set.push((k.trim().to_string(), v.trim().to_string()));
+            }
             "-h" | "--help" => usage(),
             other => return Err(format!("unknown option {other}")),
         }
@@ -127,6 +138,9 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
         }
         if let Some(ms) = a.park_after_ms {
             c.parking.park_after = Duration::from_millis(ms);
+        }
+        for (k, v) in &a.set {
+            c.set(k, v).map_err(|e| format!("--set: {e}"))?;
         }
         let h = StreamHandler::<F>::new(NodeId(i), StreamOptions { verify: a.verify, ..Default::default() });
         let e = Engine::<F>::start(c, h.clone()).map_err(|e| format!("node {i}: {e}"))?;
@@ -201,12 +215,13 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
     }
     let corrupt: u64 = engines.iter().flat_map(|(_, h)| h.incoming().into_values()).map(|s| s.corrupt).sum();
     let errors: u64 = engines.iter().map(|(e, _)| e.stats().errors.load(Ordering::Relaxed)).sum();
+    let timers = engines[0].0.config().stats_timers;
     let gbps = (b1 - b0) as f64 / secs / 1e9;
     let wrs = (w1 - w0) as f64 / secs;
     if a.json {
         println!(
-            "{{\"tool\":\"ibdxnet-loopback\",\"fabric\":\"{}\",\"device\":\"{}\",\"nodes\":{},\"seconds\":{:.3},\"bytes\":{},\"gb_per_s\":{:.4},\"wrs_per_s\":{:.0},\"ring\":{},\"recv_buffer\":{},\"sges\":{},\"sq\":{},\"srq\":{},\"signal\":{},\"verify\":{},\"one_way\":{},\"corrupt_bytes\":{},\"errors\":{}}}",
-            F::KIND.name(), info.name, a.nodes, secs, b1 - b0, gbps, wrs, a.ring, a.recv_buffer, a.sges, a.sq, a.srq, a.signal, a.verify, a.one_way, corrupt, errors
+            "{{\"tool\":\"ibdxnet-loopback\",\"fabric\":\"{}\",\"device\":\"{}\",\"nodes\":{},\"seconds\":{:.3},\"bytes\":{},\"gb_per_s\":{:.4},\"wrs_per_s\":{:.0},\"ring\":{},\"recv_buffer\":{},\"sges\":{},\"sq\":{},\"srq\":{},\"signal\":{},\"verify\":{},\"one_way\":{},\"corrupt_bytes\":{},\"errors\":{},\"stats_timers\":{}}}",
+            F::KIND.name(), info.name, a.nodes, secs, b1 - b0, gbps, wrs, a.ring, a.recv_buffer, a.sges, a.sq, a.srq, a.signal, a.verify, a.one_way, corrupt, errors, timers
         );
     } else {
         println!(
