@@ -105,7 +105,10 @@ fn timers_off_count_nothing() {
 #[test]
 fn print_thread_prints_every_interval_and_at_shutdown() {
     let _g = serial();
-    let (_net, mut nodes) = start(|c| c.stats_print_interval = Duration::from_millis(50));
+    let (_net, mut nodes) = start(|c| {
+        c.stats_print_interval = Duration::from_millis(50);
+        c.stats_timers = true;
+    });
     let _held = all_to_all(&nodes, 8 << 20);
     let t0 = Instant::now();
     let periodic = |node: u16| {

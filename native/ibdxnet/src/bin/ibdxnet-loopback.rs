@@ -15,6 +15,7 @@
 //!
 //! `--one-way`: only node 0 sends (like `ib_send_bw` without `-b`).
 //! `--measure-parking`: instead, measure the wake-up latency of each parking phase.
+//! `--measure-timer`: instead, measure what timing one operation costs (`stats_timers`).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -24,6 +25,8 @@ use ibdxnet::fabric::sim::SimFabric;
 use ibdxnet::fabric::verbs::VerbsFabric;
 use ibdxnet::fabric::{Fabric, FabricKind};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
+use ibdxnet::msgrc::stats::TIMERS;
+use ibdxnet::msgrc::timers::{Clock, Timer};
 use ibdxnet::msgrc::{Engine, EngineConfig};
 
 struct Args {
@@ -192,6 +195,17 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
         let wrs: u64 = engines.iter().map(|(e, _)| e.stats().messages_received.load(Ordering::Relaxed)).sum();
         (bytes, wrs)
     };
+    // Timed operations and loop iterations of every engine thread.
+    let ops = |engines: &[(Engine<F>, std::sync::Arc<StreamHandler<F>>)]| {
+        let timed: u64 =
+            engines.iter().flat_map(|(e, _)| TIMERS.iter().map(|t| e.stats().timer(t.id).snapshot().count)).sum();
+        let s = |e: &Engine<F>| {
+            e.stats().send_iterations.load(Ordering::Relaxed) + e.stats().recv_iterations.load(Ordering::Relaxed)
+        };
+        (timed, engines.iter().map(|(e, _)| s(e)).sum::<u64>())
+    };
+    let (o0, i0) = ops(&engines);
+    let c0 = process_cpu_s();
     let (b0, w0) = snap(&engines);
     let t0 = Instant::now();
     let total = Duration::from_secs_f64(a.duration);
@@ -210,6 +224,8 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
     }
     let secs = t0.elapsed().as_secs_f64();
     let (b1, w1) = snap(&engines);
+    let (o1, i1) = ops(&engines);
+    let cpu = process_cpu_s() - c0;
     for (_, h) in &engines {
         h.stop_sending();
     }
@@ -220,8 +236,8 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
     let wrs = (w1 - w0) as f64 / secs;
     if a.json {
         println!(
-            "{{\"tool\":\"ibdxnet-loopback\",\"fabric\":\"{}\",\"device\":\"{}\",\"nodes\":{},\"seconds\":{:.3},\"bytes\":{},\"gb_per_s\":{:.4},\"wrs_per_s\":{:.0},\"ring\":{},\"recv_buffer\":{},\"sges\":{},\"sq\":{},\"srq\":{},\"signal\":{},\"verify\":{},\"one_way\":{},\"corrupt_bytes\":{},\"errors\":{},\"stats_timers\":{}}}",
-            F::KIND.name(), info.name, a.nodes, secs, b1 - b0, gbps, wrs, a.ring, a.recv_buffer, a.sges, a.sq, a.srq, a.signal, a.verify, a.one_way, corrupt, errors, timers
+            "{{\"tool\":\"ibdxnet-loopback\",\"fabric\":\"{}\",\"device\":\"{}\",\"nodes\":{},\"seconds\":{:.3},\"bytes\":{},\"gb_per_s\":{:.4},\"wrs_per_s\":{:.0},\"ring\":{},\"recv_buffer\":{},\"sges\":{},\"sq\":{},\"srq\":{},\"signal\":{},\"verify\":{},\"one_way\":{},\"corrupt_bytes\":{},\"errors\":{},\"stats_timers\":{},\"timed_ops_per_s\":{:.0},\"iterations_per_s\":{:.0},\"process_cpu_s\":{:.3}}}",
+            F::KIND.name(), info.name, a.nodes, secs, b1 - b0, gbps, wrs, a.ring, a.recv_buffer, a.sges, a.sq, a.srq, a.signal, a.verify, a.one_way, corrupt, errors, timers, (o1 - o0) as f64 / secs, (i1 - i0) as f64 / secs, cpu
         );
     } else {
         println!(
@@ -256,8 +272,55 @@ fn measure_parking() {
     }
 }
 
+/// CPU time of this process so far (user + system), s.
+fn process_cpu_s() -> f64 {
+    // SAFETY: getrusage writes one rusage into the zeroed struct it is given.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: clock_gettime writes one timespec into the zeroed struct it is given.
+    let ts = unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts
+    };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What timing one operation costs an engine thread (`stats_timers`): the
+/// clock read at its start, the clock read at its end and the record, as
+/// the send and receive threads do it; and with the clock off.
+fn measure_timer() {
+    let n = 20_000_000u32;
+    let t = Timer::default();
+    for on in [true, false] {
+        let clock = Clock { on };
+        let (t0, c0) = (Instant::now(), thread_cpu_ns());
+        for _ in 0..n {
+            let s = clock.start();
+            std::hint::black_box(&s);
+            t.record_since(s);
+        }
+        let ns = t0.elapsed().as_nanos() as f64 / f64::from(n);
+        let cpu = (thread_cpu_ns() - c0) as f64 / f64::from(n);
+        println!("stats_timers={on}: {ns:.1} ns per timed operation, {cpu:.1} ns of thread CPU time ({n} operations)");
+    }
+}
+
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    if std::env::args().any(|a| a == "--measure-timer") {
+        measure_timer();
+        return;
+    }
     if std::env::args().any(|a| a == "--measure-parking") {
         measure_parking();
         return;

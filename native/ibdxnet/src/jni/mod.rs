@@ -241,7 +241,10 @@ fn on_load(vm: JavaVM) -> Result<Loaded, LoadError> {
 pub unsafe extern "system" fn JNI_OnLoad(vm: *mut jni::sys::JavaVM, _reserved: *mut c_void) -> jint {
     // Fails only if the process already has a logger (an embedding
     // application's), which then gets the library's records: right as is.
-    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).try_init();
+    // The statistics lines (INFO) show: they are printed only when asked for
+    // (`stats_print_interval_ms`).
+    let filter = "warn,ibdxnet::stats=info";
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(filter)).try_init();
     let outcome = catch_unwind(|| {
         // SAFETY: the JVM passes its own, valid VM pointer.
         let vm =

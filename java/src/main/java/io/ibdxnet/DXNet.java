@@ -75,19 +75,36 @@ public final class DXNet implements AutoCloseable {
                 possiblyLost(node, bytes, reason);
             }
         });
-        for (Map.Entry<Integer, String> n : config.nodes.entrySet()) {
-            if (n.getKey() != config.nodeId) {
-                addNode(n.getKey(), n.getValue());
+        HandlerDispatch dispatch = null;
+        try {
+            for (Map.Entry<Integer, String> n : config.nodes.entrySet()) {
+                if (n.getKey() != config.nodeId) {
+                    addNode(n.getKey(), n.getValue());
+                }
             }
+            // A source over its share is not read (backpressure on it alone); the
+            // receive path never blocks on the handlers.
+            dispatch = new HandlerDispatch("dxnet-handler-" + config.nodeId + "-", config.handlerThreads,
+                    config.handlerQueueSize, config.handlerQueueBytes, config.handlerQueueBytesPerSource,
+                    config.orderPerSender);
+            this.handlers = dispatch;
+            ibq.fitTo(transport);
+            this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
+                    this::answerWithError, this::failed);
+            this.sender = new MessageSender(config, transport, incoming);
+        } catch (RuntimeException | Error e) {
+            // A failed start leaves nothing behind: no thread, no port (a retry in this JVM must work).
+            running = false;
+            if (dispatch != null) {
+                dispatch.shutdown();
+            }
+            try {
+                transport.close();
+            } catch (Exception closing) {
+                e.addSuppressed(closing);
+            }
+            throw e;
         }
-        // A source over its share is not read (backpressure on it alone); the
-        // receive path never blocks on the handlers.
-        this.handlers = new HandlerDispatch("dxnet-handler-" + config.nodeId + "-", config.handlerThreads,
-                config.handlerQueueSize, config.handlerQueueBytes, config.handlerQueueBytesPerSource, config.orderPerSender);
-        ibq.fitTo(transport);
-        this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
-                this::answerWithError, this::failed);
-        this.sender = new MessageSender(config, transport, incoming);
         this.incoming.start();
         this.requests.start();
     }
@@ -112,8 +129,24 @@ public final class DXNet implements AutoCloseable {
         return transport.localPort();
     }
 
-    /** Adds a node to the node table ("host:port"). */
+    /**
+     * Adds a node to the node table ("host:port").
+     *
+     * @throws IllegalArgumentException if {@code id} is not a node id
+     *     (0..65534) or is this node's own, or {@code hostPort} is not host:port
+     */
     public void addNode(int id, String hostPort) {
+        if (!io.ibdxnet.transport.NodeId.isValid(id)) {
+            throw new IllegalArgumentException("node id " + id + " is not in [" + io.ibdxnet.transport.NodeId.MIN + ", "
+                    + io.ibdxnet.transport.NodeId.MAX + "]");
+        }
+        if (id == config.nodeId) {
+            throw new IllegalArgumentException("node id " + id + " is this node's own id");
+        }
+        String error = hostPort == null ? "is missing" : ConfigKey.addressError(hostPort);
+        if (error != null) {
+            throw new IllegalArgumentException("node " + id + ": address '" + hostPort + "' " + error);
+        }
         int colon = hostPort.lastIndexOf(':');
         transport.addNode(id, hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
     }

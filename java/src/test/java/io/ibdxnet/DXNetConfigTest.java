@@ -197,6 +197,67 @@ public class DXNetConfigTest {
         assertTrue(e, e.contains("maxUnfinishedBytesPerConnection") && e.contains("maxMessageSize"));
     }
 
+    /** addNode refuses what no node table can hold, naming it (issue 21: 70000 and the own id were taken, "localhost" threw StringIndexOutOfBounds). */
+    @Test
+    public void addNodeRefusesBadIdsAndAddresses() throws Exception {
+        DXNetConfig c = new DXNetConfig(3);
+        c.transport = "loopback";
+        c.listen = "127.0.0.1:0";
+        try (DXNet n = DXNet.start(c)) {
+            String e = refusal("id 70000", () -> n.addNode(70000, "127.0.0.1:1"));
+            assertTrue(e, e.contains("70000") && e.contains("65534"));
+            e = refusal("own id", () -> n.addNode(3, "127.0.0.1:1"));
+            assertTrue(e, e.contains("own id"));
+            e = refusal("no port", () -> n.addNode(1, "localhost"));
+            assertTrue(e, e.contains("localhost") && e.contains("host:port"));
+            e = refusal("port 99999", () -> n.addNode(1, "localhost:99999"));
+            assertTrue(e, e.contains("port outside"));
+            e = refusal("null", () -> n.addNode(1, null));
+            assertTrue(e, e.contains("missing"));
+            n.addNode(1, "127.0.0.1:1"); // and a good one is taken
+        }
+    }
+
+    /** A start that fails after the port was bound leaves no thread and no port behind: a retry works (issue 21, bug 1). */
+    @Test
+    public void aFailedNioStartLeavesNothingBehind() throws Exception {
+        int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            port = probe.getLocalPort();
+        }
+        java.util.Set<Thread> before = Thread.getAllStackTraces().keySet();
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = "nio";
+        c.listen = "127.0.0.1:" + port;
+        c.nodes.put(1, "no-such-host.invalid:22222");
+        try {
+            DXNet.start(c).close();
+            fail("a node table naming a host that does not resolve was accepted");
+        } catch (IllegalArgumentException expected) {
+            assertTrue(expected.getMessage(), expected.getMessage().contains("no-such-host.invalid"));
+        }
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        java.util.List<String> left;
+        do {
+            left = new java.util.ArrayList<>();
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                if (!before.contains(t) && t.isAlive() && t.getName().startsWith("dxnet")) {
+                    left.add(t.getName());
+                }
+            }
+        } while (!left.isEmpty() && System.nanoTime() < deadline && sleep(10));
+        assertTrue("threads left behind: " + left, left.isEmpty());
+        c.nodes.remove(1);
+        try (DXNet again = DXNet.start(c)) {
+            assertEquals(port, again.localPort());
+        }
+    }
+
+    private static boolean sleep(long ms) throws InterruptedException {
+        Thread.sleep(ms);
+        return true;
+    }
+
     /** The receive pool, allocated at start, is bounded as a whole: the message names both keys and the bound. */
     @Test
     public void aReceivePoolAboveSixteenGibIsRefusedNamingBothKeys() throws Exception {

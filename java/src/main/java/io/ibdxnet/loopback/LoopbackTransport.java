@@ -2,6 +2,7 @@ package io.ibdxnet.loopback;
 
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.core.IdleYield;
+import io.ibdxnet.transport.Backoff;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.transport.WriteInterestManager;
@@ -63,6 +64,8 @@ public final class LoopbackTransport implements Transport {
         final ByteBuffer view;
         /** Pump only: a buffer the receiver refused, offered again first. */
         IncomingBuffer refused;
+        /** Its receiver could not take everything: the pump retries it after a pause. */
+        volatile boolean stalled;
 
         Connection(int node, LoopbackTransport peer, ByteBuffer ring, FlowWindow flow) {
             super(node, new OutgoingRingBuffer(Memory.address(ring), ring.capacity()), flow);
@@ -139,7 +142,7 @@ public final class LoopbackTransport implements Transport {
         RingConnection.checkFrame(header, length, maxFrameSize());
         Connection c = connection(node);
         c.write(header, payload, offset, length, deadlineNanos, false);
-        dataReady(node);
+        dataReady(c);
     }
 
     @Override
@@ -152,11 +155,14 @@ public final class LoopbackTransport implements Transport {
     public void publish(RingRecord record) {
         RingConnection c = record.connection();
         c.publish(record);
-        dataReady(c.node);
+        dataReady((Connection) c);
     }
 
-    private void dataReady(int node) {
-        wim.pushData(node);
+    private void dataReady(Connection c) {
+        if (c.stalled) {
+            return; // the pump retries it after its pause anyway: no wake-up, no busy retry
+        }
+        wim.pushData(c.node);
         if (sleeping) {
             LockSupport.unpark(pump);
         }
@@ -219,24 +225,38 @@ public final class LoopbackTransport implements Transport {
 
     private void run() {
         // Nodes whose receiver could not take everything: looked at again after a pause.
-        java.util.List<Integer> stalled = new java.util.ArrayList<>();
+        // The pause grows while they stay refused (a held source may wait for seconds).
+        java.util.List<Connection> stalled = new java.util.ArrayList<>();
+        Backoff stallWait = Backoff.parkingOnly();
+        long movedBefore = 0;
         while (running) {
             int node = wim.next();
             if (node >= 0) {
                 Connection c = connections.get(node);
-                if (c != null && !move(c)) {
-                    stalled.add(node);
+                if (c != null && !move(c) && !c.stalled) {
+                    c.stalled = true;
+                    stalled.add(c);
                 }
                 continue;
             }
             if (!stalled.isEmpty()) {
-                LockSupport.parkNanos(20_000);
-                for (int n : stalled) {
-                    wim.pushData(n);
+                if (bytesSent.get() != movedBefore) {
+                    stallWait.reset(); // something got through: the rest may soon
+                }
+                movedBefore = bytesSent.get();
+                sleeping = true; // a sender with new data ends the pause (as below)
+                if (wim.isEmpty()) {
+                    stallWait.pause();
+                }
+                sleeping = false;
+                for (Connection c : stalled) {
+                    c.stalled = false; // then pushed: new data meanwhile was not lost
+                    wim.pushData(c.node);
                 }
                 stalled.clear();
                 continue;
             }
+            stallWait.reset();
             // Idle: yield for a moment (cheap to wake), then sleep (a sender unparks us).
             IdleYield.until(() -> !wim.isEmpty());
             // Senders write, then read `sleeping`; we write it, then read the

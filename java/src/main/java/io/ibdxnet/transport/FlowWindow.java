@@ -2,7 +2,6 @@ package io.ibdxnet.transport;
 
 import io.ibdxnet.NetworkException;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * Sender side of flow control (paper §2.4) for one connection: at most
@@ -13,6 +12,8 @@ public final class FlowWindow {
     private final long window;
     private final long unit;
     private final AtomicLong unconfirmed = new AtomicLong();
+    /** Senders waiting for room, woken by confirmations. */
+    private final WaitList waiters = new WaitList();
 
     /** {@code unit}: bytes one confirmation unit stands for. */
     public FlowWindow(long window, long unit) {
@@ -47,7 +48,7 @@ public final class FlowWindow {
 
     /** Waits until {@code bytes} fit into the window, until {@code deadlineNanos}. */
     public void acquire(int bytes, long deadlineNanos, int node, Liveness connection) throws NetworkException {
-        int spins = 0;
+        Backoff backoff = null;
         while (true) {
             long seen = unconfirmed.get();
             if (seen + bytes <= window || seen <= 0) {
@@ -64,17 +65,22 @@ public final class FlowWindow {
             if (System.nanoTime() - deadlineNanos > 0) {
                 throw new NetworkException("flow control window to node " + node + " stayed full");
             }
-            if (++spins > 100) {
-                LockSupport.parkNanos(20_000);
-            } else {
-                Thread.onSpinWait();
+            if (backoff == null) {
+                backoff = new Backoff();
             }
+            backoff.pause(waiters, () -> fits(bytes));
         }
+    }
+
+    private boolean fits(int bytes) {
+        long seen = unconfirmed.get();
+        return seen + bytes <= window || seen <= 0;
     }
 
     /** The receiver confirmed {@code units} units. */
     public void confirm(int units) {
         unconfirmed.addAndGet(-units * unit);
+        waiters.signal();
     }
 
     /**
@@ -88,6 +94,7 @@ public final class FlowWindow {
             return false;
         }
         unconfirmed.addAndGet(-bytes);
+        waiters.signal();
         return true;
     }
 

@@ -3,7 +3,6 @@ package io.ibdxnet.transport;
 import io.ibdxnet.memory.Memory;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The outgoing ring buffer (ORB) of one connection, over the connection's
@@ -37,6 +36,8 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     public static final int ALIGN = 4;
     private static final boolean BIG_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN;
     private static final VarHandle RESERVED;
+    /** Producers waiting for room, woken when space is confirmed or the ring closes. */
+    private final WaitList waiters = new WaitList();
 
     static {
         try {
@@ -80,7 +81,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         if (length < ALIGN || size > capacity) {
             throw new IllegalArgumentException("cannot reserve " + length + " bytes in a ring of " + capacity);
         }
-        int spins = 0;
+        Backoff backoff = null;
         while (true) {
             if (closed) {
                 return CLOSED;
@@ -92,17 +93,18 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
                 }
                 continue;
             }
-            if (++spins > 100) {
+            if (backoff == null) {
+                backoff = new Backoff();
+            }
+            if (backoff.parking()) {
                 if (Thread.interrupted()) {
                     throw new InterruptedException();
                 }
                 if (System.nanoTime() - deadlineNanos > 0) {
                     throw new java.util.concurrent.TimeoutException("send ring full: nothing confirmed in time");
                 }
-                LockSupport.parkNanos(10_000);
-            } else {
-                Thread.onSpinWait();
             }
+            backoff.pause(waiters, () -> closed || reserved + size - front <= capacity);
         }
     }
 
@@ -172,6 +174,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** Fails current and future reservations (the connection is gone). */
     public void close() {
         closed = true;
+        waiters.signal();
     }
 
     public boolean isClosed() {
@@ -229,6 +232,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
             Memory.fill(address, n - first, (byte) 0);
         }
         front = f + n;
+        waiters.signal();
     }
 
     /** Bytes posted and not yet confirmed. */

@@ -1,0 +1,108 @@
+package io.ibdxnet.transport;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.Timeout;
+
+public class WaitListTest {
+    @Rule
+    public final Timeout timeout = Timeout.seconds(120);
+
+    /**
+     * Races a signal against waiters that are about to park for 10 s: a lost
+     * wake-up would keep a waiter parked (the round would take 10 s). Every
+     * round must end within a second.
+     */
+    @Test
+    public void noWakeUpIsLostWhenTheChangeRacesThePark() throws Exception {
+        WaitList list = new WaitList();
+        AtomicLong state = new AtomicLong();
+        AtomicLong acks = new AtomicLong();
+        int waiters = 3;
+        long rounds = 5_000;
+        Thread[] ts = new Thread[waiters];
+        AtomicLong slowest = new AtomicLong();
+        for (int w = 0; w < waiters; w++) {
+            ts[w] = new Thread(() -> {
+                for (long round = 1; round <= rounds; round++) {
+                    long want = round;
+                    long t0 = System.nanoTime();
+                    while (state.get() < want) {
+                        list.park(TimeUnit.SECONDS.toNanos(10), () -> state.get() >= want);
+                    }
+                    slowest.accumulateAndGet(System.nanoTime() - t0, Math::max);
+                    acks.incrementAndGet();
+                }
+            });
+            ts[w].start();
+        }
+        java.util.Random random = new java.util.Random(1);
+        for (long round = 1; round <= rounds; round++) {
+            // Every waiter saw the last round and heads for its next park:
+            // after a random moment the change races their register, check, park.
+            while (acks.get() < (round - 1) * waiters) {
+                Thread.onSpinWait();
+            }
+            for (int i = random.nextInt(300); i > 0; i--) {
+                Thread.onSpinWait();
+            }
+            state.set(round);
+            list.signal();
+        }
+        for (Thread t : ts) {
+            t.join();
+        }
+        assertTrue("slowest round " + slowest.get() / 1_000_000 + " ms: a wake-up was lost",
+                slowest.get() < TimeUnit.SECONDS.toNanos(1));
+        assertEquals(0, list.waiting());
+    }
+
+    /** A waiter parked on a full window is woken by the confirmation, not by its park running out. */
+    @Test
+    public void aConfirmationWakesAParkedSenderAtOnce() throws Exception {
+        FlowWindow w = new FlowWindow(1 << 20, 1 << 10);
+        w.acquire(1 << 20, System.nanoTime() + 1_000_000_000L, 1, () -> false);
+        long[] waited = new long[1];
+        Thread t = new Thread(() -> {
+            try {
+                long t0 = System.nanoTime();
+                w.acquire(1 << 10, System.nanoTime() + 20_000_000_000L, 1, () -> false);
+                waited[0] = System.nanoTime() - t0;
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        t.start();
+        Thread.sleep(300); // long enough for its parks to reach the longest
+        long sent = System.nanoTime();
+        w.confirm(1);
+        t.join();
+        long late = System.nanoTime() - sent;
+        assertTrue("woke " + late / 1000 + " us after the confirmation", waited[0] >= 250_000_000L);
+        assertTrue("woke " + late / 1000 + " us after the confirmation", late < Backoff.MAX_PARK_NS / 2 + 200_000);
+    }
+
+    @Test
+    public void aLongWaitsParksGrowFromTheFirstToTheLongest() throws Exception {
+        Backoff b = Backoff.parkingOnly();
+        assertTrue(b.parking());
+        long t0 = System.nanoTime();
+        b.pause();
+        assertEquals("a short wait polls", Backoff.FIRST_PARK_NS, b.nextParkNs());
+        while (System.nanoTime() - t0 < Backoff.PATIENCE_NS) {
+            b.pause();
+        }
+        for (int i = 0; i < 20; i++) {
+            b.pause();
+        }
+        assertEquals(Backoff.MAX_PARK_NS, b.nextParkNs());
+        b.reset();
+        assertEquals(Backoff.FIRST_PARK_NS, b.nextParkNs());
+        assertTrue(!new Backoff().parking());
+    }
+}
