@@ -137,6 +137,9 @@ const WRONG_TYPE: &[Case] = &[
     ("pin_threads", "send:0", &[]),
     ("pin_threads", "send=first", &[]),
     ("pin_threads", "sender=0", &[]),
+    ("stats_timers", "yes", &[]),
+    ("stats_timers", "1", &[]),
+    ("stats_print_interval_ms", "1s", &[]),
 ];
 
 /// Values out of range for each key (refused by `set`, by validation or
@@ -196,6 +199,7 @@ const OUT_OF_RANGE: &[Case] = &[
     ("parking_park_after_ms", "50", &[("parking_yield_after_ms", "100")]),
     ("parking_park_for_ns", "100000001", &[]),
     ("parking_sleep_after_us", "86400000001", &[]),
+    ("stats_print_interval_ms", "3600001", &[]),
     ("pin_threads", "send=1024", &[]),
     ("pin_threads", "send=0,send=0", &[]),
     // A CPU the starting thread may not run on (unless the host has 1024).
@@ -240,7 +244,8 @@ fn the_tables_cover_every_key() {
         if key != "device" && key != "auth_key_file" {
             assert!(WRONG_TYPE.iter().any(|(k, ..)| *k == key), "no wrong-type case for '{key}'");
         }
-        if key != "fabric" {
+        // Every fabric name and both booleans are in range.
+        if key != "fabric" && key != "stats_timers" {
             assert!(OUT_OF_RANGE.iter().any(|(k, ..)| *k == key), "no out-of-range case for '{key}'");
         }
     }

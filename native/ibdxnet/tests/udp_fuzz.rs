@@ -6,6 +6,13 @@
 //! by exactly one drop counter of the statistics map, the connection is
 //! never replaced, and the streams stay intact.
 //!
+//! The discovery path (protocol 7: probes to any node, answers from
+//! candidate addresses) gets its own hostile datagrams: random, truncated,
+//! mutated probes and answers with random ids, from a stranger (no key) and
+//! from a candidate address without the key (key); each is counted exactly
+//! once, as dropped or as an answered probe, and none creates state (the
+//! node table, the candidate list and the connection stay as they were).
+//!
 //! The default run sends 200 000 datagrams; `IBDXNET_FUZZ_DATAGRAMS`
 //! overrides it, and the `#[ignore]`d `udp_fuzz_long_1m` sends 10^6
 //! (`cargo test --release --test udp_fuzz -- --ignored`).
@@ -220,4 +227,136 @@ fn with_a_key_hostile_datagrams_are_counted_and_dropped_while_data_flows() {
 #[ignore]
 fn udp_fuzz_long_1m() {
     fuzz(datagrams_from_env(1_000_000), false);
+}
+
+// ---- the discovery path -----------------------------------------------------
+
+/// One hostile datagram at the discovery path.
+fn hostile_discovery(rng: &mut Rng, i: u64, out: &mut Vec<u8>) {
+    let src = NodeId(rng.below(4) as u16); // 0 is the target's own id, 1 its peer
+    let probe = Packet { src, dst: ibdxnet::con::proto::ANY, instance: rng.next() as u32, body: Body::Discover };
+    let answer = Packet { dst: NodeId(rng.below(3) as u16), body: Body::DiscoverAck, ..probe };
+    let base = if rng.below(2) == 0 { probe } else { answer };
+    out.clear();
+    match i % 5 {
+        0 => {
+            // Random bytes, half of them behind a valid magic, version and type.
+            if rng.below(2) == 0 {
+                base.encode(out);
+                out.truncate(6);
+            }
+            let len = rng.below(60) as usize;
+            out.extend((0..len).map(|_| rng.next() as u8));
+        }
+        1 => {
+            base.encode(out);
+            let keep = rng.below(out.len() as u64) as usize;
+            out.truncate(keep);
+        }
+        2 => Packet { src: NodeId(rng.below(0xFFFF) as u16), ..probe }.encode(out),
+        3 => Packet { src: NodeId(rng.below(0xFFFF) as u16), ..answer }.encode(out),
+        _ => {
+            base.encode(out);
+            for _ in 0..(rng.below(4) + 1) {
+                let at = rng.below(out.len() as u64) as usize;
+                out[at] = rng.next() as u8;
+            }
+        }
+    }
+}
+
+/// Everything a datagram can be counted as at the discovery path.
+fn handled(stats: &HashMap<&'static str, u64>) -> u64 {
+    stats.iter().filter(|(k, _)| k.starts_with("dropped_") || **k == "discover_answered").map(|(_, v)| *v).sum()
+}
+
+/// `keyed`: both nodes have a key and the fuzzer, without it, sends from a
+/// candidate address of node 0; otherwise it is a stranger.
+fn fuzz_discovery(datagrams: u64, keyed: bool) {
+    let net = SimNetwork::new();
+    let key = keyed.then(|| ibdxnet::con::AuthKey::new(b"udp fuzz key 0123456789", "test").unwrap());
+    let nodes: Vec<Node<SimFabric>> = (0..2u16)
+        .map(|i| {
+            let mut c = base_config(i, FabricKind::Sim);
+            c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+            c.auth_key = key.clone();
+            c.discovery_interval = Duration::from_millis(50);
+            let h = ibdxnet::loopback::StreamHandler::new(NodeId(i), StreamOptions::default());
+            let e = ibdxnet::msgrc::Engine::<SimFabric>::start(c, h.clone()).expect("start");
+            h.set_pool(e.buffer_pool());
+            Node { engine: e, handler: h }
+        })
+        .collect();
+    let (a0, a1) = (nodes[0].engine.manager().local_addr(), nodes[1].engine.manager().local_addr());
+    nodes[0].engine.add_address(a1).unwrap();
+    nodes[1].engine.add_address(a0).unwrap();
+    wait_until("node 1 discovered by address", || nodes[0].engine.manager().nodes() == vec![(NodeId(1), a1)]);
+    let conn = nodes[0].engine.connect(NodeId(1)).expect("connect");
+    let fuzzer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    if keyed {
+        nodes[0].engine.add_address(fuzzer.local_addr().unwrap()).unwrap();
+    }
+    let m = nodes[0].engine.manager();
+    let (table, cands) = (m.nodes(), m.addresses());
+    let base = stats_of(&nodes[0]);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut buf = Vec::with_capacity(128);
+    let mut sent = 0u64;
+    let t0 = Instant::now();
+    while sent < datagrams {
+        let burst = BURST.min(datagrams - sent);
+        for _ in 0..burst {
+            hostile_discovery(&mut rng, sent, &mut buf);
+            fuzzer.send_to(&buf, a0).expect("send");
+            sent += 1;
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // Node 0's own probes to the fuzzer (keyed) are not datagrams it receives.
+        while handled(&stats_of(&nodes[0])) - handled(&base) < sent {
+            assert!(Instant::now() < deadline, "after {sent} datagrams only {} were counted", {
+                handled(&stats_of(&nodes[0])) - handled(&base)
+            });
+            std::thread::sleep(Duration::from_micros(20));
+        }
+    }
+    let after = stats_of(&nodes[0]);
+    let delta = |k: &str| after[k] - base[k];
+    eprintln!(
+        "discovery fuzz (key: {keyed}): {sent} datagrams in {:.2?}: answered {}, over the rate {}, own id {}, \
+         foreign probes {}, malformed {}, foreign {}, spoofed {}, unauthenticated {}",
+        t0.elapsed(),
+        delta("discover_answered"),
+        delta("dropped_probe_rate"),
+        delta("dropped_own_id"),
+        delta("dropped_probe_foreign"),
+        delta("dropped_malformed"),
+        delta("dropped_foreign"),
+        delta("dropped_spoofed"),
+        delta("dropped_unauthenticated"),
+    );
+    assert_eq!(handled(&after) - handled(&base), sent, "every datagram counted exactly once");
+    assert_eq!(delta("discovered_by_address"), 0);
+    let mut now_table = m.nodes();
+    now_table.sort();
+    let mut was = table.clone();
+    was.sort();
+    assert_eq!(now_table, was, "no node entered or removed");
+    let mut now_cands = m.addresses();
+    now_cands.sort();
+    let mut was = cands.clone();
+    was.sort();
+    assert_eq!(now_cands, was, "no candidate bound");
+    let still = m.established(NodeId(1)).expect("still established");
+    assert_eq!((still.local_qpn(), still.peer_instance()), (conn.local_qpn(), conn.peer_instance()));
+    assert!(nodes[0].engine.is_running());
+}
+
+#[test]
+fn hostile_datagrams_at_the_discovery_path_create_no_state() {
+    fuzz_discovery(datagrams_from_env(50_000), false);
+}
+
+#[test]
+fn with_a_key_hostile_datagrams_from_a_candidate_address_create_no_state() {
+    fuzz_discovery(datagrams_from_env(50_000), true);
 }

@@ -7,11 +7,15 @@
 //! ibdxnet-loopback [--fabric auto|sim|verbs] [--device NAME] [--gid-index N]
 //!                  [--nodes N] [--duration SECS] [--ring BYTES] [--recv-buffer BYTES]
 //!                  [--sges N] [--sq N] [--srq N] [--signal K] [--inline BYTES] [--verify] [--one-way] [--json]
-//!                  [--yield-after-ms MS] [--park-after-ms MS]
+//!                  [--yield-after-ms MS] [--park-after-ms MS] [--set KEY=VALUE]...
 //! ```
+//!
+//! `--set`: any engine configuration key (e.g. `stats_timers=false`,
+//! `stats_print_interval_ms=1000` with `RUST_LOG=info`), applied last.
 //!
 //! `--one-way`: only node 0 sends (like `ib_send_bw` without `-b`).
 //! `--measure-parking`: instead, measure the wake-up latency of each parking phase.
+//! `--measure-timer`: instead, measure what timing one operation costs (`stats_timers`).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -21,6 +25,8 @@ use ibdxnet::fabric::sim::SimFabric;
 use ibdxnet::fabric::verbs::VerbsFabric;
 use ibdxnet::fabric::{Fabric, FabricKind};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
+use ibdxnet::msgrc::stats::TIMERS;
+use ibdxnet::msgrc::timers::{Clock, Timer};
 use ibdxnet::msgrc::{Engine, EngineConfig};
 
 struct Args {
@@ -41,13 +47,15 @@ struct Args {
     one_way: bool,
     yield_after_ms: Option<u64>,
     park_after_ms: Option<u64>,
+    set: Vec<(String, String)>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: ibdxnet-loopback [--fabric auto|sim|verbs] [--device NAME] [--gid-index N] [--nodes N] \
          [--duration SECS] [--ring BYTES] [--recv-buffer BYTES] [--sges N] [--sq N] [--srq N] [--signal K] \
-         [--inline BYTES] [--verify] [--one-way] [--json] [--yield-after-ms MS] [--park-after-ms MS]"
+         [--inline BYTES] [--verify] [--one-way] [--json] [--yield-after-ms MS] [--park-after-ms MS] \
+         [--set KEY=VALUE]..."
     );
     std::process::exit(2)
 }
@@ -71,6 +79,7 @@ fn parse() -> Result<Args, String> {
         one_way: false,
         yield_after_ms: None,
         park_after_ms: None,
+        set: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -94,6 +103,11 @@ fn parse() -> Result<Args, String> {
             "--one-way" => a.one_way = true,
             "--yield-after-ms" => a.yield_after_ms = Some(num(val()?)?),
             "--park-after-ms" => a.park_after_ms = Some(num(val()?)?),
+            "--set" => {
+                let v = val()?;
+                let (k, v) = v.split_once('=').ok_or_else(|| format!("--set {v}: KEY=VALUE"))?;
+                a.set.push((k.trim().to_string(), v.trim().to_string()));
+            }
             "-h" | "--help" => usage(),
             other => return Err(format!("unknown option {other}")),
         }
@@ -127,6 +141,9 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
         }
         if let Some(ms) = a.park_after_ms {
             c.parking.park_after = Duration::from_millis(ms);
+        }
+        for (k, v) in &a.set {
+            c.set(k, v).map_err(|e| format!("--set: {e}"))?;
         }
         let h = StreamHandler::<F>::new(NodeId(i), StreamOptions { verify: a.verify, ..Default::default() });
         let e = Engine::<F>::start(c, h.clone()).map_err(|e| format!("node {i}: {e}"))?;
@@ -178,6 +195,17 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
         let wrs: u64 = engines.iter().map(|(e, _)| e.stats().messages_received.load(Ordering::Relaxed)).sum();
         (bytes, wrs)
     };
+    // Timed operations and loop iterations of every engine thread.
+    let ops = |engines: &[(Engine<F>, std::sync::Arc<StreamHandler<F>>)]| {
+        let timed: u64 =
+            engines.iter().flat_map(|(e, _)| TIMERS.iter().map(|t| e.stats().timer(t.id).snapshot().count)).sum();
+        let s = |e: &Engine<F>| {
+            e.stats().send_iterations.load(Ordering::Relaxed) + e.stats().recv_iterations.load(Ordering::Relaxed)
+        };
+        (timed, engines.iter().map(|(e, _)| s(e)).sum::<u64>())
+    };
+    let (o0, i0) = ops(&engines);
+    let c0 = process_cpu_s();
     let (b0, w0) = snap(&engines);
     let t0 = Instant::now();
     let total = Duration::from_secs_f64(a.duration);
@@ -196,17 +224,20 @@ fn run<F: Fabric>(a: &Args, kind: FabricKind) -> Result<(), String> {
     }
     let secs = t0.elapsed().as_secs_f64();
     let (b1, w1) = snap(&engines);
+    let (o1, i1) = ops(&engines);
+    let cpu = process_cpu_s() - c0;
     for (_, h) in &engines {
         h.stop_sending();
     }
     let corrupt: u64 = engines.iter().flat_map(|(_, h)| h.incoming().into_values()).map(|s| s.corrupt).sum();
     let errors: u64 = engines.iter().map(|(e, _)| e.stats().errors.load(Ordering::Relaxed)).sum();
+    let timers = engines[0].0.config().stats_timers;
     let gbps = (b1 - b0) as f64 / secs / 1e9;
     let wrs = (w1 - w0) as f64 / secs;
     if a.json {
         println!(
-            "{{\"tool\":\"ibdxnet-loopback\",\"fabric\":\"{}\",\"device\":\"{}\",\"nodes\":{},\"seconds\":{:.3},\"bytes\":{},\"gb_per_s\":{:.4},\"wrs_per_s\":{:.0},\"ring\":{},\"recv_buffer\":{},\"sges\":{},\"sq\":{},\"srq\":{},\"signal\":{},\"verify\":{},\"one_way\":{},\"corrupt_bytes\":{},\"errors\":{}}}",
-            F::KIND.name(), info.name, a.nodes, secs, b1 - b0, gbps, wrs, a.ring, a.recv_buffer, a.sges, a.sq, a.srq, a.signal, a.verify, a.one_way, corrupt, errors
+            "{{\"tool\":\"ibdxnet-loopback\",\"fabric\":\"{}\",\"device\":\"{}\",\"nodes\":{},\"seconds\":{:.3},\"bytes\":{},\"gb_per_s\":{:.4},\"wrs_per_s\":{:.0},\"ring\":{},\"recv_buffer\":{},\"sges\":{},\"sq\":{},\"srq\":{},\"signal\":{},\"verify\":{},\"one_way\":{},\"corrupt_bytes\":{},\"errors\":{},\"stats_timers\":{},\"timed_ops_per_s\":{:.0},\"iterations_per_s\":{:.0},\"process_cpu_s\":{:.3}}}",
+            F::KIND.name(), info.name, a.nodes, secs, b1 - b0, gbps, wrs, a.ring, a.recv_buffer, a.sges, a.sq, a.srq, a.signal, a.verify, a.one_way, corrupt, errors, timers, (o1 - o0) as f64 / secs, (i1 - i0) as f64 / secs, cpu
         );
     } else {
         println!(
@@ -241,8 +272,55 @@ fn measure_parking() {
     }
 }
 
+/// CPU time of this process so far (user + system), s.
+fn process_cpu_s() -> f64 {
+    // SAFETY: getrusage writes one rusage into the zeroed struct it is given.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: clock_gettime writes one timespec into the zeroed struct it is given.
+    let ts = unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts
+    };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What timing one operation costs an engine thread (`stats_timers`): the
+/// clock read at its start, the clock read at its end and the record, as
+/// the send and receive threads do it; and with the clock off.
+fn measure_timer() {
+    let n = 20_000_000u32;
+    let t = Timer::default();
+    for on in [true, false] {
+        let clock = Clock { on };
+        let (t0, c0) = (Instant::now(), thread_cpu_ns());
+        for _ in 0..n {
+            let s = clock.start();
+            std::hint::black_box(&s);
+            t.record_since(s);
+        }
+        let ns = t0.elapsed().as_nanos() as f64 / f64::from(n);
+        let cpu = (thread_cpu_ns() - c0) as f64 / f64::from(n);
+        println!("stats_timers={on}: {ns:.1} ns per timed operation, {cpu:.1} ns of thread CPU time ({n} operations)");
+    }
+}
+
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    if std::env::args().any(|a| a == "--measure-timer") {
+        measure_timer();
+        return;
+    }
     if std::env::args().any(|a| a == "--measure-parking") {
         measure_parking();
         return;

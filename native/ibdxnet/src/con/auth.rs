@@ -314,6 +314,30 @@ impl Auth {
         (now - self.epoch).as_secs() / NONCE_EPOCH.as_secs()
     }
 
+    /// Checks a probe (a `Discover` to any node) without touching any
+    /// state: with a key, its MAC must verify; without one, it must not be
+    /// sealed. A probe takes no part in sequence windows or instance
+    /// admission (it can only be answered), so a replayed one costs an
+    /// answer and nothing else. A refused probe counts as
+    /// `dropped_unauthenticated`; no problem is recorded (the sender may be
+    /// anybody).
+    pub fn check_probe(&self, seal: Option<Seal>, data: &[u8]) -> bool {
+        let ok = match (&self.key, seal) {
+            (None, None) => true,
+            (Some(key), Some(seal)) => {
+                data.len() >= MAC_LEN && {
+                    let signed = &data[..data.len() - MAC_LEN];
+                    mac_of(key.bytes(), signed).verify_slice(&seal.mac).is_ok()
+                }
+            }
+            _ => false,
+        };
+        if !ok {
+            self.stats.dropped_unauthenticated.fetch_add(1, Ordering::Relaxed);
+        }
+        ok
+    }
+
     /// Decides about a well-formed packet from `p.src`'s table address
     /// (`data` is the whole datagram, `seal` its seal if keyed).
     /// `my_instance` is this engine's instance id.
@@ -690,6 +714,31 @@ mod tests {
         // A challenge for a previous instance of ours is not answered.
         let (v, _) = deliver(&new, &fresh, 2, Body::Challenge { instance: 5, nonce: [1; NONCE_LEN] }, 77);
         assert_eq!(v, Verdict::Drop);
+    }
+
+    /// A probe is checked by its MAC alone and leaves no state behind: no
+    /// peer, no problem, no sequence number recorded; the same probe passes again.
+    #[test]
+    fn a_probe_is_checked_without_state() {
+        let (k, other, plain) =
+            (keyed(), Auth::new(Some(AuthKey::new(b"another key of 16+ bytes", "t").unwrap())), Auth::new(None));
+        let probe = Packet { src: A, dst: crate::con::proto::ANY, instance: 3, body: Body::Discover };
+        let seal = |a: &Auth| {
+            let mut b = Vec::new();
+            a.encode(&probe, &mut b);
+            let s = Packet::decode_any(&b).unwrap().1;
+            (b, s)
+        };
+        let (good, good_seal) = seal(&keyed());
+        for _ in 0..3 {
+            assert!(k.check_probe(good_seal, &good), "the same probe passes again");
+        }
+        let (bad, bad_seal) = seal(&other);
+        let (unsealed, none) = seal(&plain);
+        assert!(!k.check_probe(bad_seal, &bad) && !k.check_probe(none, &unsealed));
+        assert!(plain.check_probe(none, &unsealed) && !plain.check_probe(good_seal, &good));
+        assert_eq!(k.stats.dropped_unauthenticated.load(Ordering::Relaxed), 2);
+        assert!(lock(&k.peers).is_empty() && lock(&k.problems).is_empty() && lock(&k.last_seq).is_empty());
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! - `wire`: sending and receiving packets, their validation and the
 //!   authentication hook;
 //! - `foreign`: peers on another fabric instance;
+//! - `discovery`: discovery by address (candidate addresses, probes and
+//!   their answers, protocol 7);
 //! - `job`: the jobs other threads post; `qpns`: which node a local
 //!   queue pair belongs to.
 
@@ -36,6 +38,7 @@ use crate::sys::queue::IndexQueue;
 use crate::util::lock;
 
 mod close;
+mod discovery;
 mod exchange;
 mod foreign;
 mod job;
@@ -104,6 +107,8 @@ pub struct ConManager<F: Fabric> {
     recent_closes: RecentCloses,
     /// Nodes on another fabric instance: connects to them fail at once.
     foreign: foreign::ForeignPeers,
+    /// Candidate addresses (discovery by address).
+    candidates: discovery::Candidates,
 }
 
 impl<F: Fabric> std::fmt::Debug for ConManager<F> {
@@ -120,6 +125,8 @@ struct JobState<F: Fabric> {
     closing: Vec<Closing<F>>,
     /// None until the first discovery round (which runs at once).
     last_discovery: Option<Instant>,
+    /// Rate limits of probe answers.
+    probes: discovery::ProbeLimits,
     buf: Vec<u8>,
 }
 
@@ -164,6 +171,7 @@ impl<F: Fabric> ConManager<F> {
             last_received_ms: (0..=u16::MAX).map(|_| AtomicU64::new(0)).collect(),
             recent_closes: RecentCloses::default(),
             foreign: foreign::ForeignPeers::default(),
+            candidates: discovery::Candidates::default(),
             cfg,
         })
     }
@@ -407,6 +415,7 @@ impl<F: Fabric> ConManager<F> {
             pending_since: HashMap::new(),
             closing: Vec::new(),
             last_discovery: None,
+            probes: discovery::ProbeLimits::default(),
             buf: Vec::with_capacity(MAX_PACKET),
         };
         let mut rx = [0u8; MAX_PACKET + 1];
@@ -447,6 +456,7 @@ impl<F: Fabric> ConManager<F> {
                 self.close_conn(node, CloseKind::Abort, st);
                 lock(&self.discovered).remove(&node);
                 self.foreign.forget(node);
+                self.unbind(node);
                 (self.events)(NodeEvent::Invalidated(node));
             }
             Job::Wake => {}
@@ -459,7 +469,9 @@ impl<F: Fabric> ConManager<F> {
         self.retry_exchanges(now, st);
         self.progress_closes(now, st);
         // Discovery of nodes not heard from.
-        if st.last_discovery.is_none_or(|t| now - t >= self.cfg.discovery_interval) {
+        let round = st.last_discovery.is_none_or(|t| now - t >= self.cfg.discovery_interval);
+        self.probe_candidates(round, st);
+        if round {
             st.last_discovery = Some(now);
             let known = lock(&self.discovered).clone();
             for (node, _) in self.nodes.all() {

@@ -59,6 +59,10 @@ pub enum NodeError {
     /// The id is this node's own.
     #[error("node id {0} ({}) is this node's own id (node_id); it cannot be added as a peer", .0.0)]
     OwnId(NodeId),
+    /// A candidate address that names no peer: an unspecified IP
+    /// (`0.0.0.0`, `::`) or port 0.
+    #[error("address {0} names no peer (unspecified IP or port 0); give the address a node listens on")]
+    NoPeerAddress(SocketAddr),
     /// The address is this node's own listen address.
     #[error("node {id}: address {addr} is this node's own listen address")]
     OwnAddress {
@@ -102,24 +106,63 @@ pub enum AddressError {
 /// Node id → UDP address of its connection manager.
 #[derive(Debug, Default)]
 pub struct NodeTable {
-    nodes: RwLock<HashMap<NodeId, SocketAddr>>,
+    nodes: RwLock<Nodes>,
+}
+
+#[derive(Debug, Default)]
+struct Nodes {
+    by_id: HashMap<NodeId, SocketAddr>,
+    /// How many ids each address has (a lookup by source address in O(1)).
+    addrs: HashMap<SocketAddr, usize>,
+}
+
+impl Nodes {
+    fn insert(&mut self, id: NodeId, addr: SocketAddr) -> Option<SocketAddr> {
+        let old = self.by_id.insert(id, addr);
+        if let Some(o) = old {
+            self.forget_addr(o);
+        }
+        *self.addrs.entry(addr).or_insert(0) += 1;
+        old
+    }
+    fn remove(&mut self, id: NodeId) -> Option<SocketAddr> {
+        let old = self.by_id.remove(&id);
+        if let Some(o) = old {
+            self.forget_addr(o);
+        }
+        old
+    }
+    fn forget_addr(&mut self, addr: SocketAddr) {
+        if let Some(n) = self.addrs.get_mut(&addr) {
+            *n -= 1;
+            if *n == 0 {
+                self.addrs.remove(&addr);
+            }
+        }
+    }
 }
 
 impl NodeTable {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Nodes> {
+        self.nodes.read().unwrap_or_else(|p| p.into_inner())
+    }
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Nodes> {
+        self.nodes.write().unwrap_or_else(|p| p.into_inner())
+    }
     /// Adds or updates a node; returns the previous address.
     pub fn add(&self, id: NodeId, addr: SocketAddr) -> Result<Option<SocketAddr>, NodeError> {
         if !id.is_valid() {
             return Err(NodeError::Reserved);
         }
-        Ok(self.nodes.write().unwrap_or_else(|p| p.into_inner()).insert(id, addr))
+        Ok(self.write().insert(id, addr))
     }
     /// Adds a node; the same id again is accepted only with the same address.
     pub fn add_unique(&self, id: NodeId, addr: SocketAddr) -> Result<(), NodeError> {
         if !id.is_valid() {
             return Err(NodeError::Reserved);
         }
-        let mut nodes = self.nodes.write().unwrap_or_else(|p| p.into_inner());
-        match nodes.get(&id) {
+        let mut nodes = self.write();
+        match nodes.by_id.get(&id) {
             Some(old) if *old == addr => Ok(()),
             Some(old) => Err(NodeError::Duplicate { id, old: *old, new: addr }),
             None => {
@@ -130,15 +173,32 @@ impl NodeTable {
     }
     /// Removes a node; returns its address if it was known.
     pub fn remove(&self, id: NodeId) -> Option<SocketAddr> {
-        self.nodes.write().unwrap_or_else(|p| p.into_inner()).remove(&id)
+        self.write().remove(id)
+    }
+    /// Removes `id` only if its address is `addr`.
+    pub fn remove_at(&self, id: NodeId, addr: SocketAddr) -> bool {
+        let mut nodes = self.write();
+        nodes.by_id.get(&id) == Some(&addr) && nodes.remove(id).is_some()
     }
     /// The address of a node.
     pub fn get(&self, id: NodeId) -> Option<SocketAddr> {
-        self.nodes.read().unwrap_or_else(|p| p.into_inner()).get(&id).copied()
+        self.read().by_id.get(&id).copied()
+    }
+    /// True if some node's address is `addr` (O(1)).
+    pub fn has_address(&self, addr: SocketAddr) -> bool {
+        self.read().addrs.contains_key(&addr)
+    }
+    /// A node at `addr`, if there is one.
+    pub fn id_at(&self, addr: SocketAddr) -> Option<NodeId> {
+        let nodes = self.read();
+        if !nodes.addrs.contains_key(&addr) {
+            return None;
+        }
+        nodes.by_id.iter().find(|e| *e.1 == addr).map(|e| *e.0)
     }
     /// All nodes.
     pub fn all(&self) -> Vec<(NodeId, SocketAddr)> {
-        self.nodes.read().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, v)| (*k, *v)).collect()
+        self.read().by_id.iter().map(|(k, v)| (*k, *v)).collect()
     }
 }
 
@@ -170,4 +230,26 @@ pub fn resolve_host(host: &str, port: u16) -> Result<SocketAddr, AddressError> {
         .or(addrs.first())
         .copied()
         .ok_or_else(|| AddressError::NoAddress(host.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_address_index_follows_every_change() {
+        let t = NodeTable::default();
+        let (a, b): (SocketAddr, SocketAddr) = ("10.0.0.1:5730".parse().unwrap(), "10.0.0.2:5730".parse().unwrap());
+        t.add(NodeId(1), a).unwrap();
+        t.add(NodeId(2), a).unwrap();
+        assert!(t.has_address(a) && !t.has_address(b));
+        t.add(NodeId(1), b).unwrap(); // moved
+        assert!(t.has_address(a) && t.has_address(b));
+        assert_eq!(t.id_at(a), Some(NodeId(2)));
+        assert!(!t.remove_at(NodeId(2), b), "not at that address");
+        assert!(t.remove_at(NodeId(2), a));
+        assert!(!t.has_address(a) && t.id_at(a).is_none());
+        assert_eq!(t.remove(NodeId(1)), Some(b));
+        assert!(!t.has_address(b));
+    }
 }

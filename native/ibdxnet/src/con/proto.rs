@@ -21,11 +21,14 @@
 //! Done payload (8 bytes): qpn u32 (the sender's), peer qpn u32 (the receiver's)
 //! Challenge payload (20 bytes, keyed only): instance u32 (challenged), nonce [16]
 //! Response payload (16 bytes, keyed only): nonce [16] (echoed)
-//! Keyed packets (version 0x86) end in a seal after the payload:
+//! Discover and DiscoverAck: no payload. A Discover may name dst 0xFFFF
+//!   ([`ANY`], only on Discover): a probe sent to an address whose node id
+//!   is not known yet; its answer is a DiscoverAck with src = the responder's id.
+//! Keyed packets (version 0x87) end in a seal after the payload:
 //!  +0 seq u64 (sender's, per instance and destination, from 1)   +8 HMAC-SHA256 [32] over every byte before it
 //! ```
 //!
-//! The version byte tells keyed (`0x86`) from unkeyed (`6`) packets, so a
+//! The version byte tells keyed (`0x87`) from unkeyed (`7`) packets, so a
 //! node with a key and one without recognise each other (see [`super::auth`]).
 //!
 //! An orderly close is two-phase: `Close` says "I post nothing more on this
@@ -43,6 +46,14 @@
 //! [`super::auth::MAX_AHEAD`] beyond the highest accepted, and lets a
 //! receiver challenge an admitted instance whose packets its window refuses
 //! (the answer re-synchronises the window); the format is unchanged.
+//! Version 7 adds discovery by address (see `manager/discovery.rs`): a
+//! `Discover` to [`ANY`] (dst `0xFFFF`, refused on every other type) probes
+//! an address, and the `DiscoverAck` answering it (dst = the prober) names
+//! the responder. A keyed probe is sealed like every packet (its sequence
+//! numbers count under the destination [`ANY`]) but its receiver only
+//! verifies the MAC: a probe never moves a sequence window or admits an
+//! instance, it can only be answered. The answer is checked like every
+//! other packet (window, instance challenge).
 
 use super::node::NodeId;
 use crate::fabric::{Gid, QpEndpoint};
@@ -50,7 +61,10 @@ use crate::fabric::{Gid, QpEndpoint};
 /// "IBDX".
 pub const MAGIC: u32 = 0x4942_4458;
 /// Protocol version of unkeyed packets.
-pub const VERSION: u8 = 6;
+pub const VERSION: u8 = 7;
+/// The destination of a probe (a `Discover` to an address whose node is
+/// not known yet): any node. Valid only on `Discover`.
+pub const ANY: NodeId = NodeId(0xFFFF);
 /// Protocol version of keyed (sealed) packets: bit 7 marks the seal.
 pub const VERSION_KEYED: u8 = 0x80 | VERSION;
 /// Seal bytes after the payload of a keyed packet: sequence number and MAC.
@@ -313,7 +327,8 @@ impl Packet {
         let kind = r.u8();
         let (src, dst, flags, instance, len, reserved) = (r.u16(), r.u16(), r.u16(), r.u32(), r.u16(), r.u16());
         let src = NodeId::new(src).ok_or(ParseError::Malformed)?;
-        let dst = NodeId::new(dst).ok_or(ParseError::Malformed)?;
+        // 0xFFFF as destination: a probe to any node, only on `Discover`.
+        let dst = NodeId::new(dst).or((kind == 1).then_some(ANY)).ok_or(ParseError::Malformed)?;
         if flags != 0 || reserved != 0 {
             return Err(ParseError::Malformed);
         }

@@ -34,11 +34,27 @@ pub struct ConStats {
     /// Exchanges refused, and refusals received, because the peer is on
     /// another fabric instance.
     pub foreign_fabric: AtomicU64,
+    /// Probes (`Discover` to any node) sent to candidate addresses.
+    pub discover_probes: AtomicU64,
+    /// Probes answered (with a `DiscoverAck` naming us).
+    pub discover_answered: AtomicU64,
+    /// Nodes entered into the node table from a candidate address's answer.
+    pub discovered_by_address: AtomicU64,
+    /// Candidate addresses that answered with another node id than the one
+    /// bound to them: the old id was removed (`Invalidated`).
+    pub discovery_replaced: AtomicU64,
+    /// Probes not answered: over the answer rate.
+    pub dropped_probe_rate: AtomicU64,
+    /// Probes not answered: with a key, from an address that is neither a
+    /// candidate nor in the node table.
+    pub dropped_probe_foreign: AtomicU64,
+    /// Probes and answers from candidate addresses carrying our own node id.
+    pub dropped_own_id: AtomicU64,
 }
 
 impl ConStats {
     /// The counters by their names in the statistics map.
-    pub fn entries(&self) -> [(&'static str, u64); 12] {
+    pub fn entries(&self) -> [(&'static str, u64); 19] {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         [
             ("packets_in", l(&self.packets_in)),
@@ -53,6 +69,13 @@ impl ConStats {
             ("closes_timed_out", l(&self.closes_timed_out)),
             ("jobs_dropped", l(&self.jobs_dropped)),
             ("foreign_fabric", l(&self.foreign_fabric)),
+            ("discover_probes", l(&self.discover_probes)),
+            ("discover_answered", l(&self.discover_answered)),
+            ("discovered_by_address", l(&self.discovered_by_address)),
+            ("discovery_replaced", l(&self.discovery_replaced)),
+            ("dropped_probe_rate", l(&self.dropped_probe_rate)),
+            ("dropped_probe_foreign", l(&self.dropped_probe_foreign)),
+            ("dropped_own_id", l(&self.dropped_own_id)),
         ]
     }
 }

@@ -83,6 +83,12 @@ pub(crate) fn attach_current_thread(vm: &jni::JavaVM) -> Result<*mut jni::sys::J
     Ok(env.cast())
 }
 
+/// This thread's JNIEnv while it is attached through [`attach_current_thread`]
+/// (null otherwise): one thread-local read.
+pub(crate) fn current_env() -> *mut jni::sys::JNIEnv {
+    THREAD_ENV.get()
+}
+
 /// Forgets this thread's JNIEnv and detaches it (after [`attach_current_thread`]).
 pub(crate) fn detach_current_thread(vm: &jni::JavaVM) {
     if THREAD_ENV.replace(std::ptr::null_mut()).is_null() {

@@ -5,12 +5,18 @@
 //! Every native runs inside [`guarded`]: errors become Java exceptions and a
 //! panic becomes a `java.lang.Error`; nothing unwinds into the JVM.
 //!
+//! When the loading class loader has no `io.ibdxnet.ib.NativeLibrary` (upstream
+//! DXNet's `DXNetMain` loads every file of its `jni` directory, NIO included),
+//! `JNI_OnLoad` registers nothing and succeeds: only the exported natives of
+//! upstream's `de.hhu.bsinfo.dxnet.ib.MsgrcJNIBinding` ([`compat`]) serve then.
+//!
 //! The natives of the JNI cost benchmark (`io.ibdxnet.bench.JniCost`) are
 //! compiled in only with the `bench-natives` feature, which only the JMH
 //! build (`gradle jmh`, `./ibdxnet bench jni`) turns on.
 
 #[cfg(feature = "bench-natives")]
 mod bench;
+pub mod compat;
 mod handler;
 mod natives;
 
@@ -174,11 +180,41 @@ fn check_version(env: &mut JNIEnv) -> Result<(), LoadError> {
     r.map(|_| ()).map_err(|source| LoadError::Method { class, method, sig, source })
 }
 
-fn on_load(vm: JavaVM) -> Result<(), LoadError> {
+/// Whether the loading class loader sees `class`; a lookup failure's pending
+/// `NoClassDefFoundError` is cleared.
+fn class_present(env: &mut JNIEnv, class: &str) -> bool {
+    match env.find_class(class) {
+        Ok(c) => {
+            // A local reference of JNI_OnLoad's frame: freed now, not at its end.
+            let _ = env.delete_local_ref(c);
+            true
+        }
+        Err(_) => {
+            if env.exception_check().unwrap_or(false) {
+                let _ = env.exception_clear();
+            }
+            false
+        }
+    }
+}
+
+/// What `JNI_OnLoad` set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loaded {
+    /// The io.ibdxnet natives are registered.
+    Ibdxnet,
+    /// No io.ibdxnet jar: only upstream's exported natives ([`compat`]).
+    UpstreamOnly,
+}
+
+fn on_load(vm: JavaVM) -> Result<Loaded, LoadError> {
+    let mut env = vm.get_env().map_err(|source| LoadError::Jni { what: "GetEnv", source })?;
+    if !class_present(&mut env, LIBRARY_CLASS) {
+        return Ok(Loaded::UpstreamOnly);
+    }
     if CACHED.get().is_some() {
         return Err(LoadError::Reloaded);
     }
-    let mut env = vm.get_env().map_err(|source| LoadError::Jni { what: "GetEnv", source })?;
     check_version(&mut env)?;
     let class = CALLBACKS_CLASS;
     let cb: JClass = env.find_class(class).map_err(|source| LoadError::Class { class, source })?;
@@ -193,7 +229,8 @@ fn on_load(vm: JavaVM) -> Result<(), LoadError> {
     natives::register(&mut env).map_err(LoadError::Register)?;
     #[cfg(feature = "bench-natives")]
     bench::register(&mut env);
-    CACHED.set(Cached { vm, ids }).map_err(|_| LoadError::Reloaded)
+    CACHED.set(Cached { vm, ids }).map_err(|_| LoadError::Reloaded)?;
+    Ok(Loaded::Ibdxnet)
 }
 
 /// Called by the JVM when the library is loaded.
@@ -204,7 +241,10 @@ fn on_load(vm: JavaVM) -> Result<(), LoadError> {
 pub unsafe extern "system" fn JNI_OnLoad(vm: *mut jni::sys::JavaVM, _reserved: *mut c_void) -> jint {
     // Fails only if the process already has a logger (an embedding
     // application's), which then gets the library's records: right as is.
-    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).try_init();
+    // The statistics lines (INFO) show: they are printed only when asked for
+    // (`stats_print_interval_ms`).
+    let filter = "warn,ibdxnet::stats=info";
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(filter)).try_init();
     let outcome = catch_unwind(|| {
         // SAFETY: the JVM passes its own, valid VM pointer.
         let vm =
@@ -212,7 +252,14 @@ pub unsafe extern "system" fn JNI_OnLoad(vm: *mut jni::sys::JavaVM, _reserved: *
         on_load(vm)
     });
     match outcome {
-        Ok(Ok(())) => JNI_VERSION_1_8,
+        Ok(Ok(Loaded::Ibdxnet)) => JNI_VERSION_1_8,
+        Ok(Ok(Loaded::UpstreamOnly)) => {
+            log::debug!(
+                "ibdxnet: no {LIBRARY_CLASS} in the loading class loader: only the natives of upstream's \
+                 MsgrcJNIBinding are served"
+            );
+            JNI_VERSION_1_8
+        }
         Ok(Err(e)) => {
             log::error!("ibdxnet: JNI_OnLoad failed: {e}");
             JNI_ERR

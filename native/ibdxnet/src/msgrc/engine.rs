@@ -15,6 +15,7 @@ use super::recv::RecvThread;
 use super::recv_pool::{RecvPool, ReturnError};
 use super::send::SendThread;
 use super::stats::EngineStats;
+use super::stats_print::{self, StatsPrinter};
 use crate::con::{ConConfig, ConError, ConManager, Connection, EventSink, NodeError, NodeEvent, NodeId, QueueSet};
 use crate::fabric::{Fabric, FabricError, QpCaps};
 use crate::sys::doorbell::Doorbell;
@@ -117,6 +118,16 @@ fn pin(node: NodeId, role: ThreadRole, cpu: usize) {
     }
 }
 
+/// The counters of the statistics map: the engine's, the connection
+/// manager's and the receive buffers.
+fn counters<F: Fabric>(stats: &EngineStats, mgr: &ConManager<F>, pool: &RecvPool<F>) -> Vec<(&'static str, u64)> {
+    let mut m = stats.entries();
+    m.extend(mgr.stats_map());
+    m.push(("free_buffers", pool.available() as u64));
+    m.push(("receive_buffers", u64::from(pool.count())));
+    m
+}
+
 /// A running engine. Dropping it shuts it down.
 pub struct Engine<F: Fabric> {
     cfg: Arc<EngineConfig>,
@@ -127,6 +138,9 @@ pub struct Engine<F: Fabric> {
     send_doorbell: Arc<Doorbell>,
     recv_doorbell: Arc<Doorbell>,
     threads: Vec<JoinHandle<()>>,
+    /// The statistics print thread (`stats_print_interval_ms` > 0), stopped
+    /// after the engine threads so that its final print has their last counts.
+    printer: Option<StatsPrinter>,
 }
 
 impl<F: Fabric> std::fmt::Debug for Engine<F> {
@@ -195,6 +209,7 @@ impl<F: Fabric> Engine<F> {
             send_doorbell,
             recv_doorbell,
             threads: Vec::new(),
+            printer: None,
         };
         let (node, pins) = (cfg.node_id, cfg.pin_threads);
         let spawn = |role: ThreadRole, body: Box<dyn FnOnce() + Send>| {
@@ -231,6 +246,12 @@ impl<F: Fabric> Engine<F> {
                 recv.drain();
             }),
         )?);
+        if !cfg.stats_print_interval.is_zero() {
+            let (st, m, p, on) = (stats.clone(), mgr.clone(), engine.pool.clone(), cfg.stats_timers);
+            let report = Box::new(move |what: &str| stats_print::lines(node, what, &counters(&st, &m, &p), &st, on));
+            let name = format!("ibdxnet-stats-{:04x}", node.0);
+            engine.printer = Some(StatsPrinter::start(name, cfg.stats_print_interval, report)?);
+        }
         Ok(engine)
     }
 
@@ -257,6 +278,11 @@ impl<F: Fabric> Engine<F> {
     /// Adds a node to the node table.
     pub fn add_node(&self, id: NodeId, addr: std::net::SocketAddr) -> Result<(), NodeError> {
         self.mgr.add_node(id, addr)
+    }
+    /// Adds a candidate address: the node answering there is discovered and
+    /// entered into the node table (see [`ConManager::add_address`]).
+    pub fn add_address(&self, addr: std::net::SocketAddr) -> Result<(), NodeError> {
+        self.mgr.add_address(addr)
     }
     /// Removes a node (closes its connection, reports `Invalidated`).
     pub fn remove_node(&self, id: NodeId) -> bool {
@@ -291,11 +317,12 @@ impl<F: Fabric> Engine<F> {
     /// Every counter by name: the engine's, the connection manager's
     /// ([`ConManager::stats_map`]) and the free receive buffers. This is the
     /// statistics map Java reads (`NativeEngine.stats()`).
+    ///
+    /// Then the operation timers' figures (`timer_<op>_<figure>`,
+    /// [`super::stats::TIMERS`]); all zero with `stats_timers` off.
     pub fn stats_map(&self) -> Vec<(&'static str, u64)> {
-        let mut m = self.stats.entries().to_vec();
-        m.extend(self.mgr.stats_map());
-        m.push(("free_buffers", self.pool.available() as u64));
-        m.push(("receive_buffers", u64::from(self.pool.count())));
+        let mut m = counters(&self.stats, &self.mgr, &self.pool);
+        m.extend(self.stats.timer_entries());
         m
     }
 
@@ -318,6 +345,9 @@ impl<F: Fabric> Engine<F> {
             if t.join().is_err() {
                 log::error!("node {}: an engine thread could not be joined", self.cfg.node_id);
             }
+        }
+        if let Some(mut p) = self.printer.take() {
+            p.stop();
         }
     }
 }

@@ -3,7 +3,7 @@
 //! completion queues.
 //!
 //! Modules, lowest first (each uses only those above it in this list):
-//! `shared` (over the structs of [`crate::abi`]), `recv_pool`, `imm`, `stats`, `handler`, `config`;
+//! `shared` (over the structs of [`crate::abi`]), `recv_pool`, `imm`, `timers`, `stats`, `stats_print`, `handler`, `config`;
 //! then the threads `send` and `recv`; then `engine`, which starts them.
 
 pub mod config;
@@ -15,6 +15,8 @@ pub mod recv_pool;
 pub mod send;
 pub mod shared;
 pub mod stats;
+pub mod stats_print;
+pub mod timers;
 
 /// The shared structs the engine's handler reads and writes (defined, with
 /// their constants, in [`crate::abi`]).

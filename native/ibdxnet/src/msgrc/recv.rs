@@ -13,7 +13,8 @@ use super::handler::EngineHandler;
 use super::imm;
 use super::recv_pool::RecvPool;
 use super::shared::IncomingRing;
-use super::stats::EngineStats;
+use super::stats::{EngineStats, TimerId};
+use super::timers::Clock;
 use crate::abi::{IncomingEntry, NO_BUFFER};
 use crate::con::ConManager;
 use crate::fabric::{CompletionQueue, Fabric, RecvBatch, Sge, SharedReceiveQueue, WcStatus, WorkCompletion};
@@ -25,6 +26,8 @@ pub(crate) struct RecvThread<F: Fabric, H: EngineHandler> {
     handler: Arc<H>,
     pool: Arc<RecvPool<F>>,
     stats: Arc<EngineStats>,
+    /// Whether the operations are timed (`stats_timers`).
+    clock: Clock,
     ring: IncomingRing,
     sges_per_wr: u32,
     srq_size: u32,
@@ -63,6 +66,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             taken: Vec::with_capacity(srq as usize),
             wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
             violator: 0,
+            clock: Clock { on: cfg.stats_timers },
             doorbell,
             mgr,
             handler,
@@ -76,7 +80,10 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         let room = (self.ring.free() / self.sges_per_wr.max(1)) as usize;
         let want = room.min(self.wcs.len());
         let polled = if want > 0 {
-            match self.mgr.queues().recv_cq.poll(&mut self.wcs[..want]) {
+            let t = self.clock.start();
+            let polled = self.mgr.queues().recv_cq.poll(&mut self.wcs[..want]);
+            self.stats.timer(TimerId::RecvPoll).record_since(t);
+            match polled {
                 Ok(n) => n,
                 Err(e) => {
                     log::error!("node {}: polling the receive completion queue failed: {e}", self.mgr.node_id());
@@ -133,9 +140,12 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             self.taken = taken;
             return 0;
         }
+        let t = self.clock.start();
         // SAFETY: every SGE is a pool buffer owned by the slot until its
         // completion is processed; the pool outlives the SRQ's use here.
-        let accepted = match unsafe { self.mgr.queues().srq.post_recv(&self.batch) } {
+        let result = unsafe { self.mgr.queues().srq.post_recv(&self.batch) };
+        self.stats.timer(TimerId::RecvPost).record_since(t);
+        let accepted = match result {
             Ok(()) => taken.len(),
             Err(e) => {
                 log::error!("node {}: refilling the SRQ failed: {e}", self.mgr.node_id());
@@ -254,7 +264,9 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         if self.ring.used() == 0 {
             return 0;
         }
+        let t = self.clock.start();
         let consumed = self.handler.received(&self.ring);
+        self.stats.timer(TimerId::RecvUpcall).record_since(t);
         self.ring.consume(consumed) as usize
     }
 

@@ -19,7 +19,8 @@ use super::engine::{Agent, Sleep, SLEEP_TIMEOUT};
 use super::handler::EngineHandler;
 use super::imm;
 use super::shared::CompletedList;
-use super::stats::EngineStats;
+use super::stats::{EngineStats, TimerId};
+use super::timers::Clock;
 use crate::abi::{NextWorkPackage, PrevWorkResults, NWP_VALID};
 use crate::con::{ConManager, ConState, Connection, NodeId};
 use crate::fabric::{CompletionQueue, Fabric, QueuePair, SendBatch, SendFlags, Sge, WcStatus, WorkCompletion};
@@ -80,6 +81,8 @@ pub(crate) struct SendThread<F: Fabric, H: EngineHandler> {
     mgr: Arc<ConManager<F>>,
     handler: Arc<H>,
     stats: Arc<EngineStats>,
+    /// Whether the operations are timed (`stats_timers`).
+    clock: Clock,
     me: u16,
     sq_size: u32,
     max_wr_bytes: u32,
@@ -114,6 +117,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             mgr,
             handler,
             stats,
+            clock: Clock { on: cfg.stats_timers },
             nodes: HashMap::new(),
             draining: Vec::new(),
             prev: Box::default(),
@@ -128,7 +132,9 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
 
     /// One loop iteration; returns the amount of work done (0 = idle).
     fn iterate(&mut self) -> usize {
+        let t = self.clock.start();
         let next = self.handler.next_data_to_send(&self.prev, &self.completed);
+        self.stats.timer(TimerId::SendUpcall).record_since(t);
         *self.prev = PrevWorkResults::default();
         self.completed.clear();
         let mut work = 0;
@@ -224,9 +230,12 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             // Closed since `node_state` looked: the data stays unposted.
             return 0;
         }
+        let t = self.clock.start();
         // SAFETY: the SGEs lie in the connection's registered send ring, which
         // the NodeSend's Arc keeps alive until every WR has completed.
-        let posted = match unsafe { ns.conn.qp().post_send(&self.batch) } {
+        let result = unsafe { ns.conn.qp().post_send(&self.batch) };
+        self.stats.timer(TimerId::SendPost).record_since(t);
+        let posted = match result {
             Ok(()) => self.planned.len(),
             Err(e) => {
                 if !e.is_queue_full() {
@@ -278,8 +287,11 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             self.batch.clear();
             let wr_id = (u64::from(ns.conn.node().0) << SEQ_BITS) | (seq & SEQ_MASK);
             self.batch.push(wr_id, &[], Some(imm::pack(me, 0)), SendFlags::SIGNALED);
+            let t = self.clock.start();
             // SAFETY: no SGEs.
-            if unsafe { ns.conn.qp().post_send(&self.batch) }.is_ok() {
+            let result = unsafe { ns.conn.qp().post_send(&self.batch) };
+            self.stats.timer(TimerId::SendPost).record_since(t);
+            if result.is_ok() {
                 ns.inflight.push_back(InFlight { seq, bytes: 0, fc: 0 });
                 ns.next_seq += 1;
                 ns.since_signal = 0;
@@ -298,7 +310,10 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             self.reap_draining();
             return 0;
         }
-        let n = match self.mgr.queues().send_cq.poll(&mut self.wcs) {
+        let t = self.clock.start();
+        let polled = self.mgr.queues().send_cq.poll(&mut self.wcs);
+        self.stats.timer(TimerId::SendPoll).record_since(t);
+        let n = match polled {
             Ok(n) => n,
             Err(e) => {
                 log::error!("node {}: polling the send completion queue failed: {e}", NodeId(self.me));

@@ -1,7 +1,13 @@
-//! The engine's counters ([`EngineStats`]), shared by the engine and its
-//! send and receive threads, and their names in the statistics map.
+//! The engine's statistics ([`EngineStats`]), shared by the engine and its
+//! send and receive threads, described once: [`COUNTERS`] names each
+//! counter and says what it counts, [`TIMERS`] each timed operation of the
+//! engine threads, [`TIMER_FIGURES`] the figures of a timer. The statistics
+//! map ([`super::Engine::stats_map`], which Java reads), the print thread
+//! and the README's table are all read from these tables.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::timers::Timer;
 
 /// Engine counters.
 #[derive(Debug, Default)]
@@ -29,6 +35,8 @@ pub struct EngineStats {
     pub recv_iterations: AtomicU64,
     /// Times the receive thread blocked until woken.
     pub recv_sleeps: AtomicU64,
+    /// The operation timers, by [`TimerId`] (each written by one thread).
+    pub timers: [Timer; TIMER_COUNT],
 }
 
 impl EngineStats {
@@ -40,24 +48,218 @@ impl EngineStats {
         self.messages_received.fetch_add(1, Ordering::Relaxed);
         self.bytes_received.fetch_add(bytes, Ordering::Relaxed);
     }
+    /// The timer of `id`.
+    pub fn timer(&self, id: TimerId) -> &Timer {
+        &self.timers[id as usize]
+    }
 }
+
+/// One counter of [`EngineStats`]: its name in the statistics map and what
+/// it counts.
+pub struct Counter {
+    /// Key in the statistics map (the field's name).
+    pub name: &'static str,
+    /// What it counts.
+    pub doc: &'static str,
+    get: fn(&EngineStats) -> &AtomicU64,
+}
+
+impl Counter {
+    /// Its value in `s`.
+    pub fn value(&self, s: &EngineStats) -> u64 {
+        (self.get)(s).load(Ordering::Relaxed)
+    }
+}
+
+macro_rules! counter {
+    ($field:ident, $doc:literal) => {
+        Counter { name: stringify!($field), doc: $doc, get: |s| &s.$field }
+    };
+}
+
+/// Every counter of [`EngineStats`], in the order of the statistics map.
+#[rustfmt::skip]
+pub static COUNTERS: &[Counter] = &[
+    counter!(wrs_sent, "send work requests posted"),
+    counter!(bytes_sent, "payload bytes posted"),
+    counter!(bytes_received, "payload bytes received"),
+    counter!(messages_received, "receive completions"),
+    counter!(errors, "failed completions, polls and posts"),
+    counter!(thread_panics, "engine threads that ended by a panic"),
+    counter!(protocol_violations, "messages whose immediate data named another node than their queue pair's"),
+    counter!(send_iterations, "loop iterations of the send thread"),
+    counter!(send_sleeps, "times the send thread blocked until woken"),
+    counter!(recv_iterations, "loop iterations of the receive thread"),
+    counter!(recv_sleeps, "times the receive thread blocked until woken"),
+];
+
+/// One timed operation: its name, the thread that times it, what it covers,
+/// and its keys in the statistics map (`timer_<name>_<figure>`, in the order
+/// of [`TIMER_FIGURES`]).
+pub struct TimerDesc {
+    /// Which timer.
+    pub id: TimerId,
+    /// Short name (`send_post`).
+    pub name: &'static str,
+    /// What one sample covers.
+    pub doc: &'static str,
+    /// The statistics map's keys of its figures.
+    pub keys: [&'static str; 9],
+}
+
+/// The figures of each timer: suffixes of its keys in the statistics map
+/// and what they are (all durations in nanoseconds). Percentiles come from
+/// the histogram ([`super::timers`]): within its bucket width (≤ 50 %).
+pub static TIMER_FIGURES: [(&str, &str); 9] = [
+    ("count", "samples"),
+    ("total_ns", "sum of the samples"),
+    ("min_ns", "best sample"),
+    ("max_ns", "worst sample"),
+    ("avg_ns", "mean"),
+    ("p50_ns", "median"),
+    ("p90_ns", "90th percentile"),
+    ("p99_ns", "99th percentile"),
+    ("p999_ns", "99.9th percentile"),
+];
+
+macro_rules! timers {
+    ($($id:ident = $name:literal, $doc:literal;)*) => {
+        /// The operation timers.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum TimerId {
+            $(
+                #[doc = $doc]
+                $id,
+            )*
+        }
+
+        /// Every timer, by [`TimerId`].
+        pub static TIMERS: &[TimerDesc] = &[
+            $(TimerDesc {
+                id: TimerId::$id,
+                name: $name,
+                doc: $doc,
+                keys: [
+                    concat!("timer_", $name, "_count"),
+                    concat!("timer_", $name, "_total_ns"),
+                    concat!("timer_", $name, "_min_ns"),
+                    concat!("timer_", $name, "_max_ns"),
+                    concat!("timer_", $name, "_avg_ns"),
+                    concat!("timer_", $name, "_p50_ns"),
+                    concat!("timer_", $name, "_p90_ns"),
+                    concat!("timer_", $name, "_p99_ns"),
+                    concat!("timer_", $name, "_p999_ns"),
+                ],
+            },)*
+        ];
+    };
+}
+
+timers! {
+    SendUpcall = "send_upcall", "send thread: the `next_data_to_send` call as a whole (with Java: JNI transition and the Java callee)";
+    SendPost = "send_post", "send thread: one post of a chain of send work requests (`ibv_post_send`)";
+    SendPoll = "send_poll", "send thread: one poll of the send completion queue (only while work requests are outstanding)";
+    RecvPoll = "recv_poll", "receive thread: one poll of the receive completion queue";
+    RecvPost = "recv_post", "receive thread: one post of a chain of receive requests to the SRQ (`ibv_post_srq_recv`)";
+    RecvUpcall = "recv_upcall", "receive thread: the `received` call as a whole (with Java: JNI transition and the Java callee)";
+}
+
+/// Number of timers.
+pub const TIMER_COUNT: usize = 6;
+
+const _: () = assert!(TIMER_COUNT == TimerId::RecvUpcall as usize + 1, "TIMER_COUNT matches the timers! table");
 
 impl EngineStats {
     /// The counters by their names in the statistics map.
-    pub fn entries(&self) -> [(&'static str, u64); 11] {
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        [
-            ("wrs_sent", l(&self.wrs_sent)),
-            ("bytes_sent", l(&self.bytes_sent)),
-            ("bytes_received", l(&self.bytes_received)),
-            ("messages_received", l(&self.messages_received)),
-            ("errors", l(&self.errors)),
-            ("thread_panics", l(&self.thread_panics)),
-            ("protocol_violations", l(&self.protocol_violations)),
-            ("send_iterations", l(&self.send_iterations)),
-            ("send_sleeps", l(&self.send_sleeps)),
-            ("recv_iterations", l(&self.recv_iterations)),
-            ("recv_sleeps", l(&self.recv_sleeps)),
-        ]
+    pub fn entries(&self) -> Vec<(&'static str, u64)> {
+        COUNTERS.iter().map(|c| (c.name, c.value(self))).collect()
+    }
+
+    /// Every figure of every timer by its key in the statistics map.
+    pub fn timer_entries(&self) -> Vec<(&'static str, u64)> {
+        let mut m = Vec::with_capacity(TIMERS.len() * TIMER_FIGURES.len());
+        for t in TIMERS {
+            let figures = self.timer(t.id).snapshot().figures();
+            m.extend(t.keys.iter().copied().zip(figures));
+        }
+        m
+    }
+}
+
+/// The README's table of the engine's statistics (Markdown): the counters,
+/// then the timers and their figures.
+pub fn markdown_table() -> String {
+    let mut s = String::from("| key | meaning |\n|---|---|\n");
+    for c in COUNTERS {
+        s += &format!("| `{}` | {} |\n", c.name, c.doc);
+    }
+    for t in TIMERS {
+        s += &format!("| `timer_{}_*` | {} |\n", t.name, t.doc);
+    }
+    let figures: Vec<String> = TIMER_FIGURES.iter().map(|(k, d)| format!("`{k}` {d}")).collect();
+    s += &format!("| `timer_<name>_<figure>` | each timer's figures: {} |\n", figures.join(", "));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_is_described_once_and_timers_in_id_order() {
+        let s = EngineStats::default();
+        s.errors.store(7, Ordering::Relaxed);
+        let e = s.entries();
+        assert_eq!(e.len(), COUNTERS.len());
+        assert!(e.contains(&("errors", 7)));
+        let mut names: Vec<&str> = COUNTERS.iter().map(|c| c.name).collect();
+        for t in TIMERS {
+            names.extend(t.keys);
+        }
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "no key twice");
+        assert_eq!(TIMERS.len(), TIMER_COUNT);
+        for (i, t) in TIMERS.iter().enumerate() {
+            assert_eq!(t.id as usize, i);
+            for (k, (suffix, _)) in t.keys.iter().zip(TIMER_FIGURES) {
+                assert_eq!(*k, format!("timer_{}_{suffix}", t.name));
+            }
+        }
+    }
+
+    /// The README's statistics table is [`markdown_table`]; with
+    /// `IBDXNET_UPDATE_README=1` this test rewrites it instead of failing.
+    #[test]
+    fn readme_stats_table_is_generated() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+        let readme = std::fs::read_to_string(&path).unwrap();
+        let (begin, end) = ("<!-- native-stats: begin -->\n", "<!-- native-stats: end -->");
+        let start = readme.find(begin).expect("README has the begin marker") + begin.len();
+        let stop = start + readme[start..].find(end).expect("README has the end marker");
+        let want = markdown_table();
+        if readme[start..stop] != want {
+            if std::env::var_os("IBDXNET_UPDATE_README").is_some() {
+                std::fs::write(&path, format!("{}{want}{}", &readme[..start], &readme[stop..])).unwrap();
+                return;
+            }
+            panic!("README.md's statistics table differs from stats.rs; run with IBDXNET_UPDATE_README=1:\n{want}");
+        }
+    }
+
+    #[test]
+    fn timer_entries_carry_the_figures() {
+        let s = EngineStats::default();
+        s.timer(TimerId::RecvPoll).record(100);
+        s.timer(TimerId::RecvPoll).record(300);
+        let m: std::collections::HashMap<_, _> = s.timer_entries().into_iter().collect();
+        assert_eq!(m["timer_recv_poll_count"], 2);
+        assert_eq!(m["timer_recv_poll_total_ns"], 400);
+        assert_eq!(m["timer_recv_poll_min_ns"], 100);
+        assert_eq!(m["timer_recv_poll_max_ns"], 300);
+        assert_eq!(m["timer_recv_poll_avg_ns"], 200);
+        assert_eq!(m["timer_send_post_count"], 0);
+        assert_eq!(m["timer_send_post_min_ns"], 0);
     }
 }

@@ -3,6 +3,8 @@
 //! packet loss), and receiving one — decoding, checking that it is for us
 //! and comes from its node's address, the authentication hook (challenges
 //! and replay protection), and handing the body to the state machines.
+//! Probes (a `Discover` to any node) and packets from candidate addresses
+//! naming a node not in the table go to [`super::discovery`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -14,7 +16,7 @@ use super::{ConManager, JobState};
 use crate::con::auth::Verdict;
 use crate::con::event::NodeEvent;
 use crate::con::node::NodeId;
-use crate::con::proto::{Body, Packet, LEAVE_UNKNOWN};
+use crate::con::proto::{Body, Packet, ANY, LEAVE_UNKNOWN};
 use crate::fabric::Fabric;
 use crate::util::lock;
 
@@ -34,17 +36,22 @@ impl<F: Fabric> ConManager<F> {
     /// an unspecified one, `0.0.0.0` or `::`, names no peer).
     pub(super) fn send(&self, node: NodeId, body: Body, buf: &mut Vec<u8>) {
         let Some(addr) = self.nodes.get(node).filter(|a| !a.ip().is_unspecified()) else { return };
+        self.send_to(addr, node, body, buf);
+    }
+
+    /// Sends `body` for node `dst` (or [`crate::con::proto::ANY`]) to `addr`.
+    pub(super) fn send_to(&self, addr: SocketAddr, dst: NodeId, body: Body, buf: &mut Vec<u8>) {
         let every = self.drop_every.load(Ordering::Relaxed);
         if every != 0 && (self.stats.packets_out.fetch_add(1, Ordering::Relaxed) + 1) % u64::from(every) == 0 {
             return;
         }
-        self.auth.encode(&Packet { src: self.me, dst: node, instance: self.instance, body }, buf);
+        self.auth.encode(&Packet { src: self.me, dst, instance: self.instance, body }, buf);
         match self.socket.send_to(buf, addr) {
             Ok(_) if every == 0 => {
                 self.stats.packets_out.fetch_add(1, Ordering::Relaxed);
             }
             Ok(_) => {}
-            Err(e) => log::debug!("node {}: UDP send to {node} at {addr} failed: {e}", self.me),
+            Err(e) => log::debug!("node {}: UDP send to {dst} at {addr} failed: {e}", self.me),
         }
     }
 
@@ -98,7 +105,14 @@ impl<F: Fabric> ConManager<F> {
                 return None;
             }
         };
+        if p.dst == ANY {
+            self.handle_probe(&p, seal, data, from, st);
+            return None;
+        }
         let Some(src_addr) = self.nodes.get(p.src).filter(|_| p.dst == self.me) else {
+            if self.for_discovery(&p, from) {
+                return self.answer_from_candidate(p, seal, data, from, st);
+            }
             self.stats.dropped_foreign.fetch_add(1, Ordering::Relaxed);
             log::debug!("node {}: dropped packet for {} from unknown or foreign node {}", self.me, p.dst, p.src);
             return None;

@@ -70,23 +70,42 @@ fn malformed_packets_are_rejected_with_a_reason() {
     assert_eq!(Packet::decode(&good[..HEADER_LEN + 3]), Err(ParseError::Truncated));
     assert_eq!(with(0, b'X'), Err(ParseError::BadMagic));
     assert_eq!(with(4, 9), Err(ParseError::BadVersion(9)));
-    // Version 6 changed the rules of sequence numbers, not the format:
-    // version 5 peers are refused, keyed or not.
-    assert_eq!((VERSION, VERSION_KEYED), (6, 0x86));
-    assert_eq!(with(4, 5), Err(ParseError::BadVersion(5)));
-    assert_eq!(Packet::decode_any(&with_byte(&good, 4, 0x85)).map(|p| p.0), Err(ParseError::BadVersion(0x85)));
+    // Version 7 added probes to any node: version 6 peers are refused, keyed or not.
+    assert_eq!((VERSION, VERSION_KEYED), (7, 0x87));
+    assert_eq!(with(4, 6), Err(ParseError::BadVersion(6)));
+    assert_eq!(Packet::decode_any(&with_byte(&good, 4, 0x86)).map(|p| p.0), Err(ParseError::BadVersion(0x86)));
     assert_eq!(with(5, 42), Err(ParseError::BadType(42)));
     assert_eq!(with(5, 1), Err(ParseError::BadLength), "discover with a payload");
     assert_eq!(with(10, 1), Err(ParseError::Malformed), "flags must be zero");
     let mut forged = good.clone();
     forged[6..8].copy_from_slice(&[0xFF, 0xFF]);
     assert_eq!(Packet::decode(&forged), Err(ParseError::Malformed), "source 0xFFFF");
+    let mut to_any = good.clone();
+    to_any[8..10].copy_from_slice(&[0xFF, 0xFF]);
+    assert_eq!(Packet::decode(&to_any), Err(ParseError::Malformed), "an exchange to any node");
     let mut long = good.clone();
     long.push(0);
     assert_eq!(Packet::decode(&long), Err(ParseError::BadLength));
     assert_eq!(with(HEADER_LEN, 0x01), Err(ParseError::Malformed), "qpn beyond 24 bits");
     assert_eq!(with(HEADER_LEN + 14, 0x33), Err(ParseError::Malformed), "odd mtu");
     assert_eq!(with(HEADER_LEN + 11, 2), Err(ParseError::Malformed), "unknown exchange flag");
+}
+
+/// Version 7: a `Discover` may go to [`ANY`] (a probe); no other type may,
+/// and no packet may come from 0xFFFF.
+#[test]
+fn only_a_discover_may_go_to_any_node() {
+    let mut buf = Vec::new();
+    let probe = Packet { src: NodeId(3), dst: ANY, instance: 9, body: Body::Discover };
+    probe.encode(&mut buf);
+    assert_eq!(&buf[8..10], &[0xFF, 0xFF]);
+    assert_eq!(Packet::decode(&buf), Ok(probe));
+    for body in [Body::DiscoverAck, Body::Close { qpn: 5 }, Body::Done { qpn: 7, peer_qpn: 8 }, exchange().body] {
+        Packet { body, ..probe }.encode(&mut buf);
+        assert_eq!(Packet::decode(&buf), Err(ParseError::Malformed), "{body:?} to any node");
+    }
+    Packet { src: ANY, dst: NodeId(3), ..probe }.encode(&mut buf);
+    assert_eq!(Packet::decode(&buf), Err(ParseError::Malformed), "a probe from 0xFFFF");
 }
 
 /// The peer's flow-control unit is a trust boundary: outside

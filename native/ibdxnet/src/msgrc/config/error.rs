@@ -19,6 +19,9 @@ pub enum ValueError {
     /// Not a number.
     #[error("not a non-negative integer ({0})")]
     NotUnsigned(std::num::ParseIntError),
+    /// Neither `true` nor `false`.
+    #[error("not `true` or `false`")]
+    NotBool,
     /// A number beyond the key's type.
     #[error("too large (at most {0})")]
     TooLarge(u64),

@@ -71,6 +71,10 @@ pub struct EngineConfig {
     pub parking: ParkingConfig,
     /// (`pin_threads`)
     pub pin_threads: ThreadPins,
+    /// (`stats_timers`)
+    pub stats_timers: bool,
+    /// (`stats_print_interval_ms`; zero: no print thread)
+    pub stats_print_interval: Duration,
     /// (`auth_key_file`)
     pub auth_key_file: Option<PathBuf>,
     /// The key itself; [`crate::msgrc::Engine::start`] reads it from
@@ -124,6 +128,8 @@ impl EngineConfig {
             discovery_interval: Duration::ZERO,
             parking: ParkingConfig::default(),
             pin_threads: ThreadPins::default(),
+            stats_timers: false,
+            stats_print_interval: Duration::ZERO,
             auth_key_file: None,
             auth_key: None,
             nodes: Vec::new(),

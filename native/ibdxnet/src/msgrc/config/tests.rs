@@ -209,3 +209,28 @@ fn readme_table_is_generated_from_keys() {
         );
     }
 }
+
+/// The statistics keys: `stats_timers` takes only `true` or `false`,
+/// `stats_print_interval_ms` is off by default and bounded like the
+/// other intervals; both reach their fields and the text form.
+#[test]
+fn statistics_keys_parse_and_are_checked() {
+    let mut c = cfg();
+    assert!(!c.stats_timers, "timers off by default (their cost, bench/README.md)");
+    assert_eq!(c.stats_print_interval, Duration::ZERO, "no print thread by default");
+    c.apply_text("stats_timers = true\nstats_print_interval_ms = 1500\n").unwrap();
+    assert!(c.stats_timers);
+    assert_eq!(c.stats_print_interval, Duration::from_millis(1500));
+    assert!(c.to_text().contains("stats_timers=true\n"), "{}", c.to_text());
+    assert!(c.to_text().contains("stats_print_interval_ms=1500\n"), "{}", c.to_text());
+    for bad in ["yes", "1", "True", ""] {
+        let e = cfg().apply_keys(&format!("stats_timers={bad}"), "native.").unwrap_err();
+        assert!(matches!(e, ConfigError::BadValue { reason: ValueError::NotBool, .. }), "{bad}: {e:?}");
+        assert_eq!(e.to_string(), format!("native.stats_timers = '{bad}': not `true` or `false`"));
+    }
+    let mut c = cfg();
+    c.set("stats_print_interval_ms", &(MAX_INTERVAL_MS + 1).to_string()).unwrap();
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("stats_print_interval_ms") && e.contains(&(MAX_INTERVAL_MS + 1).to_string()), "{e}");
+    assert!(cfg().set("stats_print_interval_ms", "-1").is_err());
+}
