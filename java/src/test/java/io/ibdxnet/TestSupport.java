@@ -31,6 +31,19 @@ public final class TestSupport {
      * Each test of a class gets at most {@code minutes}: a hung join fails the
      * test (with the stuck thread's stack) instead of hanging CI.
      */
+    /** Every thread's name, state and stack (for a test that found a stall). */
+    public static String threadDump() {
+        StringBuilder out = new StringBuilder();
+        for (java.lang.management.ThreadInfo t : java.lang.management.ManagementFactory.getThreadMXBean().dumpAllThreads(false,
+                false)) {
+            out.append('"').append(t.getThreadName()).append("\" ").append(t.getThreadState()).append('\n');
+            for (StackTraceElement e : t.getStackTrace()) {
+                out.append("    at ").append(e).append('\n');
+            }
+        }
+        return out.toString();
+    }
+
     public static Timeout minutes(int minutes) {
         return Timeout.builder().withTimeout(minutes, TimeUnit.MINUTES).withLookingForStuckThread(true).build();
     }

@@ -215,11 +215,19 @@ public class UnfinishedBudgetTest {
         int seen = -1;
         long lastProgress = System.nanoTime();
         long lastHandled = start;
+        boolean stallDumped = false;
         while (System.nanoTime() - deadline < 0 && total(handled) < SENDERS * MESSAGES) {
             peakClaimed = Math.max(peakClaimed, receiver.transportStats().get("unfinished_bytes_claimed"));
             boolean sending = threads.stream().anyMatch(Thread::isAlive);
             if (total(handled) != seen) {
                 lastHandled = System.nanoTime();
+            }
+            if (total(handled) != seen) {
+                stallDumped = false;
+            } else if (!stallDumped && System.nanoTime() - lastHandled > 3_000_000_000L) {
+                stallDumped = true; // nothing handled for 3 s: say where every thread is (a stall is a bug)
+                System.out.println("UnfinishedBudgetTest " + transport + ": nothing handled for 3 s, "
+                        + receiver.transportStats() + "\n" + TestSupport.threadDump());
             }
             if (total(handled) != seen || sending) {
                 seen = total(handled);
