@@ -1,0 +1,249 @@
+package io.ibdxnet;
+
+import static io.ibdxnet.TestSupport.bytesOf;
+import static io.ibdxnet.TestSupport.longsOf;
+import static io.ibdxnet.TestSupport.waitFor;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import io.ibdxnet.DXNetTest.DataMessage;
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.junit.After;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.Timeout;
+import org.junit.runner.RunWith;
+import org.junit.runners.Parameterized;
+
+/**
+ * One deadline per call (connecting, ring and window waits, the answer), and
+ * async calls that never block: over every transport where the scenario
+ * applies. An unreachable node: on {@code nio} a port that accepts TCP but
+ * never answers the hello, on {@code ib} a UDP port where nobody answers the
+ * connection manager, on {@code loopback} a port without a node (fails at once).
+ */
+@RunWith(Parameterized.class)
+public class DeadlineTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(3);
+
+    @Parameterized.Parameters(name = "{0}")
+    public static Object[] transports() {
+        return new Object[] {"ib", "nio", "loopback"};
+    }
+
+    @Parameterized.Parameter
+    public String transport;
+
+    private static final int UNREACHABLE = 7;
+    private final List<DXNet> nodes = new ArrayList<>();
+    private final List<AutoCloseable> silent = new ArrayList<>();
+
+    @After
+    public void closeAll() throws Exception {
+        for (DXNet n : nodes) {
+            n.close();
+        }
+        for (AutoCloseable s : silent) {
+            s.close();
+        }
+    }
+
+    private List<DXNet> start(int count, Consumer<DXNetConfig> tune) throws Exception {
+        List<DXNet> out = TestSupport.mesh(transport, count, c -> {
+            c.connectTimeoutMs = 10_000;
+            c.sendTimeoutMs = 10_000;
+            tune.accept(c);
+        }, nodes);
+        for (DXNet n : out) {
+            n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
+            n.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DataMessage.class);
+        }
+        return out;
+    }
+
+    /** Adds node {@link #UNREACHABLE} to {@code n}'s table at an address where nobody answers. */
+    private void addUnreachable(DXNet n) throws Exception {
+        int port;
+        if (transport.equals("nio")) {
+            ServerSocket s = new ServerSocket(0, 50, InetAddress.getByName("127.0.0.1")); // never accepts: no hello back
+            silent.add(s);
+            port = s.getLocalPort();
+        } else if (transport.equals("ib")) {
+            DatagramSocket s = new DatagramSocket(0, InetAddress.getByName("127.0.0.1")); // never answers
+            silent.add(s);
+            port = s.getLocalPort();
+        } else {
+            try (ServerSocket probe = new ServerSocket(0)) {
+                port = probe.getLocalPort(); // no loopback node there
+            }
+        }
+        n.addNode(UNREACHABLE, "127.0.0.1:" + port);
+    }
+
+    @Test
+    public void sendSyncToAnUnreachableNodeFailsWithinItsTimeoutNotTheConnectTimeout() throws Exception {
+        DXNet a = start(1, c -> {}).get(0);
+        addUnreachable(a);
+        long t0 = System.nanoTime();
+        try {
+            a.sendSync(new BytesRequest(UNREACHABLE, new byte[8]), 2_000);
+            fail("a request to an unreachable node was answered");
+        } catch (NetworkException expected) {
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            System.out.println(transport + ": sendSync(req, 2000) to an unreachable node failed after " + ms + " ms: "
+                    + expected.getMessage());
+            assertTrue("took " + ms + " ms: " + expected.getMessage(), ms < 3_000);
+            if (!transport.equals("loopback")) {
+                assertTrue(expected.getMessage(), expected.getMessage().contains("caller's deadline"));
+            }
+        }
+        assertEquals(0, a.pendingRequests());
+    }
+
+    @Test
+    public void sendAsyncToAnUnreachableNodeReturnsAtOnceAndItsFutureFailsWithinTheTimeout() throws Exception {
+        DXNet a = start(1, c -> {}).get(0);
+        addUnreachable(a);
+        long t0 = System.nanoTime();
+        CompletableFuture<BytesResponse> f = a.sendAsync(new BytesRequest(UNREACHABLE, new byte[8]), 2_000);
+        long returnedUs = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - t0);
+        try {
+            f.get(3_000, TimeUnit.MILLISECONDS);
+            fail("a request to an unreachable node was answered");
+        } catch (ExecutionException expected) {
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            System.out.println(transport + ": sendAsync returned after " + returnedUs + " µs, its future failed after " + ms
+                    + " ms: " + expected.getCause());
+            assertTrue(String.valueOf(expected.getCause()), expected.getCause() instanceof NetworkException);
+        }
+        assertTrue("sendAsync blocked for " + returnedUs + " µs", returnedUs < 50_000);
+        waitFor("the pending request is gone", 1_000, () -> a.pendingRequests() == 0);
+    }
+
+    @Test
+    public void sendAsyncToANodeWhoseWindowIsFullReturnsAtOnce() throws Exception {
+        List<DXNet> n = start(2, c -> {
+            c.handlerThreads = 1;
+            c.handlerQueueSize = 4; // a held handler stops the parsing: the window fills
+            c.flowControlWindow = 256 << 10;
+        });
+        DXNet a = n.get(0);
+        CountDownLatch release = new CountDownLatch(1);
+        n.get(1).register(BytesRequest.class, r -> {
+            release.await();
+            n.get(1).reply(r, new BytesResponse(r, r.bytes));
+        });
+        int count = 2_000; // 2 000 × 1 KiB: eight windows
+        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>();
+        long worstUs = 0;
+        long full = 0;
+        for (int i = 0; i < count; i++) {
+            long t0 = System.nanoTime();
+            byte[] payload = new byte[1024];
+            System.arraycopy(bytesOf(i), 0, payload, 0, 8);
+            futures.add(a.sendAsync(new BytesRequest(1, payload), 60_000));
+            worstUs = Math.max(worstUs, TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - t0));
+            full = Math.max(full, a.transportStats().get("unconfirmed_bytes"));
+        }
+        System.out.println(transport + ": " + count + " sendAsync to a node whose handler is held: the slowest returned after "
+                + worstUs + " µs; unconfirmed bytes reached " + full);
+        assertTrue("the window never filled: " + full, full > (256 << 10) * 3 / 4);
+        assertTrue("a sendAsync blocked for " + worstUs + " µs", worstUs < 50_000);
+        release.countDown();
+        for (int i = 0; i < count; i++) {
+            assertEquals(i, longsOf(futures.get(i).get(30, TimeUnit.SECONDS).bytes)[0]);
+        }
+    }
+
+    @Test
+    public void tenThousandAsyncRequestsSentWhileConnectingArriveInOrder() throws Exception {
+        List<DXNet> n = start(2, c -> {});
+        AtomicInteger next = new AtomicInteger();
+        AtomicReference<String> problem = new AtomicReference<>();
+        n.get(1).register(BytesRequest.class, r -> {
+            long seq = longsOf(r.bytes)[0];
+            if (seq != next.getAndIncrement()) {
+                problem.compareAndSet(null, "request " + seq + " arrived when " + (next.get() - 1) + " was due");
+            }
+            n.get(1).reply(r, new BytesResponse(r, r.bytes));
+        });
+        int count = 10_000;
+        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            futures.add(n.get(0).sendAsync(new BytesRequest(1, bytesOf(i)), 60_000));
+        }
+        for (CompletableFuture<BytesResponse> f : futures) {
+            f.get(60, TimeUnit.SECONDS);
+        }
+        assertNull(problem.get());
+        assertEquals(count, next.get());
+    }
+
+    @Test
+    public void aSyncSendAfterDeferredAsyncOnesArrivesAfterThem() throws Exception {
+        List<DXNet> n = start(2, c -> {});
+        int count = 2_000;
+        AtomicInteger requests = new AtomicInteger();
+        AtomicReference<String> problem = new AtomicReference<>();
+        CountDownLatch marker = new CountDownLatch(1);
+        n.get(1).register(BytesRequest.class, r -> {
+            requests.incrementAndGet();
+            n.get(1).reply(r, new BytesResponse(r, r.bytes));
+        });
+        n.get(1).register(DataMessage.class, d -> {
+            if (requests.get() != count) {
+                problem.compareAndSet(null, "the synchronous message arrived after " + requests.get() + " of " + count
+                        + " requests sent before it");
+            }
+            marker.countDown();
+        });
+        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            futures.add(n.get(0).sendAsync(new BytesRequest(1, bytesOf(i)), 60_000)); // the first ones while connecting
+        }
+        n.get(0).sendMessage(new DataMessage(1, 0, 0, 16));
+        assertTrue(marker.await(30, TimeUnit.SECONDS));
+        assertNull(problem.get());
+        for (CompletableFuture<BytesResponse> f : futures) {
+            f.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    public void sendAsyncReportsFailuresThroughItsFutureAndThrowsOnlyForBadArguments() throws Exception {
+        DXNet a = start(1, c -> {}).get(0);
+        CompletableFuture<BytesResponse> notInTable = a.sendAsync(new BytesRequest(UNREACHABLE + 1, new byte[8]), 1_000);
+        try {
+            notInTable.get(2, TimeUnit.SECONDS);
+            fail("a request to a node not in the table was answered");
+        } catch (ExecutionException expected) {
+            assertTrue(String.valueOf(expected.getCause()), expected.getCause() instanceof NetworkException);
+        }
+        try {
+            a.sendAsync(new BytesRequest(1, new byte[8]), 0);
+            fail("a timeout of 0 was accepted");
+        } catch (IllegalArgumentException expected) {
+            // wrong in itself
+        }
+        a.close();
+        CompletableFuture<BytesResponse> closed = a.sendAsync(new BytesRequest(1, new byte[8]), 1_000);
+        assertTrue(closed.isCompletedExceptionally());
+        assertEquals(0, a.pendingRequests());
+    }
+}
