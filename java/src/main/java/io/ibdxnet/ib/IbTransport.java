@@ -204,7 +204,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
             return new Connection(node, new OutgoingRingBuffer(ring.ringAddress, engine.ringSize()), ring.connectionId,
                     new FlowWindow(window, confirmations.unit()));
         } catch (IbException e) {
-            if (timeoutMs < connectTimeoutMs && System.nanoTime() - deadlineNanos >= 0) {
+            // Cut short for the caller and used up (the engine counts in whole milliseconds).
+            if (timeoutMs < connectTimeoutMs && System.nanoTime() - deadlineNanos > -TimeUnit.MILLISECONDS.toNanos(2)) {
                 throw new NetworkException("no connection to node " + node + " within the caller's deadline ("
                         + timeoutMs + " ms left of it; the engine goes on connecting in the background): "
                         + e.getMessage(), e);
