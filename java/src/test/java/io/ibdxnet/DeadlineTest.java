@@ -116,6 +116,33 @@ public class DeadlineTest {
         assertEquals(0, a.pendingRequests());
     }
 
+    /** A caller with less time does not wait out another caller's longer connect (the connect lock is timed too). */
+    @Test
+    public void aCallerDoesNotWaitOutAnotherCallersLongerConnect() throws Exception {
+        DXNet a = start(1, c -> {}).get(0);
+        addUnreachable(a);
+        Thread patient = new Thread(() -> {
+            try {
+                a.sendSync(new BytesRequest(UNREACHABLE, new byte[8]), 5_000);
+            } catch (NetworkException expected) {
+                // unreachable
+            }
+        });
+        patient.start();
+        Thread.sleep(200); // it holds the connect lock now (on ib; on nio only briefly)
+        long t0 = System.nanoTime();
+        try {
+            a.sendSync(new BytesRequest(UNREACHABLE, new byte[8]), 2_000);
+            fail("a request to an unreachable node was answered");
+        } catch (NetworkException expected) {
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            System.out.println(transport + ": behind a connect of 5 s, sendSync(req, 2000) failed after " + ms + " ms: "
+                    + expected.getMessage());
+            assertTrue("took " + ms + " ms: " + expected.getMessage(), ms < 3_000);
+        }
+        patient.join();
+    }
+
     @Test
     public void sendAsyncToAnUnreachableNodeReturnsAtOnceAndItsFutureFailsWithinTheTimeout() throws Exception {
         DXNet a = start(1, c -> {}).get(0);
