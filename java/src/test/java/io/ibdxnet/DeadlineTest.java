@@ -186,6 +186,7 @@ public class DeadlineTest {
             System.arraycopy(bytesOf(i), 0, payload, 0, 8);
             futures.add(a.sendAsync(new BytesRequest(1, payload), 60_000));
             worstUs = Math.max(worstUs, TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - t0));
+            assertTrue("sendAsync " + i + " blocked for " + worstUs + " µs", worstUs < 50_000);
             full = Math.max(full, a.transportStats().get("unconfirmed_bytes"));
         }
         System.out.println(transport + ": " + count + " sendAsync to a node whose handler is held: the slowest returned after "
