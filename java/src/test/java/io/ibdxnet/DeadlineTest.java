@@ -211,11 +211,19 @@ public class DeadlineTest {
             }
             n.get(1).reply(r, new BytesResponse(r, r.bytes));
         });
-        int count = 10_000;
-        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
+        // At least 10 000, and 1 000 more after the first answer: the stream spans the
+        // connect (deferred) and what follows it (inline once the lane is clear).
+        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>();
+        int answeredAt = -1;
+        for (int i = 0; i < 10_000 || answeredAt < 0 || i < answeredAt + 1_000; i++) {
             futures.add(n.get(0).sendAsync(new BytesRequest(1, bytesOf(i)), 60_000));
+            if (answeredAt < 0 && futures.get(0).isDone()) {
+                answeredAt = i;
+            }
+            assertTrue("no answer after 10^6 requests", i < 1_000_000);
         }
+        int count = futures.size();
+        System.out.println(transport + ": " + count + " async requests, the first answered when " + answeredAt + " were sent");
         for (CompletableFuture<BytesResponse> f : futures) {
             f.get(60, TimeUnit.SECONDS);
         }
