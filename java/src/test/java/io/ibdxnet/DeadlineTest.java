@@ -231,14 +231,25 @@ public class DeadlineTest {
         assertEquals(count, next.get());
     }
 
+    /**
+     * A synchronous send after async ones that were deferred (the receiver's
+     * handler is held, so its window is full) waits behind them: it arrives
+     * after every one of them.
+     */
     @Test
     public void aSyncSendAfterDeferredAsyncOnesArrivesAfterThem() throws Exception {
-        List<DXNet> n = start(2, c -> {});
+        List<DXNet> n = start(2, c -> {
+            c.handlerThreads = 1;
+            c.handlerQueueSize = 4;
+            c.flowControlWindow = 256 << 10;
+        });
         int count = 2_000;
         AtomicInteger requests = new AtomicInteger();
         AtomicReference<String> problem = new AtomicReference<>();
         CountDownLatch marker = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
         n.get(1).register(BytesRequest.class, r -> {
+            release.await();
             requests.incrementAndGet();
             n.get(1).reply(r, new BytesResponse(r, r.bytes));
         });
@@ -251,9 +262,21 @@ public class DeadlineTest {
         });
         List<CompletableFuture<BytesResponse>> futures = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-            futures.add(n.get(0).sendAsync(new BytesRequest(1, bytesOf(i)), 60_000)); // the first ones while connecting
+            futures.add(n.get(0).sendAsync(new BytesRequest(1, new byte[1024]), 60_000)); // most of them deferred
         }
-        n.get(0).sendMessage(new DataMessage(1, 0, 0, 16));
+        AtomicReference<Throwable> syncFailure = new AtomicReference<>();
+        Thread sync = new Thread(() -> {
+            try {
+                n.get(0).sendMessage(new DataMessage(1, 0, 0, 16));
+            } catch (Throwable e) {
+                syncFailure.set(e);
+            }
+        });
+        sync.start();
+        Thread.sleep(200); // the synchronous send waits now
+        release.countDown();
+        sync.join();
+        assertNull(syncFailure.get());
         assertTrue(marker.await(30, TimeUnit.SECONDS));
         assertNull(problem.get());
         for (CompletableFuture<BytesResponse> f : futures) {
