@@ -32,7 +32,16 @@ import java.util.logging.Logger;
  * source. With {@code orderPerSender = false} any handler thread takes any
  * message: one sender's messages may then be handled concurrently, in any
  * order. Responses never wait behind messages: they complete the request's
- * future as soon as they are received.
+ * future as soon as they are received. {@link #sendAsync} keeps the order
+ * without blocking: a request it cannot send at once is queued for its node
+ * ({@link DeferredSends}), later async sends to that node queue behind it,
+ * and a synchronous send to that node first waits (within its own deadline)
+ * until what was queued before it went out.
+ *
+ * <p><b>Deadlines.</b> A request's timeout is one deadline from the call for
+ * connecting, ring and window waits (at most {@code sendTimeoutMs} as well)
+ * and the answer; {@code sendMessage} and {@code reply} wait up to
+ * {@code sendTimeoutMs} ({@code handlerSendTimeoutMs} on a handler thread).
  */
 public final class DXNet implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(DXNet.class.getName());
