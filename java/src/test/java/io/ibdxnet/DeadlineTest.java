@@ -284,6 +284,24 @@ public class DeadlineTest {
         }
     }
 
+    /** The fast path: with the connection up and room, an async request is written in place at once, never queued. */
+    @Test
+    public void withTheConnectionUpAsyncRequestsAreWrittenInPlaceInline() throws Exception {
+        List<DXNet> n = start(2, c -> {});
+        n.get(1).register(BytesRequest.class, r -> n.get(1).reply(r, new BytesResponse(r, r.bytes)));
+        n.get(0).sendSync(new BytesRequest(1, bytesOf(-1)), 10_000); // connected
+        long copiedBefore = n.get(0).transportStats().get("messages_copied");
+        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>();
+        for (int i = 0; i < 1_000; i++) {
+            futures.add(n.get(0).sendAsync(new BytesRequest(1, bytesOf(i)), 10_000)); // 1 000 × 40 B: far below the window
+        }
+        for (CompletableFuture<BytesResponse> f : futures) {
+            f.get(10, TimeUnit.SECONDS);
+        }
+        assertEquals("async requests serialised for the queue", copiedBefore,
+                (long) n.get(0).transportStats().get("messages_copied"));
+    }
+
     @Test
     public void sendAsyncReportsFailuresThroughItsFutureAndThrowsOnlyForBadArguments() throws Exception {
         DXNet a = start(1, c -> {}).get(0);
