@@ -484,7 +484,8 @@ public final class DXNet implements AutoCloseable {
      * {@code possible_losses} (connections that failed with data unconfirmed),
      * {@code unfinished_bytes_claimed}, {@code messages_copied} (messages to
      * other nodes serialised into a buffer and copied into the send ring: no
-     * {@link Message#payloadSize}, or larger than one frame; the others are
+     * {@link Message#payloadSize}, or larger than one frame, or an async
+     * request queued because it could not go out at once; the others are
      * serialised in place), {@code in_place_aborted} (in-place serialisations
      * that failed, sent as frames the receiver skips), {@code messages_received_copied}
      * (received messages assembled from several frames or receive buffers
