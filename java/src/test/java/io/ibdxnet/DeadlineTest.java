@@ -178,21 +178,26 @@ public class DeadlineTest {
         });
         int count = 2_000; // 2 000 × 1 KiB: eight windows
         List<CompletableFuture<BytesResponse>> futures = new ArrayList<>();
-        long worstUs = 0;
+        long[] us = new long[count];
         long full = 0;
         for (int i = 0; i < count; i++) {
             long t0 = System.nanoTime();
             byte[] payload = new byte[1024];
             System.arraycopy(bytesOf(i), 0, payload, 0, 8);
             futures.add(a.sendAsync(new BytesRequest(1, payload), 60_000));
-            worstUs = Math.max(worstUs, TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - t0));
-            assertTrue("sendAsync " + i + " blocked for " + worstUs + " µs", worstUs < 50_000);
+            us[i] = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - t0);
+            // A send that waits for the window would take sendTimeoutMs (10 s); a loaded host may
+            // deschedule us for tens of ms, which is not the call blocking.
+            assertTrue("sendAsync " + i + " blocked for " + us[i] + " µs", us[i] < 1_000_000);
             full = Math.max(full, a.transportStats().get("unconfirmed_bytes"));
         }
-        System.out.println(transport + ": " + count + " sendAsync to a node whose handler is held: the slowest returned after "
-                + worstUs + " µs; unconfirmed bytes reached " + full);
+        long[] sorted = us.clone();
+        java.util.Arrays.sort(sorted);
+        System.out.println(transport + ": " + count + " sendAsync to a node whose handler is held: median "
+                + sorted[count / 2] + " µs, 99th percentile " + sorted[count * 99 / 100] + " µs, slowest " + sorted[count - 1]
+                + " µs; unconfirmed bytes reached " + full);
         assertTrue("the window never filled: " + full, full > (256 << 10) * 3 / 4);
-        assertTrue("a sendAsync blocked for " + worstUs + " µs", worstUs < 50_000);
+        assertTrue("median sendAsync took " + sorted[count / 2] + " µs", sorted[count / 2] < 1_000);
         release.countDown();
         for (int i = 0; i < count; i++) {
             assertEquals(i, longsOf(futures.get(i).get(30, TimeUnit.SECONDS).bytes)[0]);
