@@ -32,7 +32,16 @@ import java.util.logging.Logger;
  * source. With {@code orderPerSender = false} any handler thread takes any
  * message: one sender's messages may then be handled concurrently, in any
  * order. Responses never wait behind messages: they complete the request's
- * future as soon as they are received.
+ * future as soon as they are received. {@link #sendAsync} keeps the order
+ * without blocking: a request it cannot send at once is queued for its node
+ * ({@link DeferredSends}), later async sends to that node queue behind it,
+ * and a synchronous send to that node first waits (within its own deadline)
+ * until what was queued before it went out.
+ *
+ * <p><b>Deadlines.</b> A request's timeout is one deadline from the call for
+ * connecting, ring and window waits (at most {@code sendTimeoutMs} as well)
+ * and the answer; {@code sendMessage} and {@code reply} wait up to
+ * {@code sendTimeoutMs} ({@code handlerSendTimeoutMs} on a handler thread).
  */
 public final class DXNet implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(DXNet.class.getName());
@@ -45,6 +54,8 @@ public final class DXNet implements AutoCloseable {
     private final IncomingBufferQueue ibq;
     private final Transport transport;
     private final MessageSender sender;
+    /** Async sends that had to wait, sent in order by a small pool. */
+    private final DeferredSends deferred;
     private final HandlerDispatch handlers;
     private final IncomingPath incoming;
     private volatile LossListener lossListener;
@@ -92,6 +103,8 @@ public final class DXNet implements AutoCloseable {
             this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
                     this::answerWithError, this::failed);
             this.sender = new MessageSender(config, transport, incoming);
+            this.deferred = new DeferredSends(config.nodeId, this::sendDeferred, this::deferredEnded);
+            requests.onClose(deferred::shutdown);
         } catch (RuntimeException | Error e) {
             // A failed start leaves nothing behind: no thread, no port (a retry in this JVM must work).
             running = false;
@@ -199,7 +212,7 @@ public final class DXNet implements AutoCloseable {
 
     /** Sends {@code message} to its destination. */
     public void sendMessage(Message message) throws NetworkException {
-        send(message, 0, 0);
+        send(message, 0, 0, sender.sendDeadline());
     }
 
     /**
@@ -216,7 +229,7 @@ public final class DXNet implements AutoCloseable {
     public <R extends Response> boolean reply(Request<R> request, R response) {
         response.answer(request);
         try {
-            send(response, 0, 0);
+            send(response, 0, 0, sender.sendDeadline());
             return true;
         } catch (NetworkException e) {
             counters.repliesFailed.incrementAndGet();
@@ -234,14 +247,32 @@ public final class DXNet implements AutoCloseable {
 
     /**
      * Sends {@code request} and waits for its response, at most
-     * {@code timeoutMs}: then {@link RequestTimeoutException}. A handler that
+     * {@code timeoutMs} from the call: one deadline for connecting, waiting
+     * for ring and flow-control room (never longer than {@code sendTimeoutMs}
+     * either) and the answer. A send that cannot finish in time throws
+     * {@link NetworkException} (a connection not set up in time says so);
+     * no answer in time, {@link RequestTimeoutException}. A handler that
      * threw on the remote node ends the wait with {@link RemoteHandlerException}.
      */
     public <R extends Response> R sendSync(Request<R> request, int timeoutMs) throws NetworkException {
-        CompletableFuture<R> f = sendAsync(request, timeoutMs);
+        if (timeoutMs <= 0) {
+            throw new IllegalArgumentException("request timeout must be positive: " + timeoutMs);
+        }
+        long now = System.nanoTime();
+        PendingRequests.Pending p = requests.open(request.getDestination(), timeoutMs, ResponseTypes.expected(request));
+        request.requestId = p.requestId;
+        try {
+            send(request, Frame.REQUEST, p.requestId, sender.sendDeadline(now, p.deadline));
+        } catch (NetworkException | RuntimeException e) {
+            requests.cancel(p);
+            throw e;
+        }
+        CompletableFuture<Response> f = p.future;
         IdleYield.until(f::isDone); // a parked requester costs its response a wake-up
         try {
-            return f.get();
+            @SuppressWarnings("unchecked") // the receive path completes it only with an instance of p.expected, R's class
+            R r = (R) f.get();
+            return r;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new NetworkException("interrupted while waiting for a response", e);
@@ -257,30 +288,58 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Sends {@code request}; the future completes with the response, or
-     * exceptionally: {@link RequestTimeoutException} after
-     * {@code requestTimeoutMs}, {@link RemoteHandlerException}, or
-     * {@link NetworkException} when the connection fails (or the peer answered
-     * with another class than the request declared). A caller that stops
-     * waiting earlier leaves nothing behind: the entry goes at the timeout.
+     * {@link #sendAsync(Request, int)} with the configured
+     * {@code requestTimeoutMs} (default 10 s).
      */
     public <R extends Response> CompletableFuture<R> sendAsync(Request<R> request) throws NetworkException {
         return sendAsync(request, config.requestTimeoutMs);
     }
 
-    /** {@link #sendAsync(Request)} with its own timeout. */
+    /**
+     * Sends {@code request} without blocking: returns at once. The future
+     * completes with the response, or exceptionally: {@link RequestTimeoutException}
+     * when no answer came within {@code timeoutMs} of this call,
+     * {@link RemoteHandlerException}, or {@link NetworkException} (no
+     * connection in time, ring or window full until the deadline — never
+     * later than {@code sendTimeoutMs} — the connection failed, the node is
+     * closed, or the peer answered with another class than the request
+     * declared). A request that cannot be sent at once (no connection yet,
+     * ring or window full, or earlier deferred sends to the node ahead of it)
+     * is queued behind those and sent by a pool thread, in order (see
+     * {@link DeferredSends}). Every failure arrives through the future; only
+     * arguments wrong in themselves (a timeout of 0 or less, an invalid
+     * destination, a message beyond {@code maxMessageSize}) throw
+     * {@link IllegalArgumentException}. The {@code throws} clause stays for
+     * source compatibility: no {@link NetworkException} is thrown. A caller
+     * that stops waiting earlier leaves nothing behind: the entry goes at the
+     * timeout.
+     */
     @SuppressWarnings("unchecked")
     public <R extends Response> CompletableFuture<R> sendAsync(Request<R> request, int timeoutMs) throws NetworkException {
         if (timeoutMs <= 0) {
             throw new IllegalArgumentException("request timeout must be positive: " + timeoutMs);
         }
+        long now = System.nanoTime();
         PendingRequests.Pending p = requests.open(request.getDestination(), timeoutMs, ResponseTypes.expected(request));
         request.requestId = p.requestId;
         try {
-            send(request, Frame.REQUEST, p.requestId);
-        } catch (NetworkException | RuntimeException e) {
+            if (!running) {
+                throw new NetworkException("DXNet is closed");
+            }
+            DeferredMessage d = deferred.clear(request.getDestination())
+                    ? sender.trySend(request, Frame.REQUEST, p.requestId)
+                    : sender.serialise(request, Frame.REQUEST, p.requestId);
+            if (d != null) {
+                d.request = p;
+                d.sendBy = sender.sendDeadline(now, p.deadline);
+                deferred.defer(d);
+            }
+        } catch (IllegalArgumentException e) {
             requests.cancel(p);
             throw e;
+        } catch (NetworkException | RuntimeException e) {
+            requests.cancel(p);
+            p.future.completeExceptionally(e);
         }
         // Safe: the receive path completes it only with an instance of p.expected, R's class.
         return (CompletableFuture<R>) (CompletableFuture<?>) p.future;
@@ -291,17 +350,46 @@ public final class DXNet implements AutoCloseable {
         return requests.size();
     }
 
-    private void send(Message m, int kindFlags, int requestId) throws NetworkException {
+    /**
+     * A synchronous send: behind what was deferred to the node before it
+     * (order per thread), then inline; waits until {@code sendBy} at most.
+     */
+    private void send(Message m, int kindFlags, int requestId, long sendBy) throws NetworkException {
         if (!running) {
             throw new NetworkException("DXNet is closed");
         }
-        sender.send(m, kindFlags, requestId);
+        deferred.awaitAhead(m.getDestination(), sendBy);
+        sender.send(m, kindFlags, requestId, sendBy);
+    }
+
+    /** Pool thread: one deferred request, unless nobody waits for it any more. */
+    private void sendDeferred(DeferredMessage d) throws NetworkException {
+        if (d.sentInline == 0 && d.request != null && d.request.future.isDone()) {
+            return; // timed out (or failed) while queued: not sent at all
+        }
+        if (!running) {
+            throw new NetworkException("DXNet is closed");
+        }
+        if (d.sentInline == 0 && System.nanoTime() - d.sendBy > 0) {
+            throw new NetworkException("request to node " + d.dest + " not sent within its deadline (it waited behind "
+                    + "earlier sends to that node)");
+        }
+        sender.sendDeferred(d);
+    }
+
+    /** Pool thread: a deferred request that could not be sent fails through its future. */
+    private void deferredEnded(DeferredMessage d, Throwable failure) {
+        if (failure != null && d.request != null) {
+            requests.cancel(d.request);
+            d.request.future.completeExceptionally(failure instanceof NetworkException ? failure
+                    : new NetworkException("request to node " + d.dest + " not sent: " + failure, failure));
+        }
     }
 
     /** The requester learns that our handler failed (instead of waiting out its timeout). */
     private void answerWithError(Request<?> r, Throwable e) {
         try {
-            send(new ErrorResponse(r, e), 0, 0);
+            send(new ErrorResponse(r, e), 0, 0, sender.sendDeadline());
         } catch (NetworkException | RuntimeException x) {
             warnings.caused(Level.WARNING, "error reply not sent", r.getSource(), "node " + config.nodeId
                     + ": could not tell node " + r.getSource() + " that its request " + r.requestId + " failed", x);
@@ -396,7 +484,8 @@ public final class DXNet implements AutoCloseable {
      * {@code possible_losses} (connections that failed with data unconfirmed),
      * {@code unfinished_bytes_claimed}, {@code messages_copied} (messages to
      * other nodes serialised into a buffer and copied into the send ring: no
-     * {@link Message#payloadSize}, or larger than one frame; the others are
+     * {@link Message#payloadSize}, or larger than one frame, or an async
+     * request queued because it could not go out at once; the others are
      * serialised in place), {@code in_place_aborted} (in-place serialisations
      * that failed, sent as frames the receiver skips), {@code messages_received_copied}
      * (received messages assembled from several frames or receive buffers

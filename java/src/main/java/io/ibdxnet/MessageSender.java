@@ -78,11 +78,58 @@ final class MessageSender {
     }
 
     /**
+     * When a send must have its connection and ring space: {@code sendTimeoutMs}
+     * from now, or {@code handlerSendTimeoutMs} on a handler thread (a peer
+     * whose window stays full must not hold a handler for long), and never
+     * later than {@code callerDeadline} (a request's own deadline).
+     */
+    long sendDeadline(long now, long callerDeadline) {
+        int ms = SCRATCH.get().handlerThread ? Math.min(config.sendTimeoutMs, config.handlerSendTimeoutMs)
+                : config.sendTimeoutMs;
+        long bySend = now + TimeUnit.MILLISECONDS.toNanos(ms);
+        return callerDeadline - bySend < 0 ? callerDeadline : bySend;
+    }
+
+    /** {@link #sendDeadline(long, long)} bounded by the send timeouts alone. */
+    long sendDeadline() {
+        long now = System.nanoTime();
+        return sendDeadline(now, now + Long.MAX_VALUE / 2);
+    }
+
+    /**
      * Sends {@code m} as a message ({@code kindFlags} 0), a request
      * ({@link Frame#REQUEST} with its id) or, for a {@link Response}, as the
-     * answer to its request.
+     * answer to its request; waits for the connection, ring and window until
+     * {@code deadlineNanos}.
      */
     void send(Message m, int kindFlags, int requestId) throws NetworkException {
+        send(m, kindFlags, requestId, sendDeadline());
+    }
+
+    /** {@link #send(Message, int, int)} waiting until {@code deadlineNanos} at most. */
+    void send(Message m, int kindFlags, int requestId, long deadlineNanos) throws NetworkException {
+        attempt(m, kindFlags, requestId, deadlineNanos, WAIT);
+    }
+
+    /**
+     * Sends {@code m} like {@link #send} if that needs no waiting (connection
+     * up, room in ring and window) and returns null; else returns it
+     * serialised (minus frames already sent) for {@link #sendDeferred}.
+     */
+    DeferredMessage trySend(Message m, int kindFlags, int requestId) throws NetworkException {
+        return attempt(m, kindFlags, requestId, 0, TRY);
+    }
+
+    /** {@code m} serialised for {@link #sendDeferred} without trying to send it (something is deferred ahead of it). */
+    DeferredMessage serialise(Message m, int kindFlags, int requestId) throws NetworkException {
+        return attempt(m, kindFlags, requestId, 0, DEFER);
+    }
+
+    /** How {@link #attempt} sends: waiting, only if no wait is needed, or not at all (a message to the own node is always delivered). */
+    private static final int WAIT = 0, TRY = 1, DEFER = 2;
+
+    private DeferredMessage attempt(Message m, int kindFlags, int requestId, long deadline, int mode)
+            throws NetworkException {
         int dest = m.getDestination();
         if (!NodeId.isValid(dest)) {
             throw new IllegalArgumentException("message has no valid destination (" + dest + ")");
@@ -100,23 +147,49 @@ final class MessageSender {
         try {
             int size = dest == config.nodeId ? -1 : m.payloadSize();
             if (size >= 0 && size <= inPlaceMax) {
-                sendInPlace(m, dest, kindFlags, requestId, size, scratch);
-            } else {
-                sendFrames(m, dest, kindFlags, requestId, scratch);
+                RingRecord record = scratch.record;
+                if (mode == WAIT) {
+                    transport.reserve(dest, Frame.HEADER + size, deadline, record);
+                } else if (mode == DEFER || !transport.tryReserve(dest, Frame.HEADER + size, record)) {
+                    return serialised(m, dest, kindFlags, requestId, size, scratch);
+                }
+                writeInPlace(m, kindFlags, requestId, size, scratch);
+                return null;
             }
+            return sendFrames(m, dest, kindFlags, requestId, scratch, deadline, mode);
         } finally {
             scratch.release();
         }
     }
 
-    /**
-     * When a send must have its ring space: {@code sendTimeoutMs} from now, or
-     * {@code handlerSendTimeoutMs} on a handler thread (a peer whose window
-     * stays full must not hold a handler for long).
-     */
-    private long deadline(SendScratch scratch) {
-        int ms = scratch.handlerThread ? Math.min(config.sendTimeoutMs, config.handlerSendTimeoutMs) : config.sendTimeoutMs;
-        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+    /** A message of declared size that could not be written in place now, serialised for later. */
+    private DeferredMessage serialised(Message m, int dest, int kindFlags, int requestId, int size, SendScratch scratch) {
+        MessageExporter out = scratch.buffer();
+        out.reset();
+        m.exportPayload(out);
+        if (out.size() != size) {
+            throw new IllegalStateException("message " + m.getType() + "/" + m.getSubtype() + " ("
+                    + m.getClass().getName() + ") declared payloadSize() " + size + " but wrote " + out.size()
+                    + " bytes; it was not sent");
+        }
+        copied.increment();
+        return new DeferredMessage(dest, m.getType(), m.getSubtype(), kindFlags, requestId,
+                nextMessageId.getAndIncrement(), Arrays.copyOf(out.array(), size), 0);
+    }
+
+    /** Sends what {@link #trySend} deferred (the frames not yet sent), waiting until its {@code sendBy}. */
+    void sendDeferred(DeferredMessage d) throws NetworkException {
+        byte[] header = new byte[Frame.HEADER];
+        int total = d.payload.length;
+        int chunk = transport.maxFrameSize() - Frame.HEADER;
+        int at = d.sentInline;
+        do {
+            int n = Math.min(chunk, total - at);
+            int flags = d.kindFlags | (at == 0 ? Frame.FIRST : 0) | (at + n == total ? Frame.LAST : 0);
+            Frame.writeHeader(header, Frame.HEADER + n, d.messageId, d.type, d.subtype, flags, d.requestId, total);
+            transport.send(d.dest, header, d.payload, at, n, d.sendBy);
+            at += n;
+        } while (at < total);
     }
 
     /**
@@ -125,11 +198,9 @@ final class MessageSender {
      * wrote another size than it declared, or its export threw, as a frame
      * the receiver skips, and the send fails.
      */
-    private void sendInPlace(Message m, int dest, int kindFlags, int requestId, int size, SendScratch scratch)
-            throws NetworkException {
+    private void writeInPlace(Message m, int kindFlags, int requestId, int size, SendScratch scratch) {
         int messageId = 0; // one frame: nothing to reassemble, so no id (and no shared counter per message)
         RingRecord record = scratch.record;
-        transport.reserve(dest, Frame.HEADER + size, deadline(scratch), record);
         RingExporter out = scratch.ring;
         out.wrap(record, Frame.HEADER, size);
         boolean written = false;
@@ -153,7 +224,8 @@ final class MessageSender {
         }
     }
 
-    private void sendFrames(Message m, int dest, int kindFlags, int requestId, SendScratch scratch) throws NetworkException {
+    private DeferredMessage sendFrames(Message m, int dest, int kindFlags, int requestId, SendScratch scratch,
+            long deadline, int mode) throws NetworkException {
         MessageExporter out = scratch.buffer();
         out.reset();
         m.exportPayload(out);
@@ -165,20 +237,26 @@ final class MessageSender {
         if (dest == config.nodeId) {
             byte[] copy = Arrays.copyOf(out.array(), total);
             local.deliver(config.nodeId, m.getType(), m.getSubtype(), kindFlags | Frame.FIRST | Frame.LAST, requestId, copy);
-            return;
+            return null;
         }
         copied.increment();
         int messageId = nextMessageId.getAndIncrement();
         int chunk = transport.maxFrameSize() - Frame.HEADER;
-        long deadline = deadline(scratch);
         byte[] header = scratch.header;
         int at = 0;
         do {
             int n = Math.min(chunk, total - at);
             int flags = kindFlags | (at == 0 ? Frame.FIRST : 0) | (at + n == total ? Frame.LAST : 0);
             Frame.writeHeader(header, Frame.HEADER + n, messageId, m.getType(), m.getSubtype(), flags, requestId, total);
-            transport.send(dest, header, out.array(), at, n, deadline);
+            if (mode == WAIT) {
+                transport.send(dest, header, out.array(), at, n, deadline);
+            } else if (mode == DEFER || !transport.trySend(dest, header, out.array(), at, n)) {
+                // The rest goes later, in order; its frames carry the same message id.
+                return new DeferredMessage(dest, m.getType(), m.getSubtype(), kindFlags, requestId, messageId,
+                        Arrays.copyOf(out.array(), total), at);
+            }
             at += n;
         } while (at < total);
+        return null;
     }
 }

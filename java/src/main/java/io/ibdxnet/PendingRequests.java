@@ -44,6 +44,7 @@ final class PendingRequests {
     /** A sweep is scheduled (or running). */
     private final java.util.concurrent.atomic.AtomicBoolean sweeping = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile boolean started;
+    private final java.util.List<Runnable> closeHooks = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     PendingRequests(int nodeId, CoreCounters counters, RateLimitedLog warnings) {
         this.nodeId = nodeId;
@@ -135,9 +136,17 @@ final class PendingRequests {
         return pending.size();
     }
 
+    /** Runs {@code r} when {@link #close} runs (what sends requests stops with them). */
+    void onClose(Runnable r) {
+        closeHooks.add(r);
+    }
+
     /** Stops the sweep and fails what is left. */
     void close() {
         timeouts.shutdownNow();
+        for (Runnable r : closeHooks) {
+            r.run();
+        }
         for (Pending p : pending.values()) {
             p.future.completeExceptionally(new NetworkException("DXNet closed"));
         }

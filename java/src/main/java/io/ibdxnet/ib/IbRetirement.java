@@ -121,7 +121,8 @@ final class IbRetirement {
     /** Resender thread: {@code stranded} (whole records of {@code old}) first on a new connection. */
     private void resend(Connection old, byte[] stranded) {
         int node = old.node;
-        synchronized (t.connectLocks.of(node)) {
+        t.connectLocks.lock(node);
+        try {
             Connection n = null;
             try {
                 n = t.open(node);
@@ -155,6 +156,8 @@ final class IbRetirement {
                 t.listener.onPossibleLoss(node, stranded.length, "stranded by an orderly close, not resent: " + e.getMessage());
                 t.listener.onDisconnected(node);
             }
+        } finally {
+            t.connectLocks.unlock(node);
         }
     }
 }

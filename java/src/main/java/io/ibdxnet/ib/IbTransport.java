@@ -13,6 +13,7 @@ import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
 import io.ibdxnet.transport.WriteInterestManager;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
@@ -152,29 +153,63 @@ public final class IbTransport implements Transport, EngineCallbacks {
         return m;
     }
 
-    private Connection connection(int node) throws NetworkException {
+    /**
+     * The node's connection, connecting first if needed — within the caller's
+     * deadline: the lock and the native connect get only the time left.
+     */
+    private Connection connection(int node, long deadlineNanos) throws NetworkException {
         Connection c = connections.get(node);
         if (c != null) {
             return c;
         }
-        synchronized (connectLocks.of(node)) {
+        try {
+            if (!connectLocks.lock(node, deadlineNanos)) {
+                throw new NetworkException("no connection to node " + node + " within the caller's deadline "
+                        + "(another sender is setting it up)");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NetworkException("interrupted while connecting to node " + node, e);
+        }
+        try {
             c = connections.get(node);
             if (c == null) {
-                c = open(node);
+                c = open(node, deadlineNanos);
                 connections.set(node, c);
                 retirement.retireIfClosed(c); // its close event may have come before it was ours to retire
             }
             return c;
+        } finally {
+            connectLocks.unlock(node);
         }
     }
 
-    /** Connects (under the node's connect lock) and wraps the native ring. */
+    /** Connects (under the node's connect lock) within {@code connectTimeoutMs} and wraps the native ring. */
     Connection open(int node) throws NetworkException {
+        return open(node, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(connectTimeoutMs));
+    }
+
+    /**
+     * Connects (under the node's connect lock) and wraps the native ring;
+     * the native connect waits at most until {@code deadlineNanos} (at least
+     * 1 ms, never more than {@code connectTimeoutMs}). The engine's job thread
+     * goes on setting the connection up after a caller gave up: the next
+     * caller finds it established.
+     */
+    Connection open(int node, long deadlineNanos) throws NetworkException {
+        long leftMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
+        int timeoutMs = (int) Math.max(1, Math.min(connectTimeoutMs, leftMs));
         try {
-            NativeEngine.RingHandle ring = engine.connect(node, connectTimeoutMs);
+            NativeEngine.RingHandle ring = engine.connect(node, timeoutMs);
             return new Connection(node, new OutgoingRingBuffer(ring.ringAddress, engine.ringSize()), ring.connectionId,
                     new FlowWindow(window, confirmations.unit()));
         } catch (IbException e) {
+            // Cut short for the caller and used up (the engine counts in whole milliseconds).
+            if (timeoutMs < connectTimeoutMs && System.nanoTime() - deadlineNanos > -TimeUnit.MILLISECONDS.toNanos(2)) {
+                throw new NetworkException("no connection to node " + node + " within the caller's deadline ("
+                        + timeoutMs + " ms left of it; the engine goes on connecting in the background): "
+                        + e.getMessage(), e);
+            }
             throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
         } catch (EngineClosedException e) {
             throw new NetworkException("no connection to node " + node + ": the transport is closed", e); // closed meanwhile
@@ -185,7 +220,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     public void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException {
         RingConnection.checkFrame(header, length, maxFrame);
         while (true) {
-            Connection c = connection(node);
+            Connection c = connection(node, deadlineNanos);
             if (c.write(header, payload, offset, length, deadlineNanos, !closing)) {
                 return; // the connection told the send thread (published)
             }
@@ -197,12 +232,26 @@ public final class IbTransport implements Transport, EngineCallbacks {
     public void reserve(int node, int length, long deadlineNanos, RingRecord record) throws NetworkException {
         RingConnection.checkFrame(length, maxFrame);
         while (true) {
-            Connection c = connection(node);
+            Connection c = connection(node, deadlineNanos);
             if (c.reserve(length, deadlineNanos, !closing, record)) {
                 return;
             }
             awaitSuccessor(node, c, deadlineNanos);
         }
+    }
+
+    @Override
+    public boolean tryReserve(int node, int length, RingRecord record) {
+        RingConnection.checkFrame(length, maxFrame);
+        Connection c = connections.get(node);
+        return c != null && !closing && c.tryReserve(length, record);
+    }
+
+    @Override
+    public boolean trySend(int node, byte[] header, byte[] payload, int offset, int length) {
+        RingConnection.checkFrame(header, length, maxFrame);
+        Connection c = connections.get(node);
+        return c != null && !closing && c.tryWrite(header, payload, offset, length); // published() tells the send thread
     }
 
     @Override

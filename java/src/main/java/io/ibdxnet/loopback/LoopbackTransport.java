@@ -152,6 +152,24 @@ public final class LoopbackTransport implements Transport {
     }
 
     @Override
+    public boolean tryReserve(int node, int length, RingRecord record) {
+        RingConnection.checkFrame(length, maxFrameSize());
+        Connection c = connections.get(node);
+        return c != null && c.tryReserve(length, record);
+    }
+
+    @Override
+    public boolean trySend(int node, byte[] header, byte[] payload, int offset, int length) {
+        RingConnection.checkFrame(header, length, maxFrameSize());
+        Connection c = connections.get(node);
+        if (c == null || !c.tryWrite(header, payload, offset, length)) {
+            return false;
+        }
+        dataReady(c);
+        return true;
+    }
+
+    @Override
     public void publish(RingRecord record) {
         RingConnection c = record.connection();
         c.publish(record);

@@ -170,6 +170,30 @@ public final class NioTransport implements Transport {
     }
 
     @Override
+    public boolean tryReserve(int node, int length, RingRecord record) {
+        RingConnection.checkFrame(length, maxFrame);
+        NioChannel c = conns.outgoing.get(node);
+        if (c == null || c.state() != NioChannel.State.OPEN || !c.tryReserve(length, record)) {
+            return false;
+        }
+        used(c);
+        return true;
+    }
+
+    @Override
+    public boolean trySend(int node, byte[] header, byte[] payload, int offset, int length) {
+        RingConnection.checkFrame(header, length, maxFrame);
+        NioChannel c = conns.outgoing.get(node);
+        if (c == null || c.state() != NioChannel.State.OPEN || !c.tryWrite(header, payload, offset, length)) {
+            return false;
+        }
+        used(c);
+        reactor.wim.pushData(node);
+        reactor.wake();
+        return true;
+    }
+
+    @Override
     public void publish(RingRecord record) {
         RingConnection c = record.connection();
         c.publish(record);
@@ -196,13 +220,16 @@ public final class NioTransport implements Transport {
             if (address == null) {
                 throw new NetworkException("node " + node + " is not in the node table");
             }
-            synchronized (connectLocks.of(node)) {
+            lockUntil(node, deadlineNanos);
+            try {
                 c = conns.outgoing.get(node);
                 if (c == null) {
                     c = newChannel(node);
                     conns.outgoing.set(node, c);
                     reactor.connect(c);
                 }
+            } finally {
+                connectLocks.unlock(node);
             }
         }
         if (c.state() != NioChannel.State.OPEN) {
@@ -212,13 +239,28 @@ public final class NioTransport implements Transport {
                 // The cause is the NioException the connection ended with: its text names the reason.
                 throw new NetworkException("no connection to node " + node + ": " + e.getCause().getMessage(), e.getCause());
             } catch (TimeoutException e) {
-                throw new NetworkException("no connection to node " + node + " in time");
+                // Ours ends here; the attempt itself goes on (up to connectTimeoutMs) for the next caller.
+                throw new NetworkException("no connection to node " + node + " within the caller's deadline (still "
+                        + "connecting in the background, up to connectTimeoutMs = " + settings.connectTimeoutMs + " ms)");
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new NetworkException("interrupted while connecting to node " + node, e);
             }
         }
         return c;
+    }
+
+    /** The connect lock of {@code node}, or a failure once the caller's deadline passed first. */
+    private void lockUntil(int node, long deadlineNanos) throws NetworkException {
+        try {
+            if (!connectLocks.lock(node, deadlineNanos)) {
+                throw new NetworkException("no connection to node " + node + " within the caller's deadline "
+                        + "(another sender is setting it up)");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NetworkException("interrupted while connecting to node " + node, e);
+        }
     }
 
     private NioChannel newChannel(int node) throws NetworkException {

@@ -72,6 +72,25 @@ public final class FlowWindow {
         }
     }
 
+    /** {@link #acquire} without waiting: false (nothing taken) if {@code bytes} do not fit now. */
+    public boolean tryAcquire(int bytes) {
+        if (!fits(bytes)) {
+            return false;
+        }
+        long u = unconfirmed.getAndAdd(bytes);
+        if (u + bytes <= window || u <= 0) {
+            return true;
+        }
+        release(bytes);
+        return false;
+    }
+
+    /** Gives back {@code bytes} taken by {@link #acquire} that were not sent after all. */
+    public void release(int bytes) {
+        unconfirmed.addAndGet(-bytes);
+        waiters.signal();
+    }
+
     private boolean fits(int bytes) {
         long seen = unconfirmed.get();
         return seen + bytes <= window || seen <= 0;

@@ -108,6 +108,32 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         }
     }
 
+    /** What {@link #tryReserve} returns when the record would have to wait for room. */
+    public static final long FULL = -2;
+
+    /**
+     * {@link #reserve} without waiting: the start position, {@link #CLOSED},
+     * or {@link #FULL} when the ring has no room for the record right now.
+     */
+    public long tryReserve(int length) {
+        int size = aligned(length);
+        if (length < ALIGN || size > capacity) {
+            throw new IllegalArgumentException("cannot reserve " + length + " bytes in a ring of " + capacity);
+        }
+        while (true) {
+            if (closed) {
+                return CLOSED;
+            }
+            long r = reserved;
+            if (r + size - front > capacity) {
+                return FULL;
+            }
+            if (RESERVED.compareAndSet(this, r, r + size)) {
+                return r;
+            }
+        }
+    }
+
     /** Copies {@code length} bytes of {@code src} from {@code offset} to ring position {@code position}. */
     public void write(long position, byte[] src, int offset, int length) {
         long index = position & mask;

@@ -90,6 +90,54 @@ public class RingConnection {
         return true;
     }
 
+    /**
+     * {@link #reserve} without waiting: false, with nothing reserved, when
+     * the window or the ring has no room right now or the connection is
+     * closed (the caller then takes the waiting path, which says why).
+     */
+    public final boolean tryReserve(int length, RingRecord record) {
+        long pos = tryClaim(length);
+        if (pos < 0) {
+            return false;
+        }
+        record.reserved(this, pos, length);
+        return true;
+    }
+
+    /** {@link #write} without waiting: false, with nothing written, where {@link #tryReserve} is false. */
+    public final boolean tryWrite(byte[] header, byte[] payload, int offset, int length) {
+        int total = header.length + length;
+        long pos = tryClaim(total);
+        if (pos < 0) {
+            return false;
+        }
+        try {
+            orb.write(pos + 4, header, 4, header.length - 4);
+            orb.write(pos + header.length, payload, offset, length);
+            orb.publish(pos, total);
+            published();
+        } finally {
+            writers.decrementAndGet();
+        }
+        return true;
+    }
+
+    /** {@link #claim} without waiting: the position, or -1 with nothing taken. */
+    private long tryClaim(int length) {
+        int bytes = OutgoingRingBuffer.aligned(length);
+        if (orderly || !flow.tryAcquire(bytes)) {
+            return -1;
+        }
+        writers.incrementAndGet();
+        long pos = orb.tryReserve(length);
+        if (pos < 0) {
+            writers.decrementAndGet();
+            flow.release(bytes);
+            return -1;
+        }
+        return pos;
+    }
+
     /** Publishes {@code record} (reserved on this connection) and lets the ring go. */
     public final void publish(RingRecord record) {
         try {
@@ -117,7 +165,8 @@ public class RingConnection {
         try {
             // What the record occupies on the wire (aligned), as the receiver counts it:
             // its final confirmation on shutdown is then exact to the byte.
-            flow.acquire(OutgoingRingBuffer.aligned(length), deadlineNanos, node, orb::isClosed);
+            int bytes = OutgoingRingBuffer.aligned(length);
+            flow.acquire(bytes, deadlineNanos, node, orb::isClosed);
             writers.incrementAndGet();
             boolean claimed = false;
             try {
@@ -129,6 +178,7 @@ public class RingConnection {
             } finally {
                 if (!claimed) {
                     writers.decrementAndGet();
+                    flow.release(bytes); // nothing went out: the window must not keep it
                 }
             }
             throw new NetworkException("connection to node " + node + " closed");

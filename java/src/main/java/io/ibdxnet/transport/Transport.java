@@ -21,8 +21,10 @@ public interface Transport extends AutoCloseable {
 
     /**
      * Sends {@code header} followed by {@code payload[offset, offset + length)} as
-     * one frame, waiting while the connection's ring or flow-control window is
-     * full, until {@code deadlineNanos} ({@link System#nanoTime}).
+     * one frame, waiting while the connection is being set up and while its
+     * ring or flow-control window is full, until {@code deadlineNanos}
+     * ({@link System#nanoTime}): one deadline for all of it. A connection set-up
+     * that outlasts it fails the call with a {@link NetworkException} saying so.
      */
     void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException;
 
@@ -36,6 +38,22 @@ public interface Transport extends AutoCloseable {
      * {@code reserve} and {@code send} calls. On failure nothing is reserved.
      */
     void reserve(int node, int length, long deadlineNanos, RingRecord record) throws NetworkException;
+
+    /**
+     * {@link #reserve} without waiting and without connecting: false, with
+     * nothing reserved, when that would mean waiting — no open connection to
+     * {@code node} yet, its window or ring full, or its connection closing.
+     * The caller then takes the waiting path ({@link #reserve}), which
+     * connects and says what failed. The default always says false.
+     */
+    default boolean tryReserve(int node, int length, RingRecord record) {
+        return false;
+    }
+
+    /** {@link #send} without waiting and without connecting: false (nothing sent) where {@link #tryReserve} is false. */
+    default boolean trySend(int node, byte[] header, byte[] payload, int offset, int length) {
+        return false;
+    }
 
     /** Hands the frame written into {@code record} (see {@link #reserve}) to the connection; never blocks. */
     void publish(RingRecord record);

@@ -1,0 +1,34 @@
+package io.ibdxnet;
+
+/**
+ * An async send that could not go out without waiting: the message
+ * serialised into its own array, the frames of it already sent, and the
+ * request it belongs to. Sent later, in order, by {@link DeferredSends}.
+ */
+final class DeferredMessage {
+    final int dest;
+    final byte type;
+    final byte subtype;
+    final int kindFlags;
+    final int requestId;
+    final int messageId;
+    final byte[] payload;
+    /** Payload bytes already sent inline (frames of a larger message), 0 if none. */
+    final int sentInline;
+    /** When the send must have gone out ({@link System#nanoTime}). */
+    long sendBy;
+    /** The request whose future learns of a failure (set by the caller). */
+    PendingRequests.Pending request;
+
+    DeferredMessage(int dest, byte type, byte subtype, int kindFlags, int requestId, int messageId, byte[] payload,
+            int sentInline) {
+        this.dest = dest;
+        this.type = type;
+        this.subtype = subtype;
+        this.kindFlags = kindFlags;
+        this.requestId = requestId;
+        this.messageId = messageId;
+        this.payload = payload;
+        this.sentInline = sentInline;
+    }
+}

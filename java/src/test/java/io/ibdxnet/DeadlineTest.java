@@ -1,0 +1,331 @@
+package io.ibdxnet;
+
+import static io.ibdxnet.TestSupport.bytesOf;
+import static io.ibdxnet.TestSupport.longsOf;
+import static io.ibdxnet.TestSupport.waitFor;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import io.ibdxnet.DXNetTest.DataMessage;
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import org.junit.After;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.Timeout;
+import org.junit.runner.RunWith;
+import org.junit.runners.Parameterized;
+
+/**
+ * One deadline per call (connecting, ring and window waits, the answer), and
+ * async calls that never block: over every transport where the scenario
+ * applies. An unreachable node: on {@code nio} a port that accepts TCP but
+ * never answers the hello, on {@code ib} a UDP port where nobody answers the
+ * connection manager, on {@code loopback} a port without a node (fails at once).
+ */
+@RunWith(Parameterized.class)
+public class DeadlineTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(3);
+
+    @Parameterized.Parameters(name = "{0}")
+    public static Object[] transports() {
+        return new Object[] {"ib", "nio", "loopback"};
+    }
+
+    @Parameterized.Parameter
+    public String transport;
+
+    private static final int UNREACHABLE = 7;
+    private final List<DXNet> nodes = new ArrayList<>();
+    private final List<AutoCloseable> silent = new ArrayList<>();
+
+    @After
+    public void closeAll() throws Exception {
+        for (DXNet n : nodes) {
+            n.close();
+        }
+        for (AutoCloseable s : silent) {
+            s.close();
+        }
+    }
+
+    private List<DXNet> start(int count, Consumer<DXNetConfig> tune) throws Exception {
+        List<DXNet> out = TestSupport.mesh(transport, count, c -> {
+            c.connectTimeoutMs = 10_000;
+            c.sendTimeoutMs = 10_000;
+            tune.accept(c);
+        }, nodes);
+        for (DXNet n : out) {
+            n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
+            n.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DataMessage.class);
+        }
+        return out;
+    }
+
+    /** Adds node {@link #UNREACHABLE} to {@code n}'s table at an address where nobody answers. */
+    private void addUnreachable(DXNet n) throws Exception {
+        int port;
+        if (transport.equals("nio")) {
+            ServerSocket s = new ServerSocket(0, 50, InetAddress.getByName("127.0.0.1")); // never accepts: no hello back
+            silent.add(s);
+            port = s.getLocalPort();
+        } else if (transport.equals("ib")) {
+            DatagramSocket s = new DatagramSocket(0, InetAddress.getByName("127.0.0.1")); // never answers
+            silent.add(s);
+            port = s.getLocalPort();
+        } else {
+            try (ServerSocket probe = new ServerSocket(0)) {
+                port = probe.getLocalPort(); // no loopback node there
+            }
+        }
+        n.addNode(UNREACHABLE, "127.0.0.1:" + port);
+    }
+
+    @Test
+    public void sendSyncToAnUnreachableNodeFailsWithinItsTimeoutNotTheConnectTimeout() throws Exception {
+        DXNet a = start(1, c -> {}).get(0);
+        addUnreachable(a);
+        long t0 = System.nanoTime();
+        try {
+            a.sendSync(new BytesRequest(UNREACHABLE, new byte[8]), 2_000);
+            fail("a request to an unreachable node was answered");
+        } catch (NetworkException expected) {
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            System.out.println(transport + ": sendSync(req, 2000) to an unreachable node failed after " + ms + " ms: "
+                    + expected.getMessage());
+            assertTrue("took " + ms + " ms: " + expected.getMessage(), ms < 3_000);
+            if (!transport.equals("loopback")) {
+                assertTrue(expected.getMessage(), expected.getMessage().contains("caller's deadline"));
+            }
+        }
+        assertEquals(0, a.pendingRequests());
+    }
+
+    /** A caller with less time does not wait out another caller's longer connect (the connect lock is timed too). */
+    @Test
+    public void aCallerDoesNotWaitOutAnotherCallersLongerConnect() throws Exception {
+        DXNet a = start(1, c -> {}).get(0);
+        addUnreachable(a);
+        Thread patient = new Thread(() -> {
+            try {
+                a.sendSync(new BytesRequest(UNREACHABLE, new byte[8]), 5_000);
+            } catch (NetworkException expected) {
+                // unreachable
+            }
+        });
+        patient.start();
+        Thread.sleep(200); // it holds the connect lock now (on ib; on nio only briefly)
+        long t0 = System.nanoTime();
+        try {
+            a.sendSync(new BytesRequest(UNREACHABLE, new byte[8]), 2_000);
+            fail("a request to an unreachable node was answered");
+        } catch (NetworkException expected) {
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            System.out.println(transport + ": behind a connect of 5 s, sendSync(req, 2000) failed after " + ms + " ms: "
+                    + expected.getMessage());
+            assertTrue("took " + ms + " ms: " + expected.getMessage(), ms < 3_000);
+        }
+        patient.join();
+    }
+
+    @Test
+    public void sendAsyncToAnUnreachableNodeReturnsAtOnceAndItsFutureFailsWithinTheTimeout() throws Exception {
+        DXNet a = start(1, c -> {}).get(0);
+        addUnreachable(a);
+        long t0 = System.nanoTime();
+        CompletableFuture<BytesResponse> f = a.sendAsync(new BytesRequest(UNREACHABLE, new byte[8]), 2_000);
+        long returnedUs = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - t0);
+        try {
+            f.get(3_000, TimeUnit.MILLISECONDS);
+            fail("a request to an unreachable node was answered");
+        } catch (ExecutionException expected) {
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            System.out.println(transport + ": sendAsync returned after " + returnedUs + " µs, its future failed after " + ms
+                    + " ms: " + expected.getCause());
+            assertTrue(String.valueOf(expected.getCause()), expected.getCause() instanceof NetworkException);
+        }
+        assertTrue("sendAsync blocked for " + returnedUs + " µs", returnedUs < 50_000);
+        waitFor("the pending request is gone", 1_000, () -> a.pendingRequests() == 0);
+    }
+
+    @Test
+    public void sendAsyncToANodeWhoseWindowIsFullReturnsAtOnce() throws Exception {
+        List<DXNet> n = start(2, c -> {
+            c.handlerThreads = 1;
+            c.handlerQueueSize = 4; // a held handler stops the parsing: the window fills
+            c.flowControlWindow = 256 << 10;
+        });
+        DXNet a = n.get(0);
+        CountDownLatch release = new CountDownLatch(1);
+        n.get(1).register(BytesRequest.class, r -> {
+            release.await();
+            n.get(1).reply(r, new BytesResponse(r, r.bytes));
+        });
+        int count = 2_000; // 2 000 × 1 KiB: eight windows
+        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>();
+        long[] us = new long[count];
+        long full = 0;
+        for (int i = 0; i < count; i++) {
+            long t0 = System.nanoTime();
+            byte[] payload = new byte[1024];
+            System.arraycopy(bytesOf(i), 0, payload, 0, 8);
+            futures.add(a.sendAsync(new BytesRequest(1, payload), 60_000));
+            us[i] = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - t0);
+            // A send that waits for the window would take sendTimeoutMs (10 s); a loaded host may
+            // deschedule us for tens of ms, which is not the call blocking.
+            assertTrue("sendAsync " + i + " blocked for " + us[i] + " µs", us[i] < 1_000_000);
+            full = Math.max(full, a.transportStats().get("unconfirmed_bytes"));
+        }
+        long[] sorted = us.clone();
+        java.util.Arrays.sort(sorted);
+        System.out.println(transport + ": " + count + " sendAsync to a node whose handler is held: median "
+                + sorted[count / 2] + " µs, 99th percentile " + sorted[count * 99 / 100] + " µs, slowest " + sorted[count - 1]
+                + " µs; unconfirmed bytes reached " + full);
+        assertTrue("the window never filled: " + full, full > (256 << 10) * 3 / 4);
+        assertTrue("median sendAsync took " + sorted[count / 2] + " µs", sorted[count / 2] < 1_000);
+        release.countDown();
+        for (int i = 0; i < count; i++) {
+            assertEquals(i, longsOf(futures.get(i).get(30, TimeUnit.SECONDS).bytes)[0]);
+        }
+    }
+
+    @Test
+    public void tenThousandAsyncRequestsSentWhileConnectingArriveInOrder() throws Exception {
+        List<DXNet> n = start(2, c -> {});
+        AtomicInteger next = new AtomicInteger();
+        AtomicReference<String> problem = new AtomicReference<>();
+        n.get(1).register(BytesRequest.class, r -> {
+            long seq = longsOf(r.bytes)[0];
+            if (seq != next.getAndIncrement()) {
+                problem.compareAndSet(null, "request " + seq + " arrived when " + (next.get() - 1) + " was due");
+            }
+            n.get(1).reply(r, new BytesResponse(r, r.bytes));
+        });
+        // At least 10 000, and 1 000 more after the first answer: the stream spans the
+        // connect (deferred) and what follows it (inline once the lane is clear).
+        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>();
+        int answeredAt = -1;
+        for (int i = 0; i < 10_000 || answeredAt < 0 || i < answeredAt + 1_000; i++) {
+            futures.add(n.get(0).sendAsync(new BytesRequest(1, bytesOf(i)), 60_000));
+            if (answeredAt < 0 && futures.get(0).isDone()) {
+                answeredAt = i;
+            }
+            assertTrue("no answer after 10^6 requests", i < 1_000_000);
+        }
+        int count = futures.size();
+        System.out.println(transport + ": " + count + " async requests, the first answered when " + answeredAt + " were sent");
+        for (CompletableFuture<BytesResponse> f : futures) {
+            f.get(60, TimeUnit.SECONDS);
+        }
+        assertNull(problem.get());
+        assertEquals(count, next.get());
+    }
+
+    /**
+     * A synchronous send after async ones that were deferred (the receiver's
+     * handler is held, so its window is full) waits behind them: it arrives
+     * after every one of them.
+     */
+    @Test
+    public void aSyncSendAfterDeferredAsyncOnesArrivesAfterThem() throws Exception {
+        List<DXNet> n = start(2, c -> {
+            c.handlerThreads = 1;
+            c.handlerQueueSize = 4;
+            c.flowControlWindow = 256 << 10;
+        });
+        int count = 2_000;
+        AtomicInteger requests = new AtomicInteger();
+        AtomicReference<String> problem = new AtomicReference<>();
+        CountDownLatch marker = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        n.get(1).register(BytesRequest.class, r -> {
+            release.await();
+            requests.incrementAndGet();
+            n.get(1).reply(r, new BytesResponse(r, r.bytes));
+        });
+        n.get(1).register(DataMessage.class, d -> {
+            if (requests.get() != count) {
+                problem.compareAndSet(null, "the synchronous message arrived after " + requests.get() + " of " + count
+                        + " requests sent before it");
+            }
+            marker.countDown();
+        });
+        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            futures.add(n.get(0).sendAsync(new BytesRequest(1, new byte[1024]), 60_000)); // most of them deferred
+        }
+        AtomicReference<Throwable> syncFailure = new AtomicReference<>();
+        Thread sync = new Thread(() -> {
+            try {
+                n.get(0).sendMessage(new DataMessage(1, 0, 0, 16));
+            } catch (Throwable e) {
+                syncFailure.set(e);
+            }
+        });
+        sync.start();
+        Thread.sleep(200); // the synchronous send waits now
+        release.countDown();
+        sync.join();
+        assertNull(syncFailure.get());
+        assertTrue(marker.await(30, TimeUnit.SECONDS));
+        assertNull(problem.get());
+        for (CompletableFuture<BytesResponse> f : futures) {
+            f.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The fast path: with the connection up and room, an async request is written in place at once, never queued. */
+    @Test
+    public void withTheConnectionUpAsyncRequestsAreWrittenInPlaceInline() throws Exception {
+        List<DXNet> n = start(2, c -> {});
+        n.get(1).register(BytesRequest.class, r -> n.get(1).reply(r, new BytesResponse(r, r.bytes)));
+        n.get(0).sendSync(new BytesRequest(1, bytesOf(-1)), 10_000); // connected
+        long copiedBefore = n.get(0).transportStats().get("messages_copied");
+        List<CompletableFuture<BytesResponse>> futures = new ArrayList<>();
+        for (int i = 0; i < 1_000; i++) {
+            futures.add(n.get(0).sendAsync(new BytesRequest(1, bytesOf(i)), 10_000)); // 1 000 × 40 B: far below the window
+        }
+        for (CompletableFuture<BytesResponse> f : futures) {
+            f.get(10, TimeUnit.SECONDS);
+        }
+        assertEquals("async requests serialised for the queue", copiedBefore,
+                (long) n.get(0).transportStats().get("messages_copied"));
+    }
+
+    @Test
+    public void sendAsyncReportsFailuresThroughItsFutureAndThrowsOnlyForBadArguments() throws Exception {
+        DXNet a = start(1, c -> {}).get(0);
+        CompletableFuture<BytesResponse> notInTable = a.sendAsync(new BytesRequest(UNREACHABLE + 1, new byte[8]), 1_000);
+        try {
+            notInTable.get(2, TimeUnit.SECONDS);
+            fail("a request to a node not in the table was answered");
+        } catch (ExecutionException expected) {
+            assertTrue(String.valueOf(expected.getCause()), expected.getCause() instanceof NetworkException);
+        }
+        try {
+            a.sendAsync(new BytesRequest(1, new byte[8]), 0);
+            fail("a timeout of 0 was accepted");
+        } catch (IllegalArgumentException expected) {
+            // wrong in itself
+        }
+        a.close();
+        CompletableFuture<BytesResponse> closed = a.sendAsync(new BytesRequest(1, new byte[8]), 1_000);
+        assertTrue(closed.isCompletedExceptionally());
+        assertEquals(0, a.pendingRequests());
+    }
+}
