@@ -6,13 +6,14 @@
 # both JVMs on the same device. Meant for the Soft-RoCE VM:
 #
 #   gradle upstreamClasspathFile cargoBuild
-#   tools/rxe-vm/run-in-rxe-vm.sh -t 900 compat/upstream/dxnetmain-ib.sh [COUNT [SIZE]]
+#   tools/rxe-vm/run-in-rxe-vm.sh -t 900 compat/upstream/dxnetmain-ib.sh [COUNT [SIZE [REQUESTS]]]
 #
 # Exit 0 when both print their results with every message counted, in every workload.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 COUNT=${1:-2000}
 SIZE=${2:-64}
+REQUESTS=${3:-$COUNT} # upstream's requests are slow on emulated CPUs (4 per second in the VM)
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-420}
 CP=$(cat "$ROOT/build/upstream-classpath.txt") || { echo "run: gradle upstreamClasspathFile" >&2; exit 2; }
 work=$(mktemp -d)
@@ -29,11 +30,11 @@ export IBDXNET_FABRIC=verbs RUST_LOG=${RUST_LOG:-warn}
 # One pair of JVMs running upstream's workload $1 (1: messages, 3: requests),
 # each finding the other by address only; 0 when both report every message.
 pair() {
-	local w=$1 name=$2 s r ok=0
+	local w=$1 name=$2 n=$3 s r ok=0
 	# Bounded, so that a stuck pair still shows its logs.
-	IBDXNET_COMPAT_LISTEN=127.0.0.2 timeout "$PAIR_TIMEOUT" "${J[@]}" "$w" 0 "$COUNT" "$SIZE" 1 1 > "receiver-$name.log" 2>&1 &
+	IBDXNET_COMPAT_LISTEN=127.0.0.2 timeout "$PAIR_TIMEOUT" "${J[@]}" "$w" 0 "$n" "$SIZE" 1 1 > "receiver-$name.log" 2>&1 &
 	local receiver=$!
-	IBDXNET_COMPAT_LISTEN=127.0.0.1 timeout "$PAIR_TIMEOUT" "${J[@]}" "$w" "$COUNT" 0 "$SIZE" 1 0 1 > "sender-$name.log" 2>&1
+	IBDXNET_COMPAT_LISTEN=127.0.0.1 timeout "$PAIR_TIMEOUT" "${J[@]}" "$w" "$n" 0 "$SIZE" 1 0 1 > "sender-$name.log" 2>&1
 	s=$?
 	wait $receiver
 	r=$?
@@ -41,8 +42,8 @@ pair() {
 		echo "== $name: $f"
 		grep -E "RESULTS|ERROR|WARN|Exception|WARNING in native|Progress|progress" "$f-$name.log" | grep -v "UnknownHostException: rxe-vm" | head -30
 	done
-	grep -q "RESULTS SEND: .*Msgs=$COUNT," "sender-$name.log" || ok=1
-	grep -q "RESULTS RECV: .*Msgs=$COUNT," "receiver-$name.log" || ok=1
+	grep -q "RESULTS SEND: .*Msgs=$n," "sender-$name.log" || ok=1
+	grep -q "RESULTS RECV: .*Msgs=$n," "receiver-$name.log" || ok=1
 	grep -q "WARNING in native method" "sender-$name.log" "receiver-$name.log" && ok=1
 	[ $s = 0 ] && [ $r = 0 ] || ok=1
 	echo "$name: sender exit $s, receiver exit $r, results $([ $ok = 0 ] && echo complete || echo INCOMPLETE)"
@@ -53,7 +54,7 @@ pair() {
 # discovers the other anew at the same addresses (WORKLOADS="1" for messages only).
 rc=0
 for w in ${WORKLOADS:-1 3}; do
-	case $w in 1) name=messages ;; 3) name=requests ;; *) name=workload$w ;; esac
-	pair "$w" "$name" || rc=1
+	case $w in 1) name=messages n=$COUNT ;; 3) name=requests n=$REQUESTS ;; *) name=workload$w n=$COUNT ;; esac
+	pair "$w" "$name" "$n" || rc=1
 done
 exit $rc
