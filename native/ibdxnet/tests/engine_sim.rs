@@ -457,7 +457,8 @@ fn immediate_data_naming_another_node_closes_only_that_connection() {
 
 /// After a stream, with nothing to do, both engine threads block on their
 /// events instead of polling: over a second they loop only about once per
-/// sleep timeout (100 ms), not tens of thousands of times; `never` polls.
+/// sleep timeout (100 ms), not tens of thousands of times; `never` polls
+/// (never sleeps, keeps looping).
 #[test]
 fn idle_engine_threads_sleep_until_woken_and_never_keeps_polling() {
     use std::sync::atomic::Ordering::Relaxed;
@@ -474,12 +475,24 @@ fn idle_engine_threads_sleep_until_woken_and_never_keeps_polling() {
             .iter()
             .map(|k| stat(&nodes[0], k))
             .collect();
+        // A polling thread publishes its count every 1 024 iterations, and on
+        // a loaded host (other tests' engines spinning on the same 2 cores)
+        // its yields may come back only every few milliseconds: it is given
+        // up to 10 s to show one publication, and must not sleep meanwhile.
+        let delta = || -> Vec<u64> {
+            ["send_iterations", "recv_iterations", "send_sleeps", "recv_sleeps"]
+                .iter()
+                .zip(&before)
+                .map(|(k, b)| stat(&nodes[0], k) - b)
+                .collect()
+        };
         std::thread::sleep(Duration::from_secs(1));
-        let after: Vec<_> = ["send_iterations", "recv_iterations", "send_sleeps", "recv_sleeps"]
-            .iter()
-            .map(|k| stat(&nodes[0], k))
-            .collect();
-        let d: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+        let mut d = delta();
+        let deadline = std::time::Instant::now() + Duration::from_secs(9);
+        while !sleeping && (d[0] == 0 || d[1] == 0) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            d = delta();
+        }
         println!(
             "sleep_after {sleep_after:?}: in 1 s idle: iterations send {} recv {}, sleeps send {} recv {}",
             d[0], d[1], d[2], d[3]
@@ -490,7 +503,7 @@ fn idle_engine_threads_sleep_until_woken_and_never_keeps_polling() {
             assert!(d[2] >= 5 && d[3] >= 5, "idle threads did not sleep: {d:?}");
         } else {
             assert_eq!((d[2], d[3]), (0, 0), "`never` slept");
-            assert!(d[0] > 1000 && d[1] > 1000, "polling threads looped only {d:?}");
+            assert!(d[0] >= 1024 && d[1] >= 1024, "polling threads looped only {d:?}");
         }
         assert_eq!(nodes[0].engine.stats().errors.load(Relaxed), 0);
     }
