@@ -47,7 +47,7 @@ gradle --no-daemon -q testClasspathFile
 cp=$(cat "$ROOT/build/test-classpath.txt")
 asan_java() {
 	LD_PRELOAD="$OUT/libasan-runtime.so" ASAN_OPTIONS=handle_segv=0:allow_user_segv_handler=1:detect_leaks=0 \
-		java -Xcheck:jni -cp "$cp" -Djava.library.path="$OUT" "$@"
+		java -Xcheck:jni -cp "${ASAN_CP:-$cp}" -Djava.library.path="$OUT" "$@"
 }
 if asan_java io.ibdxnet.sanitizer.AsanProbe >"$log/probe.txt" 2>&1 || ! grep -q 'heap-buffer-overflow' "$log/probe.txt"; then
 	cat "$log/probe.txt" >&2
@@ -71,4 +71,19 @@ if grep -E 'in native method|JNI local refs|WARNING: JNI' "$log/java.txt" >&2; t
 	echo "asan: -Xcheck:jni warnings in the JNI tests" >&2
 	exit 1
 fi
-echo "asan: 0 reports, 0 -Xcheck:jni warnings ($(awk '/^test result/ {n += $4} END {print n}' "$log/rust.txt") Rust tests, JNI tests $(grep '^OK (' "$log/java.txt"))"
+# The drop-in's natives and call-backs (jni/compat): upstream's MsgrcJNIBinding
+# against our own node in one JVM, over the same instrumented library.
+gradle --no-daemon -q compatClasspathFile
+ASAN_CP=$(cat "$ROOT/build/compat-classpath.txt") asan_java org.junit.runner.JUnitCore io.ibdxnet.compat.UpstreamBindingTest \
+	2>&1 | tee "$log/compat.txt" | grep -v '^\s*at \|WARNING\|INFO\|^Nov\|^[A-Z][a-z][a-z] [0-9]' || rc=$?
+if grep -q 'ERROR: AddressSanitizer' "$log/compat.txt"; then
+	grep -A30 'ERROR: AddressSanitizer' "$log/compat.txt" >&2
+	echo "asan: sanitizer reports in the compat test" >&2
+	exit 1
+fi
+grep -q '^OK (' "$log/compat.txt" || { echo "asan: compat test failed" >&2; exit 1; }
+if grep -E 'in native method|JNI local refs|WARNING: JNI' "$log/compat.txt" >&2; then
+	echo "asan: -Xcheck:jni warnings in the compat test" >&2
+	exit 1
+fi
+echo "asan: 0 reports, 0 -Xcheck:jni warnings ($(awk '/^test result/ {n += $4} END {print n}' "$log/rust.txt") Rust tests, JNI tests $(grep '^OK (' "$log/java.txt"), compat $(grep '^OK (' "$log/compat.txt"))"
