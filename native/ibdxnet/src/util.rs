@@ -87,3 +87,22 @@ impl EventFd {
         self.0.as_raw_fd()
     }
 }
+
+/// Tests only: README.md's section between `<!-- {marker}: begin -->` and
+/// `<!-- {marker}: end -->` must be `want` (a table generated from the code);
+/// with `IBDXNET_UPDATE_README=1` it is rewritten instead of failing.
+#[cfg(test)]
+pub(crate) fn check_readme_section(marker: &str, want: &str, what: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = (format!("<!-- {marker}: begin -->\n"), format!("<!-- {marker}: end -->"));
+    let start = readme.find(&begin).expect("README has the begin marker") + begin.len();
+    let stop = start + readme[start..].find(&end).expect("README has the end marker");
+    if readme[start..stop] != *want {
+        if std::env::var_os("IBDXNET_UPDATE_README").is_some() {
+            std::fs::write(&path, format!("{}{want}{}", &readme[..start], &readme[stop..])).unwrap();
+            return;
+        }
+        panic!("README.md's {what} differs from the code; run with IBDXNET_UPDATE_README=1 to regenerate:\n{want}");
+    }
+}

@@ -233,19 +233,7 @@ mod tests {
     /// `IBDXNET_UPDATE_README=1` this test rewrites it instead of failing.
     #[test]
     fn readme_stats_table_is_generated() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-        let readme = std::fs::read_to_string(&path).unwrap();
-        let (begin, end) = ("<!-- native-stats: begin -->\n", "<!-- native-stats: end -->");
-        let start = readme.find(begin).expect("README has the begin marker") + begin.len();
-        let stop = start + readme[start..].find(end).expect("README has the end marker");
-        let want = markdown_table();
-        if readme[start..stop] != want {
-            if std::env::var_os("IBDXNET_UPDATE_README").is_some() {
-                std::fs::write(&path, format!("{}{want}{}", &readme[..start], &readme[stop..])).unwrap();
-                return;
-            }
-            panic!("README.md's statistics table differs from stats.rs; run with IBDXNET_UPDATE_README=1:\n{want}");
-        }
+        crate::util::check_readme_section("native-stats", &markdown_table(), "statistics table (stats.rs)");
     }
 
     #[test]

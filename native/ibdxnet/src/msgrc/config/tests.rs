@@ -193,21 +193,7 @@ fn pinning_to_a_cpu_this_thread_may_not_use_is_refused() {
 /// `IBDXNET_UPDATE_README=1` this test rewrites it instead of failing.
 #[test]
 fn readme_table_is_generated_from_keys() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-    let readme = std::fs::read_to_string(&path).unwrap();
-    let (begin, end) = ("<!-- native-config-keys: begin -->\n", "<!-- native-config-keys: end -->");
-    let start = readme.find(begin).expect("README has the begin marker") + begin.len();
-    let stop = start + readme[start..].find(end).expect("README has the end marker");
-    let want = markdown_table();
-    if readme[start..stop] != want {
-        if std::env::var_os("IBDXNET_UPDATE_README").is_some() {
-            std::fs::write(&path, format!("{}{want}{}", &readme[..start], &readme[stop..])).unwrap();
-            return;
-        }
-        panic!(
-            "README.md's engine configuration table differs from KEYS; run with IBDXNET_UPDATE_README=1 to regenerate:\n{want}"
-        );
-    }
+    crate::util::check_readme_section("native-config-keys", &markdown_table(), "engine configuration table (KEYS)");
 }
 
 /// The statistics keys: `stats_timers` takes only `true` or `false`,

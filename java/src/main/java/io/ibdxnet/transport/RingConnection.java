@@ -61,14 +61,18 @@ public class RingConnection {
     public final boolean write(byte[] header, byte[] payload, int offset, int length, long deadlineNanos, boolean retry)
             throws NetworkException {
         int total = header.length + length;
-        long pos = claim(total, deadlineNanos, retry);
+        return writeAt(claim(total, deadlineNanos, retry), header, payload, offset, length);
+    }
+
+    /** Writes and publishes a frame at {@code pos} (claimed; nothing if negative) and ends the claim. */
+    private boolean writeAt(long pos, byte[] header, byte[] payload, int offset, int length) {
         if (pos < 0) {
             return false;
         }
         try {
             orb.write(pos + 4, header, 4, header.length - 4);
             orb.write(pos + header.length, payload, offset, length);
-            orb.publish(pos, total);
+            orb.publish(pos, header.length + length);
             published();
         } finally {
             writers.decrementAndGet();
@@ -106,20 +110,7 @@ public class RingConnection {
 
     /** {@link #write} without waiting: false, with nothing written, where {@link #tryReserve} is false. */
     public final boolean tryWrite(byte[] header, byte[] payload, int offset, int length) {
-        int total = header.length + length;
-        long pos = tryClaim(total);
-        if (pos < 0) {
-            return false;
-        }
-        try {
-            orb.write(pos + 4, header, 4, header.length - 4);
-            orb.write(pos + header.length, payload, offset, length);
-            orb.publish(pos, total);
-            published();
-        } finally {
-            writers.decrementAndGet();
-        }
-        return true;
+        return writeAt(tryClaim(header.length + length), header, payload, offset, length);
     }
 
     /** {@link #claim} without waiting: the position, or -1 with nothing taken. */
