@@ -55,35 +55,30 @@ if asan_java io.ibdxnet.sanitizer.AsanProbe >"$log/probe.txt" 2>&1 || ! grep -q 
 	exit 1
 fi
 echo "negative control: $(grep -m1 'ERROR: AddressSanitizer' "$log/probe.txt" | sed 's/==[0-9]*==//')"
+# JUnit classes $3… in a JVM over the instrumented library (classpath $2),
+# output in $log/$1.txt: no sanitizer report, all passed, and — the JVM ran
+# with -Xcheck:jni, whose warnings go straight to its output (Gradle's run
+# does not keep them) — no JNI warning.
+asan_junit() {
+	local name=$1 classpath=$2
+	shift 2
+	ASAN_CP=$classpath asan_java org.junit.runner.JUnitCore "$@" 2>&1 | tee "$log/$name.txt" \
+		| grep -v '^\s*at \|WARNING\|INFO\|^Nov\|^[A-Z][a-z][a-z] [0-9]' || true
+	if grep -q 'ERROR: AddressSanitizer' "$log/$name.txt"; then
+		grep -A30 'ERROR: AddressSanitizer' "$log/$name.txt" >&2
+		echo "asan: sanitizer reports in the $name tests" >&2
+		exit 1
+	fi
+	grep -q '^OK (' "$log/$name.txt" || { echo "asan: $name tests failed" >&2; exit 1; }
+	if grep -E 'in native method|JNI local refs|WARNING: JNI' "$log/$name.txt" >&2; then
+		echo "asan: -Xcheck:jni warnings in the $name tests" >&2
+		exit 1
+	fi
+}
 # Every test class that loads the native library (ib on sim, JNI natives, soaks).
-rc=0
-asan_java org.junit.runner.JUnitCore io.ibdxnet.DXNetTest io.ibdxnet.DXNetConfigTest io.ibdxnet.ib.NativeEngineTest \
-	io.ibdxnet.soak.SoakTest 2>&1 | tee "$log/java.txt" | grep -v '^\s*at \|WARNING\|INFO\|^Nov\|^[A-Z][a-z][a-z] [0-9]' || rc=$?
-if grep -q 'ERROR: AddressSanitizer' "$log/java.txt"; then
-	grep -A30 'ERROR: AddressSanitizer' "$log/java.txt" >&2
-	echo "asan: sanitizer reports in the JNI tests" >&2
-	exit 1
-fi
-grep -q '^OK (' "$log/java.txt" || { echo "asan: JNI tests failed" >&2; exit 1; }
-# The same JVM ran with -Xcheck:jni: its warnings (printed straight to the
-# JVM's output, which Gradle's run does not keep) must not appear.
-if grep -E 'in native method|JNI local refs|WARNING: JNI' "$log/java.txt" >&2; then
-	echo "asan: -Xcheck:jni warnings in the JNI tests" >&2
-	exit 1
-fi
+asan_junit java "$cp" io.ibdxnet.DXNetTest io.ibdxnet.DXNetConfigTest io.ibdxnet.ib.NativeEngineTest io.ibdxnet.soak.SoakTest
 # The drop-in's natives and call-backs (jni/compat): upstream's MsgrcJNIBinding
 # against our own node in one JVM, over the same instrumented library.
 gradle --no-daemon -q compatClasspathFile
-ASAN_CP=$(cat "$ROOT/build/compat-classpath.txt") asan_java org.junit.runner.JUnitCore io.ibdxnet.compat.UpstreamBindingTest \
-	2>&1 | tee "$log/compat.txt" | grep -v '^\s*at \|WARNING\|INFO\|^Nov\|^[A-Z][a-z][a-z] [0-9]' || rc=$?
-if grep -q 'ERROR: AddressSanitizer' "$log/compat.txt"; then
-	grep -A30 'ERROR: AddressSanitizer' "$log/compat.txt" >&2
-	echo "asan: sanitizer reports in the compat test" >&2
-	exit 1
-fi
-grep -q '^OK (' "$log/compat.txt" || { echo "asan: compat test failed" >&2; exit 1; }
-if grep -E 'in native method|JNI local refs|WARNING: JNI' "$log/compat.txt" >&2; then
-	echo "asan: -Xcheck:jni warnings in the compat test" >&2
-	exit 1
-fi
+asan_junit compat "$(cat "$ROOT/build/compat-classpath.txt")" io.ibdxnet.compat.UpstreamBindingTest
 echo "asan: 0 reports, 0 -Xcheck:jni warnings ($(awk '/^test result/ {n += $4} END {print n}' "$log/rust.txt") Rust tests, JNI tests $(grep '^OK (' "$log/java.txt"), compat $(grep '^OK (' "$log/compat.txt"))"
