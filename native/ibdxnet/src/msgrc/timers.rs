@@ -162,9 +162,14 @@ impl TimerSnapshot {
         }
     }
 
-    /// Mean, ns (0 before the first sample).
+    /// Mean, ns (0 before the first sample), clamped into `[min, max]`: a
+    /// snapshot taken while a sample is recorded may pair the new total
+    /// with the old count.
     pub fn avg(&self) -> u64 {
-        self.total_ns.checked_div(self.count).unwrap_or(0)
+        match self.total_ns.checked_div(self.count) {
+            Some(a) => a.clamp(self.min(), self.max_ns.max(self.min())),
+            None => 0,
+        }
     }
 
     /// The duration `per_mille`/1000 of the samples do not exceed (500:
