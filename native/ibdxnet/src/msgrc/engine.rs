@@ -4,11 +4,12 @@
 //! starts and stops the threads and checks the configuration against the
 //! device; the threads' work is in `send` and `recv`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::agent::agent_loop;
 use super::config::{ConfigError, EngineConfig};
 use super::handler::{EngineHandler, ThreadRole};
 use super::recv::RecvThread;
@@ -19,7 +20,6 @@ use super::stats_print::{self, StatsPrinter};
 use crate::con::{ConConfig, ConError, ConManager, Connection, EventSink, NodeError, NodeEvent, NodeId, QueueSet};
 use crate::fabric::{Fabric, FabricError, QpCaps};
 use crate::sys::doorbell::Doorbell;
-use crate::sys::parking::{Parking, ParkingConfig};
 
 /// Why an engine could not start.
 #[derive(Debug, thiserror::Error)]
@@ -49,59 +49,6 @@ fn con_config(cfg: &EngineConfig) -> ConConfig {
         discovery_interval: cfg.discovery_interval,
         flow_unit: cfg.flow_control_unit,
     }
-}
-
-/// The longest an engine thread sleeps without being woken: a safety net
-/// (every event that needs a thread wakes it: completions, Java's doorbell,
-/// connection changes, returned buffers). Each look costs tens of µs, so
-/// 10 looks a second keep an idle node's engine under 0.1 % of a core.
-pub(crate) const SLEEP_TIMEOUT: Duration = Duration::from_millis(100);
-
-/// How an attempt to sleep ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sleep {
-    /// Blocked until woken or the timeout.
-    Slept,
-    /// The last look before blocking found this much work.
-    FoundWork(usize),
-    /// Blocking is not possible now (work only polling moves on).
-    NotNow,
-}
-
-/// A send or receive thread as its idle loop drives it.
-pub(crate) trait Agent {
-    /// One iteration; the amount of work done (0 = idle).
-    fn do_work(&mut self) -> usize;
-    /// Announces sleep on the thread's doorbell, arms what can wake it, looks
-    /// for work once more, and blocks if there is none (`sys::doorbell`).
-    fn sleep(&mut self) -> Sleep;
-}
-
-/// The loop of the send and receive threads: work, then idle by the amount
-/// of work done (busy, yield, park, sleep), until the engine stops.
-fn agent_loop<A: Agent>(running: &AtomicBool, parking: ParkingConfig, agent: &mut A, iterations: &AtomicU64) {
-    let mut park = Parking::new(parking);
-    // Counted here and published now and then (and before every sleep): the
-    // two threads' counters share a cache line, which a store per iteration
-    // would bounce between them.
-    let mut count = 0u64;
-    while running.load(Ordering::Acquire) {
-        count += 1;
-        if count % 1024 == 0 {
-            iterations.store(count, Ordering::Relaxed);
-        }
-        if park.idle(agent.do_work()) {
-            iterations.store(count, Ordering::Relaxed);
-            match agent.sleep() {
-                Sleep::Slept => {}
-                Sleep::FoundWork(n) => {
-                    park.idle(n);
-                }
-                Sleep::NotNow => park.nap(),
-            }
-        }
-    }
-    iterations.store(count, Ordering::Relaxed);
 }
 
 /// Restricts the calling engine thread to `cpu` (`pin_threads`). The start

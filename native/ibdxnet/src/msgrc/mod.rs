@@ -6,6 +6,7 @@
 //! `shared` (over the structs of [`crate::abi`]), `recv_pool`, `imm`, `timers`, `stats`, `stats_print`, `handler`, `config`;
 //! then the threads `send` and `recv`; then `engine`, which starts them.
 
+pub mod agent;
 pub mod config;
 pub mod engine;
 pub mod handler;

@@ -7,8 +7,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::agent::{Agent, Sleep, SLEEP_TIMEOUT};
 use super::config::EngineConfig;
-use super::engine::{Agent, Sleep, SLEEP_TIMEOUT};
 use super::handler::EngineHandler;
 use super::imm;
 use super::recv_pool::RecvPool;

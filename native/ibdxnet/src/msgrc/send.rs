@@ -14,8 +14,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use super::agent::{Agent, Sleep, SLEEP_TIMEOUT};
 use super::config::EngineConfig;
-use super::engine::{Agent, Sleep, SLEEP_TIMEOUT};
 use super::handler::EngineHandler;
 use super::imm;
 use super::shared::CompletedList;
