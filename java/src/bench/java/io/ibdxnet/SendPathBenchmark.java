@@ -1,6 +1,7 @@
 package io.ibdxnet;
 
 import io.ibdxnet.app.BytesMessage;
+import io.ibdxnet.internal.MessageSender;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;

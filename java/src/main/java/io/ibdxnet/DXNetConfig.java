@@ -336,15 +336,6 @@ public final class DXNetConfig {
         return bestDistance <= Math.max(2, best.length() / 3) ? " (did you mean '" + best + "'?)" : "";
     }
 
-    /**
-     * The pre-shared key this node uses ({@link #authKeyFile}, else the
-     * environment variable), or null; loading checks the file's permissions
-     * and the key's length (errors name the file or variable).
-     */
-    public io.ibdxnet.transport.AuthKey authKey() {
-        return io.ibdxnet.transport.AuthKey.load(authKeyFile);
-    }
-
     /** The file {@link #load} read, or null. */
     public Path source() {
         return source;
@@ -400,7 +391,7 @@ public final class DXNetConfig {
             }
             nativeSettings(); // a native key contradicting its Java key
             if (transport.equals("nio") || transport.equals("auto") || authKeyFile != null) {
-                authKey(); // the file's permissions and the key's length
+                io.ibdxnet.transport.AuthKey.load(authKeyFile); // the file's permissions and the key's length
             }
         } catch (IllegalArgumentException e) {
             throw source == null ? e : new IllegalArgumentException(source + ": " + e.getMessage(), e);

@@ -5,6 +5,7 @@ import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.internal.Transports;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -270,7 +271,7 @@ public class DXNetConfigTest {
         c.nativeConfig.clear();
         c.nativeConfig.put("sq_size", "64");
         java.util.List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
-        java.util.logging.Logger log = java.util.logging.Logger.getLogger(Transports.class.getName());
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger("io.ibdxnet.Transports");
         java.util.logging.Handler h = new java.util.logging.Handler() {
             @Override
             public void publish(java.util.logging.LogRecord r) {

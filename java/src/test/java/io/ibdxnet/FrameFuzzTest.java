@@ -11,6 +11,7 @@ import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.core.FrameMutator;
+import io.ibdxnet.internal.Transports;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;

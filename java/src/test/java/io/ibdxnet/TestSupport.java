@@ -2,6 +2,7 @@ package io.ibdxnet;
 
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.internal.Transports;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;

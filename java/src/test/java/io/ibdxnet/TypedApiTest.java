@@ -9,6 +9,7 @@ import static org.junit.Assert.fail;
 
 import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
+import io.ibdxnet.internal.ResponseTypes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;

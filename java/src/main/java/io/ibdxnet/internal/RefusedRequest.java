@@ -1,15 +1,22 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
+
+import io.ibdxnet.MessageExporter;
+import io.ibdxnet.MessageImporter;
+import io.ibdxnet.Request;
+import io.ibdxnet.Response;
 
 /**
  * Stands for a received request of a type this node cannot create (not
  * registered), so that it can be answered with an error like any other:
  * carries only what the error response needs (source, type, request id).
  */
-final class RefusedRequest extends Request<Response> {
+public final class RefusedRequest extends Request<Response> {
+    private static final ApiAccess API = ApiAccess.get();
+
     RefusedRequest(int source, byte type, byte subtype, int requestId) {
         super(type, subtype);
-        this.source = source;
-        this.requestId = requestId;
+        API.setSource(this, source);
+        API.setRequestId(this, requestId);
     }
 
     @Override

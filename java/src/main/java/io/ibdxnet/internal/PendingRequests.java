@@ -1,5 +1,8 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.RequestTimeoutException;
+import io.ibdxnet.Response;
 import io.ibdxnet.core.RateLimitedLog;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -15,18 +18,18 @@ import java.util.concurrent.atomic.AtomicInteger;
  * 10 ms while any is pending), so a caller that stops waiting leaves nothing
  * behind.
  */
-final class PendingRequests {
+public final class PendingRequests {
     /** A request in flight: who must answer it, and until when. */
-    static final class Pending {
-        final CompletableFuture<Response> future = new CompletableFuture<>();
-        final int target;
-        final int requestId;
-        final int timeoutMs;
-        final long deadline;
+    public static final class Pending {
+        public final CompletableFuture<Response> future = new CompletableFuture<>();
+        public final int target;
+        public final int requestId;
+        public final int timeoutMs;
+        public final long deadline;
         /** The response class the request declared ({@link ResponseTypes}). */
-        final Class<?> expected;
+        public final Class<?> expected;
 
-        Pending(int target, int requestId, int timeoutMs, Class<?> expected) {
+        public Pending(int target, int requestId, int timeoutMs, Class<?> expected) {
             this.target = target;
             this.requestId = requestId;
             this.timeoutMs = timeoutMs;
@@ -46,7 +49,7 @@ final class PendingRequests {
     private volatile boolean started;
     private final java.util.List<Runnable> closeHooks = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-    PendingRequests(int nodeId, CoreCounters counters, RateLimitedLog warnings) {
+    public PendingRequests(int nodeId, CoreCounters counters, RateLimitedLog warnings) {
         this.nodeId = nodeId;
         this.counters = counters;
         this.warnings = warnings;
@@ -58,12 +61,12 @@ final class PendingRequests {
     }
 
     /** Lets requests start the sweep: only once the node is up, so a failed start leaves no thread. */
-    void start() {
+    public void start() {
         started = true;
     }
 
     /** A new pending request to {@code target} with a fresh id. */
-    Pending open(int target, int timeoutMs, Class<?> expected) {
+    public Pending open(int target, int timeoutMs, Class<?> expected) {
         Pending p = new Pending(target, nextRequestId.getAndIncrement(), timeoutMs, expected);
         pending.put(p.requestId, p);
         sweepWhilePending();
@@ -93,7 +96,7 @@ final class PendingRequests {
     }
 
     /** Forgets {@code p} (its request was never sent). */
-    void cancel(Pending p) {
+    public void cancel(Pending p) {
         pending.remove(p.requestId, p);
     }
 
@@ -124,7 +127,7 @@ final class PendingRequests {
     }
 
     /** Fails every request to {@code node} with a {@link NetworkException} saying {@code reason}. */
-    void failTo(int node, String reason) {
+    public void failTo(int node, String reason) {
         for (Pending p : pending.values()) {
             if (p.target == node && pending.remove(p.requestId, p)) {
                 p.future.completeExceptionally(new NetworkException(reason));
@@ -132,17 +135,17 @@ final class PendingRequests {
         }
     }
 
-    int size() {
+    public int size() {
         return pending.size();
     }
 
     /** Runs {@code r} when {@link #close} runs (what sends requests stops with them). */
-    void onClose(Runnable r) {
+    public void onClose(Runnable r) {
         closeHooks.add(r);
     }
 
     /** Stops the sweep and fails what is left. */
-    void close() {
+    public void close() {
         timeouts.shutdownNow();
         for (Runnable r : closeHooks) {
             r.run();

@@ -1,5 +1,7 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
+import io.ibdxnet.Message;
+import io.ibdxnet.MessageHandler;
 import java.lang.reflect.Constructor;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
@@ -8,7 +10,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * and the handler to give it to. Arrays indexed by {@link #key}, not maps (a
  * boxed key per message showed in profiles).
  */
-final class MessageTypes {
+public final class MessageTypes {
     private final AtomicReferenceArray<Constructor<? extends Message>> constructors = new AtomicReferenceArray<>(1 << 16);
     /** Each handler takes the class {@link #constructors} creates for its key. */
     private final AtomicReferenceArray<MessageHandler<Message>> handlers = new AtomicReferenceArray<>(1 << 16);
@@ -18,7 +20,7 @@ final class MessageTypes {
     }
 
     /** Makes {@code type/subtype} create {@code c}; refuses another class for a key already taken. */
-    void define(byte type, byte subtype, Class<? extends Message> c) {
+    public void define(byte type, byte subtype, Class<? extends Message> c) {
         try {
             Constructor<? extends Message> ctor = c.getDeclaredConstructor();
             ctor.setAccessible(true);
@@ -32,7 +34,7 @@ final class MessageTypes {
         }
     }
 
-    void handleWith(byte type, byte subtype, MessageHandler<Message> handler) {
+    public void handleWith(byte type, byte subtype, MessageHandler<Message> handler) {
         handlers.set(key(type, subtype), handler);
     }
 
@@ -47,7 +49,7 @@ final class MessageTypes {
     }
 
     /** An instance of {@code c} made with its no-argument constructor (to learn its type). */
-    static Message probe(Class<? extends Message> c) {
+    public static Message probe(Class<? extends Message> c) {
         try {
             Constructor<? extends Message> ctor = c.getDeclaredConstructor();
             ctor.setAccessible(true);

@@ -1,12 +1,12 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
 /**
  * An async send that could not go out without waiting: the message
  * serialised into its own array, the frames of it already sent, and the
  * request it belongs to. Sent later, in order, by {@link DeferredSends}.
  */
-final class DeferredMessage {
-    final int dest;
+public final class DeferredMessage {
+    public final int dest;
     final byte type;
     final byte subtype;
     final int kindFlags;
@@ -14,11 +14,11 @@ final class DeferredMessage {
     final int messageId;
     final byte[] payload;
     /** Payload bytes already sent inline (frames of a larger message), 0 if none. */
-    final int sentInline;
+    public final int sentInline;
     /** When the send must have gone out ({@link System#nanoTime}). */
-    long sendBy;
+    public long sendBy;
     /** The request whose future learns of a failure (set by the caller). */
-    PendingRequests.Pending request;
+    public PendingRequests.Pending request;
 
     DeferredMessage(int dest, byte type, byte subtype, int kindFlags, int requestId, int messageId, byte[] payload,
             int sentInline) {

@@ -1,15 +1,20 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
+
+import io.ibdxnet.MessageExporter;
+import io.ibdxnet.MessageImporter;
+import io.ibdxnet.Request;
+import io.ibdxnet.Response;
 
 /**
  * What a failed request handler sends back instead of a response (never
  * registered: a frame flagged {@code ERROR} carries it, and the requester
  * reads the two strings as a {@link RemoteHandlerException}).
  */
-final class ErrorResponse extends Response {
+public final class ErrorResponse extends Response {
     final String remoteClass;
     final String remoteMessage;
 
-    ErrorResponse(Request<?> failed, Throwable e) {
+    public ErrorResponse(Request<?> failed, Throwable e) {
         super(failed, failed.getType(), failed.getSubtype());
         this.remoteClass = e.getClass().getName();
         this.remoteMessage = e.getMessage() == null ? "" : e.getMessage();

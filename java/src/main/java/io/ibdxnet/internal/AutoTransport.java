@@ -1,4 +1,4 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
 import io.ibdxnet.ib.IbException;
 import io.ibdxnet.ib.NativeEngine;
@@ -10,7 +10,7 @@ import java.util.Map;
  * an RDMA device, else {@code nio}. Without a device {@code ib} would run on
  * the in-process {@code sim} fabric, which cannot reach another process.
  */
-final class AutoTransport {
+public final class AutoTransport {
     final String transport;
     /** Completes "transport = auto: nio, ...". */
     final String reason;

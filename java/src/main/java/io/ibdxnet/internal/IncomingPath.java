@@ -1,5 +1,14 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
+import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.Message;
+import io.ibdxnet.MessageHandler;
+import io.ibdxnet.MessageImporter;
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.NoReceiverException;
+import io.ibdxnet.RemoteHandlerException;
+import io.ibdxnet.Request;
+import io.ibdxnet.Response;
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.core.HandlerDispatch;
 import io.ibdxnet.core.IncomingBufferQueue;
@@ -27,13 +36,15 @@ import java.util.logging.Logger;
  * responses, and hands the other messages to the handler threads, one batch
  * per buffer. Whatever a peer's bytes do, only its connection suffers.
  */
-final class IncomingPath implements MessageSender.LocalDelivery {
-    private static final Logger LOG = Logger.getLogger(DXNet.class.getName());
+public final class IncomingPath implements MessageSender.LocalDelivery {
+    private static final ApiAccess API = ApiAccess.get();
+
+    private static final Logger LOG = Logger.getLogger("io.ibdxnet.DXNet");
     /** What a queued message is accounted as beyond its payload (its objects). */
     static final int MESSAGE_OVERHEAD = 64;
 
     /** How a failed request handler is answered (through the send path). */
-    interface ErrorReplier {
+    public interface ErrorReplier {
         void answerWithError(Request<?> request, Throwable e);
     }
 
@@ -59,7 +70,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     /** Role holder only: the batch being filled from the current buffer. */
     private Batch batch = new Batch();
     /** Role holder only: one importer for every received message (valid during importPayload). */
-    private final MessageImporter importer = new MessageImporter(null, 0, 0);
+    private final MessageImporter importer = API.newImporter(null, 0, 0);
     private final StreamAssembler.Sink sink = this::received;
     /**
      * Role holder only: the sources whose stream stopped at a claim the node
@@ -78,7 +89,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
 
-    IncomingPath(DXNetConfig config, Transport transport, IncomingBufferQueue ibq, HandlerDispatch handlers,
+    public IncomingPath(DXNetConfig config, Transport transport, IncomingBufferQueue ibq, HandlerDispatch handlers,
             MessageTypes types, PendingRequests requests, CoreCounters counters, RateLimitedLog warnings,
             ErrorReplier replier, Thread.UncaughtExceptionHandler onDeath) {
         this.config = config;
@@ -97,16 +108,16 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         handlers.onRoom(ibq::resume);
     }
 
-    void start() {
+    public void start() {
         coordinator.start();
     }
 
-    boolean alive() {
+    public boolean alive() {
         return coordinator.isAlive();
     }
 
     /** Bytes claimed by unfinished messages (bounded by the receive limits). */
-    long unfinishedBytesClaimed() {
+    public long unfinishedBytesClaimed() {
         return limits.claimed();
     }
 
@@ -115,7 +126,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
      * each). True if both ended and every message taken from a buffer
      * reached a handler.
      */
-    boolean stop(long joinMs) {
+    public boolean stop(long joinMs) {
         running = false;
         coordinator.interrupt();
         boolean inlineDone = false;
@@ -168,7 +179,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
      * on each side. Otherwise (or if no handler room is free right now) the
      * buffer goes to the queue. Never blocks; false if the queue is full.
      */
-    boolean offer(IncomingBuffer b) {
+    public boolean offer(IncomingBuffer b) {
         int src = b.source;
         if (config.receiveInline && running && ibq.idle(src) && handlers.hasRoom(src) && role.tryLock()) {
             try {
@@ -195,7 +206,7 @@ final class IncomingPath implements MessageSender.LocalDelivery {
     }
 
     /** Buffers turned into messages by the transport's own thread (see {@link #offer}). */
-    long inlineBuffers() {
+    public long inlineBuffers() {
         return inlineBuffers.get();
     }
 
@@ -367,13 +378,13 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         if (array != null) {
             counters.receivedCopied.incrementAndGet(); // assembled in a heap array, not imported where it lay
         }
-        deliver(src, type, sub, flags, req, importer.reset(array, at, length), batch);
+        deliver(src, type, sub, flags, req, API.reset(importer, array, at, length), batch);
     }
 
     /** A message to the own node, as its own handler task. */
     @Override
     public void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload) {
-        deliver(source, type, subtype, flags, requestId, new MessageImporter(payload, payload.length), null);
+        deliver(source, type, subtype, flags, requestId, API.newImporter(payload, payload.length), null);
     }
 
     /** Creates the message and queues it for its receiver: into {@code into}, or as its own task. */
@@ -403,9 +414,9 @@ final class IncomingPath implements MessageSender.LocalDelivery {
         Message m;
         try {
             m = ctor.newInstance();
-            m.source = source;
-            m.destination = config.nodeId;
-            m.importPayload(payload);
+            API.setSource(m, source);
+            m.setDestination(config.nodeId);
+            API.importPayload(m, payload);
         } catch (Throwable e) { // a lying payload (or a failing import) drops this message only
             counters.dropped.incrementAndGet();
             warnings.caused(Level.WARNING, "cannot create message", source, "node " + config.nodeId + ": cannot create message "
@@ -413,12 +424,12 @@ final class IncomingPath implements MessageSender.LocalDelivery {
             return;
         }
         if ((flags & Frame.RESPONSE) != 0 && m instanceof Response) {
-            ((Response) m).requestId = requestId;
+            API.setRequestId((Response) m, requestId);
             complete(source, requestId, (Response) m);
             return;
         }
         if (m instanceof Request) {
-            ((Request<?>) m).requestId = requestId;
+            API.setRequestId((Request<?>) m, requestId);
         }
         MessageHandler<Message> r = types.handler(type, subtype);
         if (r == null) {

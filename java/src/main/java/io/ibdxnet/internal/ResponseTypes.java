@@ -1,5 +1,7 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
+import io.ibdxnet.Request;
+import io.ibdxnet.Response;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.Type;
 import java.lang.reflect.TypeVariable;
@@ -13,7 +15,7 @@ import java.util.Map;
  * {@code Response} itself when the declaration leaves it open (a raw
  * {@code Request}, or {@code R} still a type variable): then nothing is checked.
  */
-final class ResponseTypes {
+public final class ResponseTypes {
     private static final ClassValue<Class<?>> EXPECTED = new ClassValue<Class<?>>() {
         @Override
         protected Class<?> computeValue(Class<?> c) {
@@ -24,7 +26,7 @@ final class ResponseTypes {
     private ResponseTypes() {}
 
     /** The class responses to {@code request} must have. */
-    static Class<?> expected(Request<?> request) {
+    public static Class<?> expected(Request<?> request) {
         return EXPECTED.get(request.getClass());
     }
 

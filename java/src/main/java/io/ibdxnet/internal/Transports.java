@@ -1,12 +1,15 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
+import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.NetworkException;
 import io.ibdxnet.ib.IbException;
 import io.ibdxnet.ib.IbTransport;
+import io.ibdxnet.ib.NativeEngine;
 import io.ibdxnet.loopback.LoopbackTransport;
 import io.ibdxnet.nio.NioTransport;
+import io.ibdxnet.transport.AuthKey;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
-import io.ibdxnet.ib.NativeEngine;
 import java.util.Map;
 
 /**
@@ -14,12 +17,13 @@ import java.util.Map;
  * It sits beside {@link DXNet}, above the implementations, so the SPI package
  * {@code transport} imports none of them.
  */
-final class Transports {
-    private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(Transports.class.getName());
+public final class Transports {
+    /** Under the name README documents (from before the class moved to this package). */
+    private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger("io.ibdxnet.Transports");
 
     private Transports() {}
 
-    static Transport open(DXNetConfig config, TransportListener listener) throws NetworkException {
+    public static Transport open(DXNetConfig config, TransportListener listener) throws NetworkException {
         String listen = listenAddress(config);
         int colon = listen.lastIndexOf(':');
         String host = listen.substring(0, colon);
@@ -45,7 +49,7 @@ final class Transports {
                 NioTransport.Settings s = nioSettings(config);
                 s.listenHost = host;
                 s.listenPort = port;
-                s.authKey = config.authKey();
+                s.authKey = AuthKey.load(config.authKeyFile); // the file, else the environment variable, or null
                 return new NioTransport(s, listener);
             case "loopback":
                 return new LoopbackTransport(config.nodeId, port, config.flowControlWindow, config.flowControlThreshold,
@@ -117,7 +121,7 @@ final class Transports {
     }
 
     /** The NIO transport's settings from {@code c} (listen address and key are set by the caller). */
-    static NioTransport.Settings nioSettings(DXNetConfig c) {
+    public static NioTransport.Settings nioSettings(DXNetConfig c) {
         NioTransport.Settings s = new NioTransport.Settings();
         s.nodeId = c.nodeId;
         s.flowControlWindow = c.flowControlWindow;

@@ -1,5 +1,10 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
+import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.Message;
+import io.ibdxnet.MessageExporter;
+import io.ibdxnet.NetworkException;
+import io.ibdxnet.Response;
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.core.HandlerDispatch;
 import io.ibdxnet.transport.NodeId;
@@ -14,21 +19,23 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * The send path. A message of known size ({@link Message#payloadSize}) that
  * fits one frame is serialised straight into the frame reserved for it in
- * the connection's ring ({@link Transport#reserve}, {@link RingExporter}).
+ * the connection's ring ({@link Transport#reserve}, the ring exporter ({@link ApiAccess#newRingExporter})).
  * Any other is serialised into a per-thread buffer, then copied to the
  * transport in frames of at most {@link Transport#maxFrameSize}. A message to
  * the own node is handed to {@link LocalDelivery} instead.
  */
-final class MessageSender {
+public final class MessageSender {
+    private static final ApiAccess API = ApiAccess.get();
+
     /** Where messages to the own node go (the receive path, without a network). */
-    interface LocalDelivery {
+    public interface LocalDelivery {
         void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload);
     }
 
     /** Per-thread state, reused: the record and exporter of the in-place path, the buffer and header of the other. */
     private static final class SendScratch {
         final RingRecord record = new RingRecord();
-        final RingExporter ring = new RingExporter();
+        final MessageExporter ring = API.newRingExporter();
         /** Created when a thread first sends a message of unknown size. */
         MessageExporter out;
         final byte[] header = new byte[Frame.HEADER];
@@ -45,7 +52,7 @@ final class MessageSender {
 
         void release() {
             busy = false;
-            if (out != null && out.array().length > 1 << 20) {
+            if (out != null && API.array(out).length > 1 << 20) {
                 out = null; // do not keep a huge buffer per thread
             }
         }
@@ -64,15 +71,15 @@ final class MessageSender {
     /** In-place serialisations that failed (wrong payloadSize, or the export threw): sent as skip frames. */
     private final LongAdder aborted = new LongAdder();
 
-    MessageSender(DXNetConfig config, Transport transport, LocalDelivery local) {
+    public MessageSender(DXNetConfig config, Transport transport, LocalDelivery local) {
         this.config = config;
         this.transport = transport;
         this.local = local;
         this.inPlaceMax = Math.min(config.maxMessageSize, transport.maxFrameSize() - Frame.HEADER);
     }
 
-    /** {@code messages_copied} and {@code in_place_aborted} (see {@link DXNet#transportStats}). */
-    void addTo(Map<String, Long> m) {
+    /** {@code messages_copied} and {@code in_place_aborted} (see {@link io.ibdxnet.DXNet#transportStats}). */
+    public void addTo(Map<String, Long> m) {
         m.put("messages_copied", copied.sum());
         m.put("in_place_aborted", aborted.sum());
     }
@@ -83,7 +90,7 @@ final class MessageSender {
      * whose window stays full must not hold a handler for long), and never
      * later than {@code callerDeadline} (a request's own deadline).
      */
-    long sendDeadline(long now, long callerDeadline) {
+    public long sendDeadline(long now, long callerDeadline) {
         int ms = SCRATCH.get().handlerThread ? Math.min(config.sendTimeoutMs, config.handlerSendTimeoutMs)
                 : config.sendTimeoutMs;
         long bySend = now + TimeUnit.MILLISECONDS.toNanos(ms);
@@ -91,7 +98,7 @@ final class MessageSender {
     }
 
     /** {@link #sendDeadline(long, long)} bounded by the send timeouts alone. */
-    long sendDeadline() {
+    public long sendDeadline() {
         long now = System.nanoTime();
         return sendDeadline(now, now + Long.MAX_VALUE / 2);
     }
@@ -102,12 +109,12 @@ final class MessageSender {
      * answer to its request; waits for the connection, ring and window until
      * {@code deadlineNanos}.
      */
-    void send(Message m, int kindFlags, int requestId) throws NetworkException {
+    public void send(Message m, int kindFlags, int requestId) throws NetworkException {
         send(m, kindFlags, requestId, sendDeadline());
     }
 
     /** {@link #send(Message, int, int)} waiting until {@code deadlineNanos} at most. */
-    void send(Message m, int kindFlags, int requestId, long deadlineNanos) throws NetworkException {
+    public void send(Message m, int kindFlags, int requestId, long deadlineNanos) throws NetworkException {
         attempt(m, kindFlags, requestId, deadlineNanos, WAIT);
     }
 
@@ -116,12 +123,12 @@ final class MessageSender {
      * up, room in ring and window) and returns null; else returns it
      * serialised (minus frames already sent) for {@link #sendDeferred}.
      */
-    DeferredMessage trySend(Message m, int kindFlags, int requestId) throws NetworkException {
+    public DeferredMessage trySend(Message m, int kindFlags, int requestId) throws NetworkException {
         return attempt(m, kindFlags, requestId, 0, TRY);
     }
 
     /** {@code m} serialised for {@link #sendDeferred} without trying to send it (something is deferred ahead of it). */
-    DeferredMessage serialise(Message m, int kindFlags, int requestId) throws NetworkException {
+    public DeferredMessage serialise(Message m, int kindFlags, int requestId) throws NetworkException {
         return attempt(m, kindFlags, requestId, 0, DEFER);
     }
 
@@ -136,16 +143,16 @@ final class MessageSender {
         }
         if (m instanceof Response) {
             kindFlags = m instanceof ErrorResponse ? Frame.RESPONSE | Frame.ERROR : Frame.RESPONSE;
-            requestId = ((Response) m).requestId;
+            requestId = API.requestId((Response) m);
         }
-        m.source = config.nodeId;
+        API.setSource(m, config.nodeId);
         SendScratch scratch = SCRATCH.get();
         if (scratch.busy) {
             scratch = new SendScratch(); // a message exported while exporting another
         }
         scratch.busy = true;
         try {
-            int size = dest == config.nodeId ? -1 : m.payloadSize();
+            int size = dest == config.nodeId ? -1 : API.payloadSize(m);
             if (size >= 0 && size <= inPlaceMax) {
                 RingRecord record = scratch.record;
                 if (mode == WAIT) {
@@ -165,20 +172,20 @@ final class MessageSender {
     /** A message of declared size that could not be written in place now, serialised for later. */
     private DeferredMessage serialised(Message m, int dest, int kindFlags, int requestId, int size, SendScratch scratch) {
         MessageExporter out = scratch.buffer();
-        out.reset();
-        m.exportPayload(out);
-        if (out.size() != size) {
+        API.reset(out);
+        API.exportPayload(m, out);
+        if (API.size(out) != size) {
             throw new IllegalStateException("message " + m.getType() + "/" + m.getSubtype() + " ("
-                    + m.getClass().getName() + ") declared payloadSize() " + size + " but wrote " + out.size()
+                    + m.getClass().getName() + ") declared payloadSize() " + size + " but wrote " + API.size(out)
                     + " bytes; it was not sent");
         }
         copied.increment();
         return new DeferredMessage(dest, m.getType(), m.getSubtype(), kindFlags, requestId,
-                nextMessageId.getAndIncrement(), Arrays.copyOf(out.array(), size), 0);
+                nextMessageId.getAndIncrement(), Arrays.copyOf(API.array(out), size), 0);
     }
 
     /** Sends what {@link #trySend} deferred (the frames not yet sent), waiting until its {@code sendBy}. */
-    void sendDeferred(DeferredMessage d) throws NetworkException {
+    public void sendDeferred(DeferredMessage d) throws NetworkException {
         byte[] header = new byte[Frame.HEADER];
         int total = d.payload.length;
         int chunk = transport.maxFrameSize() - Frame.HEADER;
@@ -201,15 +208,15 @@ final class MessageSender {
     private void writeInPlace(Message m, int kindFlags, int requestId, int size, SendScratch scratch) {
         int messageId = 0; // one frame: nothing to reassemble, so no id (and no shared counter per message)
         RingRecord record = scratch.record;
-        RingExporter out = scratch.ring;
-        out.wrap(record, Frame.HEADER, size);
+        MessageExporter out = scratch.ring;
+        API.wrap(out, record, Frame.HEADER, size);
         boolean written = false;
         try {
-            m.exportPayload(out);
-            if (out.overflowed() || out.size() != size) {
+            API.exportPayload(m, out);
+            if (API.overflowed(out) || API.size(out) != size) {
                 throw new IllegalStateException("message " + m.getType() + "/" + m.getSubtype() + " ("
                         + m.getClass().getName() + ") declared payloadSize() " + size + " but wrote "
-                        + (out.overflowed() ? "more" : String.valueOf(out.size())) + " bytes; it was not sent");
+                        + (API.overflowed(out) ? "more" : String.valueOf(API.size(out))) + " bytes; it was not sent");
             }
             Frame.writeHeader(record, messageId, m.getType(), m.getSubtype(), kindFlags | Frame.FIRST | Frame.LAST,
                     requestId, size);
@@ -219,7 +226,7 @@ final class MessageSender {
                 Frame.writeSkip(record);
                 aborted.increment();
             }
-            out.release();
+            API.release(out);
             transport.publish(record);
         }
     }
@@ -227,15 +234,15 @@ final class MessageSender {
     private DeferredMessage sendFrames(Message m, int dest, int kindFlags, int requestId, SendScratch scratch,
             long deadline, int mode) throws NetworkException {
         MessageExporter out = scratch.buffer();
-        out.reset();
-        m.exportPayload(out);
-        int total = out.size();
+        API.reset(out);
+        API.exportPayload(m, out);
+        int total = API.size(out);
         if (total > config.maxMessageSize) {
             throw new IllegalArgumentException("message " + m.getType() + "/" + m.getSubtype() + " of " + total
                     + " bytes exceeds maxMessageSize (" + config.maxMessageSize + ")");
         }
         if (dest == config.nodeId) {
-            byte[] copy = Arrays.copyOf(out.array(), total);
+            byte[] copy = Arrays.copyOf(API.array(out), total);
             local.deliver(config.nodeId, m.getType(), m.getSubtype(), kindFlags | Frame.FIRST | Frame.LAST, requestId, copy);
             return null;
         }
@@ -249,11 +256,11 @@ final class MessageSender {
             int flags = kindFlags | (at == 0 ? Frame.FIRST : 0) | (at + n == total ? Frame.LAST : 0);
             Frame.writeHeader(header, Frame.HEADER + n, messageId, m.getType(), m.getSubtype(), flags, requestId, total);
             if (mode == WAIT) {
-                transport.send(dest, header, out.array(), at, n, deadline);
-            } else if (mode == DEFER || !transport.trySend(dest, header, out.array(), at, n)) {
+                transport.send(dest, header, API.array(out), at, n, deadline);
+            } else if (mode == DEFER || !transport.trySend(dest, header, API.array(out), at, n)) {
                 // The rest goes later, in order; its frames carry the same message id.
                 return new DeferredMessage(dest, m.getType(), m.getSubtype(), kindFlags, requestId, messageId,
-                        Arrays.copyOf(out.array(), total), at);
+                        Arrays.copyOf(API.array(out), total), at);
             }
             at += n;
         } while (at < total);

@@ -1,9 +1,10 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.TestSupport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;

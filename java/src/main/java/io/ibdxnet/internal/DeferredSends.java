@@ -1,5 +1,6 @@
-package io.ibdxnet;
+package io.ibdxnet.internal;
 
+import io.ibdxnet.NetworkException;
 import io.ibdxnet.transport.Backoff;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.WaitList;
@@ -26,16 +27,16 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * were handed to the transport): {@code done == queued} means nothing is
  * ahead.
  */
-final class DeferredSends {
+public final class DeferredSends {
     static final int THREADS = 4;
 
     /** Sends one deferred message (waiting until its {@code sendBy}). */
-    interface Sender {
+    public interface Sender {
         void send(DeferredMessage d) throws Exception;
     }
 
     /** Learns how one deferred message ended: {@code failure} null if sent. */
-    interface Outcome {
+    public interface Outcome {
         void ended(DeferredMessage d, Throwable failure);
     }
 
@@ -46,7 +47,7 @@ final class DeferredSends {
         volatile long done;
         final WaitList waiters = new WaitList();
 
-        boolean clear() {
+        public boolean clear() {
             return done == queued; // done first: it never passes queued
         }
     }
@@ -56,7 +57,7 @@ final class DeferredSends {
     private final Sender sender;
     private final Outcome outcome;
 
-    DeferredSends(int nodeId, Sender sender, Outcome outcome) {
+    public DeferredSends(int nodeId, Sender sender, Outcome outcome) {
         this.sender = sender;
         this.outcome = outcome;
         AtomicInteger threads = new AtomicInteger();
@@ -69,13 +70,13 @@ final class DeferredSends {
     }
 
     /** True if nothing deferred to {@code node} is still waiting: a send may go inline. */
-    boolean clear(int node) {
+    public boolean clear(int node) {
         Lane l = NodeId.isValid(node) ? lanes.get(node) : null;
         return l == null || l.clear();
     }
 
     /** Queues {@code d} behind what was deferred to its node before; a pool thread sends it. */
-    void defer(DeferredMessage d) {
+    public void defer(DeferredMessage d) {
         Lane l = lanes.get(d.dest);
         if (l == null) {
             lanes.compareAndSet(d.dest, null, new Lane());
@@ -103,7 +104,7 @@ final class DeferredSends {
      * (or failed), until {@code deadlineNanos}: a synchronous send keeps its
      * place behind the async ones of the same thread.
      */
-    void awaitAhead(int node, long deadlineNanos) throws NetworkException {
+    public void awaitAhead(int node, long deadlineNanos) throws NetworkException {
         Lane l = NodeId.isValid(node) ? lanes.get(node) : null;
         if (l == null || l.clear()) {
             return;
@@ -150,7 +151,7 @@ final class DeferredSends {
     }
 
     /** Stops the pool; what is still queued is sent (and fails) on the threads that have it. */
-    void shutdown() {
+    public void shutdown() {
         pool.shutdown();
     }
 }
