@@ -220,7 +220,13 @@ public final class DXNet implements AutoCloseable {
         types.handleWith(type.type(), type.subtype(), (MessageHandler<Message>) (MessageHandler<?>) handler);
     }
 
-    /** Sends {@code message} to its destination. */
+    /**
+     * Sends {@code message} to its destination, waiting at most
+     * {@code sendTimeoutMs} (connecting included). Fails with a
+     * {@link NetworkException} whose {@link NetworkException#reason() reason}
+     * says why (e.g. {@link FailureReason#TIMEOUT}, {@link FailureReason#UNREACHABLE},
+     * {@link FailureReason#TOO_LARGE}, {@link FailureReason#CLOSED}).
+     */
     public void sendMessage(Message message) throws NetworkException {
         send(message, 0, 0, sender.sendDeadline());
     }
@@ -242,17 +248,26 @@ public final class DXNet implements AutoCloseable {
             send(response, 0, 0, sender.sendDeadline());
             return true;
         } catch (NetworkException e) {
+            if (e.reason() == FailureReason.TOO_LARGE) {
+                invalidReply(request, e);
+                return false;
+            }
             counters.repliesFailed.incrementAndGet();
             warnings.warn("reply not sent", request.getSource(), "node " + config.nodeId + ": the reply to request "
                     + request.requestId + " of node " + request.getSource() + " was not sent: " + e.getMessage());
         } catch (RuntimeException e) {
-            counters.repliesFailed.incrementAndGet();
-            // Our handler's fault, but once per request of that node: limited, the trace on the line that passes.
-            warnings.log(Level.WARNING, "invalid reply", request.getSource(), "node " + config.nodeId + ": the reply to request "
-                    + request.requestId + " of node " + request.getSource() + " is invalid", e);
-            answerWithError(request, e);
+            invalidReply(request, e);
         }
         return false;
+    }
+
+    /** A reply our handler got wrong: counted, logged, and the requester answered with the error. */
+    private void invalidReply(Request<?> request, RuntimeException e) {
+        counters.repliesFailed.incrementAndGet();
+        // Our handler's fault, but once per request of that node: limited, the trace on the line that passes.
+        warnings.log(Level.WARNING, "invalid reply", request.getSource(), "node " + config.nodeId + ": the reply to request "
+                + request.requestId + " of node " + request.getSource() + " is invalid", e);
+        answerWithError(request, e);
     }
 
     /**
@@ -273,7 +288,7 @@ public final class DXNet implements AutoCloseable {
         request.requestId = p.requestId;
         try {
             send(request, Frame.REQUEST, p.requestId, sender.sendDeadline(now, p.deadline));
-        } catch (NetworkException | RuntimeException e) {
+        } catch (RuntimeException e) {
             requests.cancel(p);
             throw e;
         }
@@ -285,10 +300,16 @@ public final class DXNet implements AutoCloseable {
             return r;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new NetworkException("interrupted while waiting for a response", e);
+            throw new NetworkException(FailureReason.INTERRUPTED, "interrupted while waiting for a response", e);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
-            throw cause instanceof NetworkException ? (NetworkException) cause : new NetworkException(cause.toString(), cause);
+            if (cause instanceof RuntimeException) {
+                throw (RuntimeException) cause; // a NetworkException with its reason, or a bug of ours as it is
+            }
+            if (cause instanceof Error) {
+                throw (Error) cause;
+            }
+            throw new NetworkException(FailureReason.BAD_RESPONSE, cause.toString(), cause);
         }
     }
 
@@ -316,11 +337,13 @@ public final class DXNet implements AutoCloseable {
      * declared). A request that cannot be sent at once (no connection yet,
      * ring or window full, or earlier deferred sends to the node ahead of it)
      * is queued behind those and sent by a pool thread, in order (see
-     * {@link DeferredSends}). Every failure arrives through the future; only
-     * arguments wrong in themselves (a timeout of 0 or less, an invalid
-     * destination, a message beyond {@code maxMessageSize}) throw
-     * {@link IllegalArgumentException}. The {@code throws} clause stays for
-     * source compatibility: no {@link NetworkException} is thrown. A caller
+     * {@link DeferredSends}). Every failure arrives through the future, as a
+     * {@link NetworkException} whose {@link NetworkException#reason() reason}
+     * says why (a message beyond {@code maxMessageSize}:
+     * {@link FailureReason#TOO_LARGE}); only arguments wrong in themselves (a
+     * timeout of 0 or less, an invalid destination) throw
+     * {@link IllegalArgumentException}. No {@link NetworkException} is thrown
+     * (the {@code throws} clause stays for source compatibility). A caller
      * that stops waiting earlier leaves nothing behind: the entry goes at the
      * timeout.
      */
@@ -334,7 +357,7 @@ public final class DXNet implements AutoCloseable {
         request.requestId = p.requestId;
         try {
             if (!running) {
-                throw new NetworkException("DXNet is closed");
+                throw new NetworkException(FailureReason.CLOSED, "DXNet is closed");
             }
             DeferredMessage d = deferred.clear(request.getDestination())
                     ? sender.trySend(request, Frame.REQUEST, p.requestId)
@@ -347,7 +370,7 @@ public final class DXNet implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             requests.cancel(p);
             throw e;
-        } catch (NetworkException | RuntimeException e) {
+        } catch (RuntimeException e) {
             requests.cancel(p);
             p.future.completeExceptionally(e);
         }
@@ -366,7 +389,7 @@ public final class DXNet implements AutoCloseable {
      */
     private void send(Message m, int kindFlags, int requestId, long sendBy) throws NetworkException {
         if (!running) {
-            throw new NetworkException("DXNet is closed");
+            throw new NetworkException(FailureReason.CLOSED, "DXNet is closed");
         }
         deferred.awaitAhead(m.getDestination(), sendBy);
         sender.send(m, kindFlags, requestId, sendBy);
@@ -378,10 +401,10 @@ public final class DXNet implements AutoCloseable {
             return; // timed out (or failed) while queued: not sent at all
         }
         if (!running) {
-            throw new NetworkException("DXNet is closed");
+            throw new NetworkException(FailureReason.CLOSED, "DXNet is closed");
         }
         if (d.sentInline == 0 && System.nanoTime() - d.sendBy > 0) {
-            throw new NetworkException("request to node " + d.dest + " not sent within its deadline (it waited behind "
+            throw new NetworkException(FailureReason.TIMEOUT, "request to node " + d.dest + " not sent within its deadline (it waited behind "
                     + "earlier sends to that node)");
         }
         sender.sendDeferred(d);
@@ -391,8 +414,7 @@ public final class DXNet implements AutoCloseable {
     private void deferredEnded(DeferredMessage d, Throwable failure) {
         if (failure != null && d.request != null) {
             requests.cancel(d.request);
-            d.request.future.completeExceptionally(failure instanceof NetworkException ? failure
-                    : new NetworkException("request to node " + d.dest + " not sent: " + failure, failure));
+            d.request.future.completeExceptionally(failure); // a NetworkException with its reason, or a bug as it is
         }
     }
 
@@ -400,7 +422,7 @@ public final class DXNet implements AutoCloseable {
     private void answerWithError(Request<?> r, Throwable e) {
         try {
             send(new ErrorResponse(r, e), 0, 0, sender.sendDeadline());
-        } catch (NetworkException | RuntimeException x) {
+        } catch (RuntimeException x) {
             warnings.caused(Level.WARNING, "error reply not sent", r.getSource(), "node " + config.nodeId
                     + ": could not tell node " + r.getSource() + " that its request " + r.requestId + " failed", x);
         }

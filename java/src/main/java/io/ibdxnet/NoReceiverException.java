@@ -9,6 +9,7 @@ public class NoReceiverException extends RemoteHandlerException {
     private static final long serialVersionUID = 1L;
 
     public NoReceiverException(int node, String why) {
-        super("node " + node + " refused the request: " + why, node, NoReceiverException.class.getName());
+        super(FailureReason.NO_RECEIVER, "node " + node + " refused the request: " + why, node,
+                NoReceiverException.class.getName());
     }
 }

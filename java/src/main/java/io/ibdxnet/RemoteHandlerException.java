@@ -17,7 +17,12 @@ public class RemoteHandlerException extends NetworkException {
 
     /** For subclasses that say what happened themselves. */
     protected RemoteHandlerException(String message, int node, String remoteClass) {
-        super(message);
+        this(FailureReason.REMOTE_HANDLER, message, node, remoteClass);
+    }
+
+    /** For subclasses with a reason of their own. */
+    RemoteHandlerException(FailureReason reason, String message, int node, String remoteClass) {
+        super(reason, message);
         this.node = node;
         this.remoteClass = remoteClass;
     }

@@ -1,6 +1,7 @@
 package io.ibdxnet;
 
 import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
@@ -55,6 +56,7 @@ public class NoReceiverTest {
             from.sendSync(new BytesRequest(1, new byte[] {1, 2, 3}), TIMEOUT_MS);
             fail("answered");
         } catch (NoReceiverException e) {
+            assertEquals(FailureReason.NO_RECEIVER, e.reason());
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue("refused after " + ms + " ms", ms < 2_000);
             return e.getMessage();
@@ -113,6 +115,7 @@ public class NoReceiverTest {
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue(e.getMessage(), !(e instanceof RequestTimeoutException) && ms < 2_000
                     && e.getMessage().contains(BytesResponse.TYPE.type() + "/" + BytesResponse.TYPE.subtype()));
+            assertEquals(FailureReason.BAD_RESPONSE, e.reason());
         }
     }
 

@@ -1,5 +1,6 @@
 package io.ibdxnet.ib;
 
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.core.RateLimitedLog;
@@ -143,7 +144,7 @@ final class IbRetirement {
                     // A newer connection took the node's place (after a failure): these
                     // records cannot go before what it holds.
                     retire(n, true);
-                    throw new NetworkException("the node's connection was replaced while resending");
+                    throw new NetworkException(FailureReason.DISCONNECTED, "the node's connection was replaced while resending");
                 }
             } catch (NetworkException e) {
                 if (n != null) {

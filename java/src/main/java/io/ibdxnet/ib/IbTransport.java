@@ -1,5 +1,6 @@
 package io.ibdxnet.ib;
 
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.ConnectLocks;
@@ -164,12 +165,12 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
         try {
             if (!connectLocks.lock(node, deadlineNanos)) {
-                throw new NetworkException("no connection to node " + node + " within the caller's deadline "
+                throw new NetworkException(FailureReason.TIMEOUT, "no connection to node " + node + " within the caller's deadline "
                         + "(another sender is setting it up)");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new NetworkException("interrupted while connecting to node " + node, e);
+            throw new NetworkException(FailureReason.INTERRUPTED, "interrupted while connecting to node " + node, e);
         }
         try {
             c = connections.get(node);
@@ -206,13 +207,13 @@ public final class IbTransport implements Transport, EngineCallbacks {
         } catch (IbException e) {
             // Cut short for the caller and used up (the engine counts in whole milliseconds).
             if (timeoutMs < connectTimeoutMs && System.nanoTime() - deadlineNanos > -TimeUnit.MILLISECONDS.toNanos(2)) {
-                throw new NetworkException("no connection to node " + node + " within the caller's deadline ("
+                throw new NetworkException(FailureReason.TIMEOUT, "no connection to node " + node + " within the caller's deadline ("
                         + timeoutMs + " ms left of it; the engine goes on connecting in the background): "
                         + e.getMessage(), e);
             }
-            throw new NetworkException("no connection to node " + node + ": " + e.getMessage(), e);
+            throw new NetworkException(FailureReason.UNREACHABLE, "no connection to node " + node + ": " + e.getMessage(), e);
         } catch (EngineClosedException e) {
-            throw new NetworkException("no connection to node " + node + ": the transport is closed", e); // closed meanwhile
+            throw new NetworkException(FailureReason.CLOSED, "no connection to node " + node + ": the transport is closed", e); // closed meanwhile
         }
     }
 
@@ -268,7 +269,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private void awaitSuccessor(int node, Connection c, long deadlineNanos) throws NetworkException {
         if (connections.get(node) == c) {
             if (System.nanoTime() - deadlineNanos > 0) {
-                throw new NetworkException("send to node " + node + " timed out waiting for its new connection");
+                throw new NetworkException(FailureReason.TIMEOUT, "send to node " + node + " timed out waiting for its new connection");
             }
             java.util.concurrent.locks.LockSupport.parkNanos(20_000);
         }

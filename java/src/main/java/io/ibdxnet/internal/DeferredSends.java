@@ -1,5 +1,6 @@
 package io.ibdxnet.internal;
 
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.transport.Backoff;
 import io.ibdxnet.transport.NodeId;
@@ -113,7 +114,7 @@ public final class DeferredSends {
         Backoff backoff = new Backoff();
         while (l.done - target < 0) {
             if (System.nanoTime() - deadlineNanos > 0) {
-                throw new NetworkException("send to node " + node + " timed out behind " + (target - l.done)
+                throw new NetworkException(FailureReason.TIMEOUT, "send to node " + node + " timed out behind " + (target - l.done)
                         + " async sends deferred before it");
             }
             backoff.pause(l.waiters, () -> l.done - target >= 0);

@@ -4,6 +4,7 @@ import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.Message;
 import io.ibdxnet.MessageHandler;
 import io.ibdxnet.MessageImporter;
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.NoReceiverException;
 import io.ibdxnet.RemoteHandlerException;
@@ -538,7 +539,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         counters.dropped.incrementAndGet();
         p = requests.answerable(source, requestId);
         if (p != null) {
-            p.future.completeExceptionally(new NetworkException("node " + source + " answered request " + requestId
+            p.future.completeExceptionally(new NetworkException(FailureReason.BAD_RESPONSE, "node " + source + " answered request " + requestId
                     + " with a response of type " + type + "/" + subtype + ", which " + problem));
         }
         return null;
@@ -550,7 +551,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         if (p != null && p.expected.isInstance(m)) {
             p.future.complete(m);
         } else if (p != null) {
-            p.future.completeExceptionally(new NetworkException("node " + source + " answered request " + requestId
+            p.future.completeExceptionally(new NetworkException(FailureReason.BAD_RESPONSE, "node " + source + " answered request " + requestId
                     + " with a " + m.getClass().getName() + ", not the " + p.expected.getName() + " the request declares"));
         }
     }

@@ -3,6 +3,7 @@ package io.ibdxnet.internal;
 import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.Message;
 import io.ibdxnet.MessageExporter;
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.Response;
 import io.ibdxnet.core.Frame;
@@ -238,8 +239,8 @@ public final class MessageSender {
         API.exportPayload(m, out);
         int total = API.size(out);
         if (total > config.maxMessageSize) {
-            throw new IllegalArgumentException("message " + m.getType() + "/" + m.getSubtype() + " of " + total
-                    + " bytes exceeds maxMessageSize (" + config.maxMessageSize + ")");
+            throw new NetworkException(FailureReason.TOO_LARGE, "message " + m.getType() + "/" + m.getSubtype() + " of "
+                    + total + " bytes exceeds maxMessageSize (" + config.maxMessageSize + ")");
         }
         if (dest == config.nodeId) {
             byte[] copy = Arrays.copyOf(API.array(out), total);

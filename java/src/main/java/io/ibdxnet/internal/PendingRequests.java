@@ -1,5 +1,6 @@
 package io.ibdxnet.internal;
 
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.RequestTimeoutException;
 import io.ibdxnet.Response;
@@ -130,7 +131,7 @@ public final class PendingRequests {
     public void failTo(int node, String reason) {
         for (Pending p : pending.values()) {
             if (p.target == node && pending.remove(p.requestId, p)) {
-                p.future.completeExceptionally(new NetworkException(reason));
+                p.future.completeExceptionally(new NetworkException(FailureReason.DISCONNECTED, reason));
             }
         }
     }
@@ -151,7 +152,7 @@ public final class PendingRequests {
             r.run();
         }
         for (Pending p : pending.values()) {
-            p.future.completeExceptionally(new NetworkException("DXNet closed"));
+            p.future.completeExceptionally(new NetworkException(FailureReason.CLOSED, "DXNet closed"));
         }
         pending.clear();
     }

@@ -1,6 +1,7 @@
 package io.ibdxnet.internal;
 
 import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.ib.IbException;
 import io.ibdxnet.ib.IbTransport;
@@ -116,7 +117,7 @@ public final class Transports {
             // The engine refused a native key (named native.<key>): say which file it came from.
             throw config.source() == null ? e : new IllegalArgumentException(config.source() + ": " + e.getMessage(), e);
         } catch (IbException e) {
-            throw new NetworkException("cannot start the InfiniBand transport: " + e.getMessage(), e);
+            throw new NetworkException(FailureReason.RESOURCES, "cannot start the InfiniBand transport: " + e.getMessage(), e);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.ibdxnet.loopback;
 
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.core.IdleYield;
 import io.ibdxnet.transport.Backoff;
@@ -91,7 +92,7 @@ public final class LoopbackTransport implements Transport {
                 p = NEXT_PORT.getAndIncrement();
             } while (REGISTRY.putIfAbsent(p, this) != null);
         } else if (REGISTRY.putIfAbsent(p, this) != null) {
-            throw new NetworkException("loopback port " + p + " is taken");
+            throw new NetworkException(FailureReason.RESOURCES, "loopback port " + p + " is taken");
         }
         this.port = p;
         this.pump = new Thread(this::run, "dxnet-loopback-" + nodeId);
@@ -193,18 +194,18 @@ public final class LoopbackTransport implements Transport {
         }
         Integer port = nodes.get(node);
         if (port == null) {
-            throw new NetworkException("node " + node + " is not in the node table");
+            throw new NetworkException(FailureReason.UNREACHABLE, "node " + node + " is not in the node table");
         }
         LoopbackTransport peer = REGISTRY.get(port);
         if (peer == null || !peer.running || peer.nodeId != node) {
-            throw new NetworkException("no node " + node + " at loopback port " + port);
+            throw new NetworkException(FailureReason.UNREACHABLE, "no node " + node + " at loopback port " + port);
         }
         ByteBuffer ring;
         try {
             ring = DirectMemory.allocate(ringSize, "the ring of the connection to node " + node + " (nioRingSize = "
                     + ringSize + ")");
         } catch (IllegalStateException e) {
-            throw new NetworkException(e.getMessage(), e);
+            throw new NetworkException(FailureReason.RESOURCES, e.getMessage(), e);
         }
         Connection fresh = new Connection(node, peer, ring, new FlowWindow(window, confirmations.unit()));
         if (!connections.compareAndSet(node, null, fresh)) {

@@ -9,7 +9,7 @@ import java.net.ConnectException;
  * people: the exception senders see, the log line and the loss event.
  */
 enum NioFailure {
-    /** Nobody accepted the connect (the port is closed, the host refused). */
+    /** Nobody accepted the TCP connect (the port is closed, the host refused). */
     REFUSED,
     /** The socket failed: reset, broken pipe, unreachable. */
     RESET,
@@ -17,7 +17,7 @@ enum NioFailure {
     PEER_CLOSED,
     /** The handshake did not complete within the connect timeout. */
     HANDSHAKE_TIMEOUT,
-    /** The peer refused our hello, or failed to prove itself during the handshake. */
+    /** The peer refused our hello (with a reply saying why), or failed to prove itself during the handshake. */
     HANDSHAKE,
     /** Nothing arrived for the idle timeout (nor the goodbye of an orderly close). */
     IDLE_TIMEOUT,

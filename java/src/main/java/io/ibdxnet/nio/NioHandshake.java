@@ -198,7 +198,7 @@ final class NioHandshake {
         if (status == NioWire.REPLY_OK || status == NioWire.REPLY_CHALLENGE) {
             throw NioFailure.HANDSHAKE.exception("node " + c.peer() + " broke the handshake (status " + status + " at step " + p.step + ")");
         }
-        throw NioFailure.REFUSED.exception("node " + c.peer() + " refused the connection: " + NioWire.replyText(status));
+        throw NioFailure.HANDSHAKE.exception("node " + c.peer() + " refused the connection: " + NioWire.replyText(status));
     }
 
     private Step onChallenge(NioChannel c, Pending p, ByteBuffer b, long now) throws IOException {

@@ -1,5 +1,6 @@
 package io.ibdxnet.nio;
 
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.transport.WriteInterestManager;
@@ -111,7 +112,7 @@ final class NioReactor {
         try {
             this.selector = Selector.open();
         } catch (IOException e) {
-            throw new NetworkException("cannot open a selector: " + e.getMessage(), e);
+            throw new NetworkException(FailureReason.RESOURCES, "cannot open a selector: " + e.getMessage(), e);
         }
         try {
             this.server = ServerSocketChannel.open();
@@ -121,7 +122,7 @@ final class NioReactor {
             server.register(selector, SelectionKey.OP_ACCEPT);
         } catch (IOException e) {
             closeQuietly(selector);
-            throw new NetworkException("cannot listen on " + settings.listenHost + ":" + settings.listenPort + ": " + e.getMessage(), e);
+            throw new NetworkException(FailureReason.RESOURCES, "cannot listen on " + settings.listenHost + ":" + settings.listenPort + ": " + e.getMessage(), e);
         }
         this.thread = new Thread(this::run, "dxnet-nio-" + settings.nodeId);
         thread.setDaemon(true);

@@ -1,5 +1,6 @@
 package io.ibdxnet.nio;
 
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.transport.AuthKey;
 import io.ibdxnet.transport.Confirmations;
@@ -214,11 +215,11 @@ public final class NioTransport implements Transport {
         NioChannel c = conns.outgoing.get(node);
         if (c == null) {
             if (!reactor.isRunning()) {
-                throw new NetworkException("transport closed");
+                throw new NetworkException(FailureReason.CLOSED, "transport closed");
             }
             InetSocketAddress address = nodes.get(node);
             if (address == null) {
-                throw new NetworkException("node " + node + " is not in the node table");
+                throw new NetworkException(FailureReason.UNREACHABLE, "node " + node + " is not in the node table");
             }
             lockUntil(node, deadlineNanos);
             try {
@@ -237,29 +238,45 @@ public final class NioTransport implements Transport {
                 c.established.get(Math.max(1, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (ExecutionException e) {
                 // The cause is the NioException the connection ended with: its text names the reason.
-                throw new NetworkException("no connection to node " + node + ": " + e.getCause().getMessage(), e.getCause());
+                throw new NetworkException(connectFailure(e.getCause()), "no connection to node " + node + ": "
+                        + e.getCause().getMessage(), e.getCause());
             } catch (TimeoutException e) {
                 // Ours ends here; the attempt itself goes on (up to connectTimeoutMs) for the next caller.
-                throw new NetworkException("no connection to node " + node + " within the caller's deadline (still "
+                throw new NetworkException(FailureReason.TIMEOUT, "no connection to node " + node + " within the caller's deadline (still "
                         + "connecting in the background, up to connectTimeoutMs = " + settings.connectTimeoutMs + " ms)");
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new NetworkException("interrupted while connecting to node " + node, e);
+                throw new NetworkException(FailureReason.INTERRUPTED, "interrupted while connecting to node " + node, e);
             }
         }
         return c;
+    }
+
+    /** The reason a caller gets for a connection attempt that ended with {@code cause}. */
+    static FailureReason connectFailure(Throwable cause) {
+        if (!(cause instanceof NioFailure.NioException)) {
+            return FailureReason.UNREACHABLE;
+        }
+        switch (((NioFailure.NioException) cause).kind) {
+            case HANDSHAKE:
+                return FailureReason.REFUSED; // the peer refused our hello or key
+            case SHUTDOWN:
+                return FailureReason.CLOSED; // this node closes
+            default:
+                return FailureReason.UNREACHABLE; // refused or reset by the host, no answer within connectTimeoutMs, …
+        }
     }
 
     /** The connect lock of {@code node}, or a failure once the caller's deadline passed first. */
     private void lockUntil(int node, long deadlineNanos) throws NetworkException {
         try {
             if (!connectLocks.lock(node, deadlineNanos)) {
-                throw new NetworkException("no connection to node " + node + " within the caller's deadline "
+                throw new NetworkException(FailureReason.TIMEOUT, "no connection to node " + node + " within the caller's deadline "
                         + "(another sender is setting it up)");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new NetworkException("interrupted while connecting to node " + node, e);
+            throw new NetworkException(FailureReason.INTERRUPTED, "interrupted while connecting to node " + node, e);
         }
     }
 
@@ -270,7 +287,7 @@ public final class NioTransport implements Transport {
             socket.configureBlocking(false);
             socket.setOption(StandardSocketOptions.TCP_NODELAY, true);
         } catch (IOException e) {
-            throw new NetworkException("cannot open a socket: " + e.getMessage(), e);
+            throw new NetworkException(FailureReason.RESOURCES, "cannot open a socket: " + e.getMessage(), e);
         }
         NioChannel c;
         try {
@@ -282,7 +299,7 @@ public final class NioTransport implements Transport {
             } catch (IOException x) {
                 e.addSuppressed(x);
             }
-            throw new NetworkException(e.getMessage(), e);
+            throw new NetworkException(FailureReason.RESOURCES, e.getMessage(), e);
         }
         c.lastUse = System.nanoTime();
         c.deadline = c.lastUse + TimeUnit.MILLISECONDS.toNanos(settings.connectTimeoutMs);

@@ -1,5 +1,6 @@
 package io.ibdxnet.transport;
 
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -60,10 +61,10 @@ public final class FlowWindow {
                 unconfirmed.addAndGet(-bytes);
             }
             if (connection.isClosed()) {
-                throw new NetworkException("connection to node " + node + " closed");
+                throw new NetworkException(FailureReason.DISCONNECTED, "connection to node " + node + " closed");
             }
             if (System.nanoTime() - deadlineNanos > 0) {
-                throw new NetworkException("flow control window to node " + node + " stayed full");
+                throw new NetworkException(FailureReason.TIMEOUT, "flow control window to node " + node + " stayed full");
             }
             if (backoff == null) {
                 backoff = new Backoff();

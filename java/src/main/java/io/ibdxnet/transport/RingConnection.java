@@ -1,5 +1,6 @@
 package io.ibdxnet.transport;
 
+import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -172,17 +173,17 @@ public class RingConnection {
                     flow.release(bytes); // nothing went out: the window must not keep it
                 }
             }
-            throw new NetworkException("connection to node " + node + " closed");
+            throw new NetworkException(FailureReason.DISCONNECTED, "connection to node " + node + " closed");
         } catch (NetworkException e) {
             if (orderly && retry) {
                 return -1;
             }
             throw e;
         } catch (TimeoutException e) {
-            throw new NetworkException("send to node " + node + " timed out: " + e.getMessage(), e);
+            throw new NetworkException(FailureReason.TIMEOUT, "send to node " + node + " timed out: " + e.getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new NetworkException("interrupted while sending to node " + node, e);
+            throw new NetworkException(FailureReason.INTERRUPTED, "interrupted while sending to node " + node, e);
         }
     }
 }

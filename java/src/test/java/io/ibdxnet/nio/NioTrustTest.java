@@ -353,7 +353,8 @@ public class NioTrustTest {
         meet(plain, keyed);
         NetworkException refused = sendFails(plain, 1);
         assertMentions(refused, "node 1", "requires a pre-shared key and we have none");
-        assertEquals(NioFailure.REFUSED, NioFailureTest.kindOf(refused));
+        assertEquals(NioFailure.HANDSHAKE, NioFailureTest.kindOf(refused)); // a reply that refuses, not a closed port
+        assertEquals(io.ibdxnet.FailureReason.REFUSED, refused.reason());
         assertEquals(1, stat(keyed, "hellos_refused_unauthenticated"));
         assertMentions(sendFails(keyed, 0), "node 0", "has no pre-shared key and we use one");
         assertEquals(1, stat(plain, "hellos_refused_unexpected_key"));

@@ -188,7 +188,7 @@ public final class SlowReceiverSoak {
                             sender.sendMessage(x);
                             blocked += System.nanoTime() - a;
                         }
-                    } catch (NetworkException | RuntimeException e) {
+                    } catch (RuntimeException e) {
                         failure.compareAndSet(null, e);
                     }
                     sent.addAndGet(seq);

@@ -237,7 +237,7 @@ public final class Soak {
                                     LockSupport.parkNanos(5_000_000); // a paused sender
                                 }
                             }
-                        } catch (NetworkException | RuntimeException e) {
+                        } catch (RuntimeException e) {
                             failure.compareAndSet(null, e);
                         }
                     }, "soak-sender-" + from.nodeId() + "-" + t);
