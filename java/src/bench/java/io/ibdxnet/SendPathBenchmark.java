@@ -102,6 +102,11 @@ public class SendPathBenchmark {
         }
 
         @Override
+        public boolean isConnected(int node) {
+            return true;
+        }
+
+        @Override
         public void addNode(int id, String host, int port) {}
 
         @Override

@@ -69,6 +69,7 @@ public final class DXNet implements AutoCloseable {
     private final HandlerDispatch handlers;
     private final IncomingPath incoming;
     private volatile LossListener lossListener;
+    private volatile ConnectionListener connectionListener;
     /** Why a thread of the core died (null while healthy): the node would otherwise go deaf silently. */
     private volatile Throwable failure;
     private volatile boolean running = true;
@@ -87,8 +88,14 @@ public final class DXNet implements AutoCloseable {
             }
 
             @Override
+            public void onConnected(int node) {
+                connectionEvent(node, true);
+            }
+
+            @Override
             public void onDisconnected(int node) {
                 requests.failTo(node, "node " + node + " disconnected");
+                connectionEvent(node, false);
             }
 
             @Override
@@ -555,6 +562,66 @@ public final class DXNet implements AutoCloseable {
     /** Sets the {@link LossListener} (null: log instead); runs on a transport thread, must not block. */
     public void setLossListener(LossListener listener) {
         this.lossListener = listener;
+    }
+
+    /**
+     * Whether a connection this node sends to {@code node} on is open: a send
+     * to it needs no connection set-up. False for a node that only sent to
+     * us so far, and once the connection failed or was closed (also by the
+     * least-recently-used eviction beyond {@code maxConnections}).
+     *
+     * @param node a node id
+     * @return whether the connection to {@code node} is open
+     */
+    public boolean isConnected(int node) {
+        return running && transport.isConnected(node);
+    }
+
+    /** Hears of connections as they open and fail ({@link #setConnectionListener}). */
+    public interface ConnectionListener {
+        /**
+         * A connection this node sends to {@code node} on was established.
+         *
+         * @param node the peer
+         */
+        void connected(int node);
+
+        /**
+         * The connection to or from {@code node} failed, or the node left;
+         * requests waiting for its answers failed with
+         * {@link FailureReason#DISCONNECTED}.
+         *
+         * @param node the peer
+         */
+        void disconnected(int node);
+    }
+
+    /**
+     * Sets the {@link ConnectionListener} (null: none). It runs on a transport
+     * thread or on the sending thread that set the connection up, and must
+     * not block; an exception it throws is logged.
+     *
+     * @param listener the listener, or null
+     */
+    public void setConnectionListener(ConnectionListener listener) {
+        this.connectionListener = listener;
+    }
+
+    private void connectionEvent(int node, boolean connected) {
+        ConnectionListener l = connectionListener;
+        if (l == null) {
+            return;
+        }
+        try {
+            if (connected) {
+                l.connected(node);
+            } else {
+                l.disconnected(node);
+            }
+        } catch (RuntimeException e) {
+            warnings.log(Level.WARNING, "connection listener failed", node, "node " + config.nodeId
+                    + ": the connection listener failed for node " + node, e);
+        }
     }
 
     /** True while every thread of the core runs; see {@link #failure}. */

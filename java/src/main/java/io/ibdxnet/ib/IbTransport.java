@@ -137,6 +137,19 @@ public final class IbTransport implements Transport, EngineCallbacks {
         return maxFrame;
     }
 
+    @Override
+    public boolean isConnected(int node) {
+        if (node < 0 || node >= connections.length()) {
+            return false;
+        }
+        Connection c = connections.get(node);
+        try {
+            return c != null && !c.orb.isClosed() && engine.connectionOpen(c.connectionId);
+        } catch (EngineClosedException e) {
+            return false;
+        }
+    }
+
     /** The device the engine runs on (e.g. {@code rxe0}, {@code sim2}). */
     @Override
     public String name() {
@@ -178,6 +191,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 c = open(node, deadlineNanos);
                 connections.set(node, c);
                 retirement.retireIfClosed(c); // its close event may have come before it was ours to retire
+                listener.onConnected(node);
             }
             return c;
         } finally {

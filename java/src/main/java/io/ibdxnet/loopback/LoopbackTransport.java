@@ -116,6 +116,15 @@ public final class LoopbackTransport implements Transport {
     }
 
     @Override
+    public boolean isConnected(int node) {
+        if (node < 0 || node >= connections.length()) {
+            return false;
+        }
+        Connection c = connections.get(node);
+        return c != null && !c.orb.isClosed();
+    }
+
+    @Override
     public int receiveBuffers() {
         return bufferCount;
     }
@@ -213,6 +222,7 @@ public final class LoopbackTransport implements Transport {
         }
         // Before its first byte: the peer confirms what we send in our unit (set-up, as the handshake does on nio).
         peer.confirmations.reset(nodeId, confirmations.unit());
+        listener.onConnected(node);
         return fresh;
     }
 

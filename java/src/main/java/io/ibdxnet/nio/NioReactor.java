@@ -446,6 +446,7 @@ final class NioReactor {
                 case OPEN:
                     c.open();
                     flush(c, now); // frames written while connecting go out
+                    listener.onConnected(c.peer());
                     break;
                 case ACCEPT:
                     conns.accept(c);

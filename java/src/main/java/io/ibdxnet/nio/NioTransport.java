@@ -111,6 +111,15 @@ public final class NioTransport implements Transport {
     }
 
     @Override
+    public boolean isConnected(int node) {
+        if (node < 0 || node >= conns.outgoing.length()) {
+            return false;
+        }
+        NioChannel c = conns.outgoing.get(node);
+        return c != null && c.state() == NioChannel.State.OPEN;
+    }
+
+    @Override
     public int receiveBuffers() {
         return settings.bufferCount;
     }

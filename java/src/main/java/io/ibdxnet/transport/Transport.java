@@ -19,6 +19,9 @@ public interface Transport extends AutoCloseable {
     /** Largest frame (header and payload) a single {@link #send} may carry. */
     int maxFrameSize();
 
+    /** Whether a connection this node sends to {@code node} on is open (a send needs no connection set-up). */
+    boolean isConnected(int node);
+
     /**
      * Sends {@code header} followed by {@code payload[offset, offset + length)} as
      * one frame, waiting while the connection is being set up and while its

@@ -8,6 +8,9 @@ public interface TransportListener {
      */
     boolean onBuffer(IncomingBuffer buffer);
 
+    /** A connection this node sends to {@code node} on was established. */
+    default void onConnected(int node) {}
+
     /** The connection to {@code node} failed or closed. */
     void onDisconnected(int node);
 
