@@ -16,6 +16,11 @@ public final class FlowWindow {
     /** Senders waiting for room, woken by confirmations. */
     private final WaitList waiters = new WaitList();
 
+    /** Where senders wait for room (for tests). */
+    WaitList waiters() {
+        return waiters;
+    }
+
     /** {@code unit}: bytes one confirmation unit stands for. */
     public FlowWindow(long window, long unit) {
         this.window = window;

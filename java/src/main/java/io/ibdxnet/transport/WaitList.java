@@ -17,6 +17,8 @@ import java.util.function.BooleanSupplier;
 public final class WaitList {
     private final ConcurrentLinkedQueue<Thread> parked = new ConcurrentLinkedQueue<>();
     private final AtomicInteger waiting = new AtomicInteger();
+    /** Waiters a signal unparked (a signal to nobody costs nothing and counts nothing). */
+    private final java.util.concurrent.atomic.AtomicLong woken = new java.util.concurrent.atomic.AtomicLong();
 
     /** After a change a waiter may wait for: wakes every parked waiter. */
     public void signal() {
@@ -25,6 +27,7 @@ public final class WaitList {
         }
         for (Thread t; (t = parked.poll()) != null;) {
             LockSupport.unpark(t);
+            woken.incrementAndGet();
         }
     }
 
@@ -41,6 +44,11 @@ public final class WaitList {
             parked.remove(me);
             waiting.decrementAndGet();
         }
+    }
+
+    /** Waiters a signal unparked so far (for tests). */
+    long woken() {
+        return woken.get();
     }
 
     /** Waiters right now (for tests). */

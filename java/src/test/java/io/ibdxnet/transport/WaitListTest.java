@@ -2,6 +2,7 @@ package io.ibdxnet.transport;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -57,34 +58,46 @@ public class WaitListTest {
         for (Thread t : ts) {
             t.join();
         }
+        // A lost wake-up costs its waiter the whole 10 s park; a loaded host a few hundred ms at most.
         assertTrue("slowest round " + slowest.get() / 1_000_000 + " ms: a wake-up was lost",
-                slowest.get() < TimeUnit.SECONDS.toNanos(1));
+                slowest.get() < TimeUnit.SECONDS.toNanos(5));
         assertEquals(0, list.waiting());
     }
 
-    /** A waiter parked on a full window is woken by the confirmation, not by its park running out. */
+    /**
+     * A waiter parked on a full window is woken by the confirmation, not by
+     * its park running out. Timing cannot tell those apart on a loaded host
+     * (a park lasts 1 ms at most); the window's count of unparks can. A
+     * confirmation that lands between two parks finds nobody to unpark, so
+     * up to five tries: without the signal none of them counts one.
+     */
     @Test
     public void aConfirmationWakesAParkedSenderAtOnce() throws Exception {
-        FlowWindow w = new FlowWindow(1 << 20, 1 << 10);
-        w.acquire(1 << 20, System.nanoTime() + 1_000_000_000L, 1, () -> false);
-        long[] waited = new long[1];
-        Thread t = new Thread(() -> {
-            try {
-                long t0 = System.nanoTime();
-                w.acquire(1 << 10, System.nanoTime() + 20_000_000_000L, 1, () -> false);
-                waited[0] = System.nanoTime() - t0;
-            } catch (Exception e) {
-                throw new RuntimeException(e);
+        for (int attempt = 1; attempt <= 5; attempt++) {
+            FlowWindow w = new FlowWindow(1 << 20, 1 << 10);
+            w.acquire(1 << 20, System.nanoTime() + 1_000_000_000L, 1, () -> false);
+            long[] waited = new long[1];
+            Thread t = new Thread(() -> {
+                try {
+                    long t0 = System.nanoTime();
+                    w.acquire(1 << 10, System.nanoTime() + 20_000_000_000L, 1, () -> false);
+                    waited[0] = System.nanoTime() - t0;
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            t.start();
+            Thread.sleep(300); // long enough for its parks to reach the longest
+            io.ibdxnet.TestSupport.waitFor("the sender parks on the window's list", () -> w.waiters().waiting() == 1);
+            long before = w.waiters().woken();
+            w.confirm(1);
+            t.join();
+            assertTrue("waited " + waited[0] / 1_000_000 + " ms", waited[0] >= 250_000_000L);
+            if (w.waiters().woken() > before) {
+                return;
             }
-        });
-        t.start();
-        Thread.sleep(300); // long enough for its parks to reach the longest
-        long sent = System.nanoTime();
-        w.confirm(1);
-        t.join();
-        long late = System.nanoTime() - sent;
-        assertTrue("woke " + late / 1000 + " us after the confirmation", waited[0] >= 250_000_000L);
-        assertTrue("woke " + late / 1000 + " us after the confirmation", late < Backoff.MAX_PARK_NS / 2 + 200_000);
+        }
+        fail("in five tries the confirmation never unparked the parked sender");
     }
 
     @Test
