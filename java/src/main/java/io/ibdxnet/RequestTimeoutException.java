@@ -4,6 +4,11 @@ package io.ibdxnet;
 public class RequestTimeoutException extends NetworkException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * A timeout described by {@code message}.
+     *
+     * @param message which request, how long
+     */
     public RequestTimeoutException(String message) {
         super(message);
     }
