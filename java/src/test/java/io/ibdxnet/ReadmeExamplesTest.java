@@ -51,6 +51,21 @@ public class ReadmeExamplesTest {
         assertTrue(read("README.md").contains("io.ibdxnet:ibdxnet:" + v.group(1)));
     }
 
+    /** The command lines README gives are the ones {@link ModulePathTest} runs (with the jar and gson by file name). */
+    @Test
+    public void theReadmeCommandLinesAreTheTestedOnes() throws IOException {
+        Matcher v = Pattern.compile("(?m)^version=(\\S+)$").matcher(read("gradle.properties"));
+        assertTrue(v.find());
+        String readme = read("README.md");
+        String jar = "ibdxnet-" + v.group(1) + ".jar";
+        for (java.util.List<String> cmd : java.util.Arrays.asList(
+                ModulePathTest.modulePathCommand("java", jar, "gson-2.10.1.jar", "example", "nio"),
+                ModulePathTest.classPathCommand("java", jar, "gson-2.10.1.jar", "example", "nio"))) {
+            String line = String.join(" ", cmd);
+            assertTrue("README.md does not give the tested command line\n" + line, readme.contains("\n" + line + "\n"));
+        }
+    }
+
     @Test
     public void theTwoProcessConfigurationsLoad() throws IOException {
         for (String t : new String[] {"nio", "ib"}) {
