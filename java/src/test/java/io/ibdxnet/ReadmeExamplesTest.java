@@ -51,6 +51,18 @@ public class ReadmeExamplesTest {
         assertTrue(read("README.md").contains("io.ibdxnet:ibdxnet:" + v.group(1)));
     }
 
+    @Test
+    public void theMavenSnippetNamesThisArtifact() throws IOException {
+        String props = read("gradle.properties");
+        Matcher g = Pattern.compile("(?m)^group=(\\S+)$").matcher(props);
+        Matcher v = Pattern.compile("(?m)^version=(\\S+)$").matcher(props);
+        assertTrue(g.find() && v.find());
+        String snippet = "<dependency>\n    <groupId>" + g.group(1) + "</groupId>\n    <artifactId>ibdxnet</artifactId>\n"
+                + "    <version>" + v.group(1) + "</version>\n</dependency>";
+        assertTrue("README.md has no Maven snippet for " + g.group(1) + ":ibdxnet:" + v.group(1) + ":\n" + snippet,
+                read("README.md").contains(snippet));
+    }
+
     /** The command lines README gives are the ones {@link ModulePathTest} runs (with the jar and gson by file name). */
     @Test
     public void theReadmeCommandLinesAreTheTestedOnes() throws IOException {
