@@ -159,6 +159,21 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
+     * Starts node {@code nodeId} from a configuration file that all nodes may
+     * share (see {@link DXNetConfig#load(java.nio.file.Path, int)}).
+     *
+     * @param configFile the configuration file
+     * @param nodeId this node's id (overrides one the file gives)
+     * @return the running node; {@link #close} it
+     * @throws NetworkException if the transport cannot start
+     * @throws java.io.IOException if the file cannot be read
+     * @throws IllegalArgumentException if the configuration is invalid (the message names the file and key)
+     */
+    public static DXNet start(java.nio.file.Path configFile, int nodeId) throws NetworkException, java.io.IOException {
+        return new DXNet(DXNetConfig.load(configFile, nodeId));
+    }
+
+    /**
      * This node's id.
      *
      * @return the id configured as {@code nodeId}

@@ -354,6 +354,8 @@ public final class DXNetConfig {
      * Reads a configuration file: JSON if the name ends in {@code .json}
      * (<code>{"nodeId": 0, "nodes": {"1": "host:port"}, "native": {"fabric": "sim"}, ...}</code>),
      * else key=value lines. Unknown keys are errors; every error names the file and the key.
+     * A key the file does not give keeps its default ({@code nodeId}: 0); for a
+     * file that all nodes share, see {@link #load(Path, int)}.
      *
      * @param file the file
      * @return the configuration
@@ -364,15 +366,35 @@ public final class DXNetConfig {
         DXNetConfig c = new DXNetConfig(0);
         c.source = file;
         Map<String, String> entries = file.getFileName().toString().endsWith(".json") ? readJson(file) : readProperties(file);
-        if (!entries.containsKey("nodeId")) {
-            throw new IllegalArgumentException(file + ": nodeId is missing");
-        }
         for (Map.Entry<String, String> e : entries.entrySet()) {
             try {
                 c.set(e.getKey(), e.getValue());
             } catch (IllegalArgumentException ex) {
                 throw new IllegalArgumentException(file + ": " + ex.getMessage(), ex);
             }
+        }
+        return c;
+    }
+
+    /**
+     * Reads a configuration file as {@link #load(Path)} does, for node
+     * {@code nodeId}: the id comes from the caller (a command line, say), so
+     * one file with the whole node table serves every node; a {@code nodeId}
+     * the file gives is overridden.
+     *
+     * @param file the file
+     * @param nodeId this node's id
+     * @return the configuration
+     * @throws IOException if the file cannot be read
+     * @throws IllegalArgumentException if a key is unknown or a value invalid (the message names the file and key;
+     *     ranges, {@code nodeId}'s too, are checked by {@link #validate})
+     */
+    public static DXNetConfig load(Path file, int nodeId) throws IOException {
+        DXNetConfig c = load(file);
+        try {
+            c.set("nodeId", Integer.toString(nodeId));
+        } catch (IllegalArgumentException ex) {
+            throw new IllegalArgumentException(file + ": " + ex.getMessage(), ex);
         }
         return c;
     }

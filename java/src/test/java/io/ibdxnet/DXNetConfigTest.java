@@ -99,8 +99,8 @@ public class DXNetConfigTest {
         assertTrue(e, e.contains("nested.json") && e.contains("listen"));
         e = refusal("nodes not an object", () -> DXNetConfig.load(write("nodes.json", "{\"nodeId\": 1, \"nodes\": 3}")));
         assertTrue(e, e.contains("nodes.json") && e.contains("nodes"));
-        e = refusal("no nodeId", () -> DXNetConfig.load(write("empty.conf", "handlerThreads=3\n")));
-        assertTrue(e, e.contains("empty.conf") && e.contains("nodeId"));
+        // No nodeId: the default, 0 (oneNodeTableFileServesEveryNode), no longer a refusal.
+        assertEquals(0, DXNetConfig.load(write("empty.conf", "handlerThreads=3\n")).nodeId);
         e = refusal("bad node id", () -> DXNetConfig.load(write("node.conf", "nodeId=1\nnode.x=h:1\n")));
         assertTrue(e, e.contains("node.conf") && e.contains("node.x"));
         // Out of range: found by validate, which names the file too.
@@ -396,6 +396,47 @@ public class DXNetConfigTest {
         Path h = write("ib3.conf", "nodeId=1\ntransport=ib\nnative.fabric=sim\nnative.sq_sise=8\n");
         e = refusal("native.sq_sise", () -> DXNet.start(h).close());
         assertTrue(e, e.startsWith(h + ": unknown configuration key 'native.sq_sise' (did you mean 'native.sq_size'?)"));
+    }
+
+    /**
+     * One node-table file for every node (issue 21): the file names no
+     * {@code nodeId} (the documented default, 0, applies; it was refused with
+     * "nodeId is missing"), and each node's id comes from the caller.
+     */
+    @Test
+    public void oneNodeTableFileServesEveryNode() throws Exception {
+        int[] ports = new int[2];
+        for (int i = 0; i < 2; i++) {
+            try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                ports[i] = s.getLocalPort();
+            }
+        }
+        Path f = Files.createTempFile("shared-nodes", ".properties");
+        try {
+            Files.write(f, ("transport=nio\nnode.0=127.0.0.1:" + ports[0] + "\nnode.1=127.0.0.1:" + ports[1] + "\n")
+                    .getBytes(StandardCharsets.UTF_8));
+            assertEquals("the documented default", 0, DXNetConfig.load(f).nodeId);
+            assertEquals(1, DXNetConfig.load(f, 1).nodeId);
+            try {
+                DXNetConfig.load(f, 70_000).validate();
+                fail("node id 70000 accepted");
+            } catch (IllegalArgumentException e) {
+                assertTrue(e.getMessage(), e.getMessage().contains(f.toString()) && e.getMessage().contains("nodeId"));
+            }
+            try (DXNet n0 = DXNet.start(f, 0); DXNet n1 = DXNet.start(f, 1)) {
+                assertEquals(ports[1], n1.localPort());
+                java.util.concurrent.CountDownLatch got = new java.util.concurrent.CountDownLatch(1);
+                n0.register(io.ibdxnet.app.BytesMessage.class, m -> {
+                    if (m.getSource() == 1) {
+                        got.countDown();
+                    }
+                });
+                n1.sendMessage(new io.ibdxnet.app.BytesMessage(0, new byte[] {42}));
+                assertTrue("node 0 did not receive node 1's message", got.await(30, java.util.concurrent.TimeUnit.SECONDS));
+            }
+        } finally {
+            Files.deleteIfExists(f);
+        }
     }
 
     /**
