@@ -44,7 +44,7 @@ import java.util.logging.Logger;
  * order. Responses never wait behind messages: they complete the request's
  * future as soon as they are received. {@link #sendAsync} keeps the order
  * without blocking: a request it cannot send at once is queued for its node
- * ({@link DeferredSends}), later async sends to that node queue behind it,
+ * (a lane per node), later async sends to that node queue behind it,
  * and a synchronous send to that node first waits (within its own deadline)
  * until what was queued before it went out.
  *
@@ -139,22 +139,62 @@ public final class DXNet implements AutoCloseable {
         this.requests.start();
     }
 
-    /** Starts a node. */
+    /**
+     * Starts a node.
+     *
+     * @param config the node's configuration (checked here; it must not be changed afterwards)
+     * @return the running node; {@link #close} it
+     * @throws NetworkException if the transport cannot start (e.g. its port is taken); a failed
+     *     start leaves no thread and no port behind
+     * @throws IllegalArgumentException if the configuration is invalid (the message names the key)
+     */
     public static DXNet start(DXNetConfig config) throws NetworkException {
         return new DXNet(config);
     }
 
-    /** Starts a node from a JSON or key=value configuration file (see {@link DXNetConfig#load}). */
+    /**
+     * Starts a node from a JSON or key=value configuration file (see {@link DXNetConfig#load}).
+     *
+     * @param configFile the configuration file
+     * @return the running node; {@link #close} it
+     * @throws NetworkException if the transport cannot start
+     * @throws java.io.IOException if the file cannot be read
+     * @throws IllegalArgumentException if the configuration is invalid (the message names the file and key)
+     */
     public static DXNet start(java.nio.file.Path configFile) throws NetworkException, java.io.IOException {
         return new DXNet(DXNetConfig.load(configFile));
     }
 
-    /** This node's id. */
+    /**
+     * Starts node {@code nodeId} from a configuration file that all nodes may
+     * share (see {@link DXNetConfig#load(java.nio.file.Path, int)}).
+     *
+     * @param configFile the configuration file
+     * @param nodeId this node's id (overrides one the file gives)
+     * @return the running node; {@link #close} it
+     * @throws NetworkException if the transport cannot start
+     * @throws java.io.IOException if the file cannot be read
+     * @throws IllegalArgumentException if the configuration is invalid (the message names the file and key)
+     */
+    public static DXNet start(java.nio.file.Path configFile, int nodeId) throws NetworkException, java.io.IOException {
+        return new DXNet(DXNetConfig.load(configFile, nodeId));
+    }
+
+    /**
+     * This node's id.
+     *
+     * @return the id configured as {@code nodeId}
+     */
     public int nodeId() {
         return config.nodeId;
     }
 
-    /** The UDP port of this node's connection manager (for other nodes' tables). */
+    /**
+     * The port this node listens on (for other nodes' tables): on ib the UDP
+     * port of its connection manager, on nio its TCP port.
+     *
+     * @return the port
+     */
     public int localPort() {
         return transport.localPort();
     }
@@ -162,6 +202,8 @@ public final class DXNet implements AutoCloseable {
     /**
      * Adds a node to the node table ("host:port").
      *
+     * @param id the node's id
+     * @param hostPort where it listens, {@code host:port}
      * @throws IllegalArgumentException if {@code id} is not a node id
      *     (0..65534) or is this node's own, or {@code hostPort} is not host:port
      */
@@ -181,12 +223,23 @@ public final class DXNet implements AutoCloseable {
         transport.addNode(id, hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
     }
 
-    /** Makes {@code type/subtype} known; {@code c} needs a no-argument constructor. */
+    /**
+     * Makes {@code type/subtype} known: received messages of it are created as {@code c}.
+     *
+     * @param type the type byte
+     * @param subtype the subtype byte
+     * @param c the message class; it needs a no-argument constructor
+     */
     public void registerMessageType(byte type, byte subtype, Class<? extends Message> c) {
         types.define(type, subtype, c);
     }
 
-    /** Makes {@code type} known; {@code c} needs a no-argument constructor. */
+    /**
+     * Makes {@code type} known: received messages of it are created as {@code c}.
+     *
+     * @param type the message type
+     * @param c the message class; it needs a no-argument constructor
+     */
     public void registerMessageType(MessageType type, Class<? extends Message> c) {
         registerMessageType(type.type(), type.subtype(), c);
     }
@@ -194,12 +247,23 @@ public final class DXNet implements AutoCloseable {
     /**
      * Delivers messages of {@code type/subtype} to {@code receiver} on handler
      * threads, in order per source node (see the class comment, "Order").
+     * The class of the messages must be registered as well
+     * ({@link #registerMessageType(byte, byte, Class)}).
+     *
+     * @param type the type byte
+     * @param subtype the subtype byte
+     * @param receiver what handles them
      */
     public void register(byte type, byte subtype, MessageReceiver receiver) {
         types.handleWith(type, subtype, receiver::onIncomingMessage);
     }
 
-    /** {@link #register(byte, byte, MessageReceiver)} with a {@link MessageType}. */
+    /**
+     * {@link #register(byte, byte, MessageReceiver)} with a {@link MessageType}.
+     *
+     * @param type the message type
+     * @param receiver what handles them
+     */
     public void register(MessageType type, MessageReceiver receiver) {
         register(type.type(), type.subtype(), receiver);
     }
@@ -211,6 +275,10 @@ public final class DXNet implements AutoCloseable {
      * Runs on handler threads, in order per source node (see the class
      * comment, "Order"); a handler that throws answers a request with a
      * {@link RemoteHandlerException} on the requester's side.
+     *
+     * @param <M> the message class
+     * @param c the message class; it needs a no-argument constructor, which gives the type
+     * @param handler what handles them
      */
     public <M extends Message> void register(Class<M> c, MessageHandler<? super M> handler) {
         register(MessageTypes.probe(c).getMessageType(), c, handler);
@@ -219,6 +287,11 @@ public final class DXNet implements AutoCloseable {
     /**
      * Registers message class {@code c} under {@code type} and delivers its
      * messages to {@code handler}, typed (as {@link #register(Class, MessageHandler)}).
+     *
+     * @param <M> the message class
+     * @param type the message type
+     * @param c the message class; it needs a no-argument constructor
+     * @param handler what handles them
      */
     @SuppressWarnings("unchecked")
     public <M extends Message> void register(MessageType type, Class<M> c, MessageHandler<? super M> handler) {
@@ -228,11 +301,15 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Sends {@code message} to its destination, waiting at most
-     * {@code sendTimeoutMs} (connecting included). Fails with a
-     * {@link NetworkException} whose {@link NetworkException#reason() reason}
-     * says why (e.g. {@link FailureReason#TIMEOUT}, {@link FailureReason#UNREACHABLE},
-     * {@link FailureReason#TOO_LARGE}, {@link FailureReason#CLOSED}).
+     * Sends {@code message} to its destination; waits for a connection and
+     * ring and flow-control room up to {@code sendTimeoutMs}
+     * ({@code handlerSendTimeoutMs} on a handler thread).
+     *
+     * @param message the message, addressed ({@link Message#setDestination})
+     * @throws NetworkException if it cannot be sent: its {@link NetworkException#reason() reason}
+     *         says why (e.g. {@link FailureReason#TIMEOUT}, {@link FailureReason#UNREACHABLE},
+     *         {@link FailureReason#TOO_LARGE} beyond {@code maxMessageSize}, {@link FailureReason#CLOSED})
+     * @throws IllegalArgumentException if it has no valid destination
      */
     public void sendMessage(Message message) throws NetworkException {
         send(message, 0, 0, sender.sendDeadline());
@@ -247,7 +324,12 @@ public final class DXNet implements AutoCloseable {
      * fails with a {@link NetworkException}; when the reply itself is invalid
      * (e.g. larger than {@code maxMessageSize}) it gets a
      * {@link RemoteHandlerException} naming the problem; else (the send timed
-     * out) its request times out. Returns whether the reply was sent.
+     * out) its request times out.
+     *
+     * @param <R> the response class the request declares
+     * @param request the request being answered
+     * @param response the answer
+     * @return whether the reply was sent
      */
     public <R extends Response> boolean reply(Request<R> request, R response) {
         response.answer(request);
@@ -285,6 +367,14 @@ public final class DXNet implements AutoCloseable {
      * {@link NetworkException} (a connection not set up in time says so);
      * no answer in time, {@link RequestTimeoutException}. A handler that
      * threw on the remote node ends the wait with {@link RemoteHandlerException}.
+     *
+     * @param <R> the response class the request declares
+     * @param request the request, addressed
+     * @param timeoutMs the deadline from this call, in milliseconds (more than 0)
+     * @return the response
+     * @throws RequestTimeoutException if no answer came in time
+     * @throws RemoteHandlerException if the remote handler threw ({@link NoReceiverException}: nobody handles the type there)
+     * @throws NetworkException if the request could not be sent in time, or the connection failed
      */
     public <R extends Response> R sendSync(Request<R> request, int timeoutMs) throws NetworkException {
         if (timeoutMs <= 0) {
@@ -320,14 +410,26 @@ public final class DXNet implements AutoCloseable {
         }
     }
 
-    /** {@link #sendSync(Request, int)} with the configured {@code requestTimeoutMs}. */
+    /**
+     * {@link #sendSync(Request, int)} with the configured {@code requestTimeoutMs}.
+     *
+     * @param <R> the response class the request declares
+     * @param request the request, addressed
+     * @return the response
+     * @throws NetworkException as {@link #sendSync(Request, int)}
+     */
     public <R extends Response> R sendSync(Request<R> request) throws NetworkException {
         return sendSync(request, config.requestTimeoutMs);
     }
 
     /**
      * {@link #sendAsync(Request, int)} with the configured
-     * {@code requestTimeoutMs} (default 10 s).
+     * {@code requestTimeoutMs}.
+     *
+     * @param <R> the response class the request declares
+     * @param request the request, addressed
+     * @return the response's future
+     * @throws NetworkException never (see {@link #sendAsync(Request, int)})
      */
     public <R extends Response> CompletableFuture<R> sendAsync(Request<R> request) throws NetworkException {
         return sendAsync(request, config.requestTimeoutMs);
@@ -353,6 +455,12 @@ public final class DXNet implements AutoCloseable {
      * (the {@code throws} clause stays for source compatibility). A caller
      * that stops waiting earlier leaves nothing behind: the entry goes at the
      * timeout.
+     *
+     * @param <R> the response class the request declares
+     * @param request the request, addressed
+     * @param timeoutMs the deadline from this call, in milliseconds (more than 0)
+     * @return the response's future
+     * @throws NetworkException never (kept for source compatibility)
      */
     @SuppressWarnings("unchecked")
     public <R extends Response> CompletableFuture<R> sendAsync(Request<R> request, int timeoutMs) throws NetworkException {
@@ -385,7 +493,11 @@ public final class DXNet implements AutoCloseable {
         return (CompletableFuture<R>) (CompletableFuture<?>) p.future;
     }
 
-    /** Requests waiting for a response (each leaves at its response, failure or timeout). */
+    /**
+     * Requests waiting for a response (each leaves at its response, failure or timeout).
+     *
+     * @return their number
+     */
     public int pendingRequests() {
         return requests.size();
     }
@@ -458,7 +570,11 @@ public final class DXNet implements AutoCloseable {
                 + (bytes < 0 ? "" : bytes + " bytes unconfirmed, ") + reason + ")");
     }
 
-    /** Messages dropped (unknown type, no receiver, late response, bad payload). */
+    /**
+     * Messages dropped (unknown type, no receiver, late response, bad payload).
+     *
+     * @return their number since the start
+     */
     public long droppedMessages() {
         return counters.dropped.get();
     }
@@ -468,12 +584,18 @@ public final class DXNet implements AutoCloseable {
      * the message creation coordinator (bounded by {@code ibqMaxBuffers}, and
      * {@code ibqMaxBuffersPerSource} per source; on ib a source's buffers
      * beyond its share are kept too, copied out: {@code ibq_spilled_bytes})…
+     *
+     * @return the number of buffers
      */
     public int incomingBuffersQueued() {
         return ibq.size();
     }
 
-    /** …their bytes (bounded by {@code ibqMaxBytes}, or one buffer when it alone is larger)… */
+    /**
+     * …their bytes (bounded by {@code ibqMaxBytes}, or one buffer when it alone is larger)…
+     *
+     * @return the bytes
+     */
     public long incomingBytesQueued() {
         return ibq.bytes();
     }
@@ -483,12 +605,18 @@ public final class DXNet implements AutoCloseable {
      * bounds (copied out of the receive buffers past
      * {@code ibqMaxBuffersPerSource}); unconfirmed, so at most each sender's
      * flow-control window…
+     *
+     * @return the bytes
      */
     public long incomingBytesBeyondShare() {
         return ibq.bytesBeyondShare();
     }
 
-    /** …message batches not yet handled (bounded by {@code handlerQueueSize})… */
+    /**
+     * …message batches not yet handled (bounded by {@code handlerQueueSize})…
+     *
+     * @return the number of batches
+     */
     public int handlerBatchesQueued() {
         return handlers.queued();
     }
@@ -497,17 +625,27 @@ public final class DXNet implements AutoCloseable {
      * …and their bytes (payload plus 64 per message; bounded by
      * {@code handlerQueueBytes}, {@code handlerQueueBytesPerSource} per source,
      * each source beyond by at most one buffer's messages).
+     *
+     * @return the bytes
      */
     public long handlerBytesQueued() {
         return handlers.queuedBytes();
     }
 
-    /** The largest frame the transport carries; larger messages are sent in frames of this size. */
+    /**
+     * The largest frame the transport carries; larger messages are sent in frames of this size.
+     *
+     * @return the size in bytes, frame header included
+     */
     public int maxFrameSize() {
         return transport.maxFrameSize();
     }
 
-    /** The device the transport runs on (e.g. {@code rxe0}, {@code sim2}). */
+    /**
+     * The device the transport runs on (e.g. {@code rxe0}, {@code sim2}).
+     *
+     * @return its name
+     */
     public String fabricName() {
         return transport.name();
     }
@@ -536,6 +674,8 @@ public final class DXNet implements AutoCloseable {
      * receive buffers went back at once: a held source's beyond its first, and
      * on ib a source's beyond its share),
      * {@code ibq_bytes_beyond_share} (the gauge of {@link #incomingBytesBeyondShare}).
+     *
+     * @return counter name to value, a snapshot
      */
     public Map<String, Long> transportStats() {
         Map<String, Long> m = new java.util.LinkedHashMap<>(transport.stats());
@@ -555,11 +695,21 @@ public final class DXNet implements AutoCloseable {
      * Without a listener this is logged (at most once a second per node).
      */
     public interface LossListener {
-        /** {@code bytes} to {@code node} may not have arrived ({@code -1}: unknown how many). */
+        /**
+         * {@code bytes} to {@code node} may not have arrived.
+         *
+         * @param node the peer
+         * @param bytes how many ({@code -1}: unknown)
+         * @param reason why the connection failed
+         */
         void possiblyLost(int node, long bytes, String reason);
     }
 
-    /** Sets the {@link LossListener} (null: log instead); runs on a transport thread, must not block. */
+    /**
+     * Sets the {@link LossListener}; it runs on a transport thread and must not block.
+     *
+     * @param listener the listener, or null to log instead
+     */
     public void setLossListener(LossListener listener) {
         this.lossListener = listener;
     }
@@ -624,16 +774,35 @@ public final class DXNet implements AutoCloseable {
         }
     }
 
-    /** True while every thread of the core runs; see {@link #failure}. */
+    /**
+     * Whether every thread of the core runs; see {@link #failure}.
+     *
+     * @return true while they do
+     */
     public boolean healthy() {
         return failure == null && incoming.alive() == running;
     }
 
-    /** What killed a thread of the core (the node no longer receives), or null. */
+    /**
+     * What killed a thread of the core (the node no longer receives).
+     *
+     * @return the throwable, or null
+     */
     public Throwable failure() {
         return failure;
     }
 
+    /**
+     * Closes the node; a second call returns at once. It stops receiving,
+     * gives the message creation coordinator up to 5 s to hand on what was
+     * received, and lets the handlers finish what they were handed (up to
+     * {@code requestTimeoutMs}); then the peers are told exactly what was
+     * handled, so their unconfirmed messages are not reported lost. Called
+     * from one of this node's own handlers it does not wait for the handlers
+     * (it would wait for itself) and closes without that count. Requests
+     * still waiting fail with a {@link NetworkException}, async requests not
+     * yet sent included; the handler threads end.
+     */
     @Override
     public void close() {
         if (!running) {

@@ -40,67 +40,182 @@ public final class DXNetConfig {
     /** Largest receive pool, {@code nioBufferCount × nioBufferSize} (16 GiB), all allocated at start. */
     static final long MAX_POOL_BYTES = 16L << 30;
 
-    /** Key {@code nodeId} ({@link #KEYS}). */
+    /**
+     * Key {@code nodeId}: this node's id. Sets the native engine's {@code node_id}. Type: integer;
+     * default: {@code 0}; range: [0, 65534].
+     */
     public int nodeId;
-    /** Key {@code transport}. */
+    /**
+     * Key {@code transport}: {@code auto}: {@code ib} when the host has an RDMA device (or
+     * {@code native.fabric} names one), else {@code nio}, logged at start; {@code ib}: the native
+     * engine; {@code nio}: TCP; {@code loopback}: nodes of this JVM only. Type: auto, ib, nio,
+     * loopback; default: {@code auto}.
+     */
     public String transport;
-    /** Key {@code listen}. */
+    /**
+     * Key {@code listen}: where this node listens; empty: all interfaces, the port of its own node
+     * table entry, else any port. Sets the native engine's {@code listen}. Type: host:port or
+     * empty; default: none.
+     */
     public String listen;
-    /** Key {@code maxConnections}. */
+    /**
+     * Key {@code maxConnections}: open outgoing connections; the least recently used idle one is
+     * closed for a new one. Sets the native engine's {@code max_connections}. Type: integer;
+     * default: {@code 100}; range: [1, 65534].
+     */
     public int maxConnections;
-    /** Key {@code handlerThreads}. */
+    /**
+     * Key {@code handlerThreads}: message handler threads. Type: integer; default: {@code 2};
+     * range: [1, 1024].
+     */
     public int handlerThreads;
-    /** Key {@code orderPerSender}: see {@link DXNet} on order. */
+    /**
+     * Key {@code orderPerSender}: handle one source node's messages one at a time in arrival order
+     * (different nodes in parallel); false: any handler thread takes any message. Type: true or
+     * false; default: {@code true}.
+     */
     public boolean orderPerSender;
-    /** Key {@code handlerQueueSize}. */
+    /**
+     * Key {@code handlerQueueSize}: received batches not yet handled, all sources together; a
+     * source with none queued may always queue one. Type: integer; default: {@code 16384}; range:
+     * [1, 2^31-1].
+     */
     public int handlerQueueSize;
-    /** Key {@code receiveInline}. */
+    /**
+     * Key {@code receiveInline}: a transport's receiving thread turns a received buffer into
+     * messages itself while nothing waits for the coordinator (a round trip crosses one thread
+     * hand-off less per side; messages' importPayload then runs on that thread); false: always the
+     * coordinator. Type: true or false; default: {@code true}.
+     */
     public boolean receiveInline;
-    /** Key {@code requestTimeoutMs}. */
+    /**
+     * Key {@code requestTimeoutMs}: default request timeout. Type: integer; default: {@code 10000};
+     * range: [1, 86400000].
+     */
     public int requestTimeoutMs;
-    /** Key {@code handlerQueueBytes}. */
+    /**
+     * Key {@code handlerQueueBytes}: payload bytes (plus 64 per message) of received messages not
+     * yet handled, all sources together; a source with nothing queued may always queue one buffer's
+     * messages. Type: integer; default: {@code 67108864}; range: [1024, 1099511627776].
+     */
     public long handlerQueueBytes;
-    /** Key {@code handlerQueueBytesPerSource}. */
+    /**
+     * Key {@code handlerQueueBytesPerSource}: … of one source node; a source over it is not read
+     * (its flow-control window is not confirmed) until its handlers catch up. Type: integer;
+     * default: {@code 8388608}; range: [1024, 1099511627776].
+     */
     public long handlerQueueBytesPerSource;
-    /** Key {@code sendTimeoutMs}. */
+    /**
+     * Key {@code sendTimeoutMs}: how long a send may wait for ring space or the flow-control
+     * window. Type: integer; default: {@code 10000}; range: [1, 86400000].
+     */
     public int sendTimeoutMs;
-    /** Key {@code handlerSendTimeoutMs}. */
+    /**
+     * Key {@code handlerSendTimeoutMs}: … for a send or reply made on a message handler thread (at
+     * most {@code sendTimeoutMs}): a peer that does not read holds a handler no longer. Type:
+     * integer; default: {@code 1000}; range: [1, 86400000].
+     */
     public int handlerSendTimeoutMs;
-    /** Key {@code connectTimeoutMs}. */
+    /**
+     * Key {@code connectTimeoutMs}: connection setup timeout. Sets the native engine's
+     * {@code connect_timeout_ms}. Type: integer; default: {@code 10000}; range: [1, 86400000].
+     */
     public int connectTimeoutMs;
-    /** Key {@code helloTimeoutMs}. */
+    /**
+     * Key {@code helloTimeoutMs}: nio: an incoming connection's handshake (its hello, and the key's
+     * proof) must end within this, and within {@code connectTimeoutMs}; until then it holds one of
+     * its address's 4 handshake slots. Type: integer; default: {@code 2000}; range: [1, 86400000].
+     */
     public int helloTimeoutMs;
-    /** Key {@code flowControlWindow}. */
+    /**
+     * Key {@code flowControlWindow}: flow control window per connection, bytes (paper Table 2: 16
+     * MB); may differ between nodes: each sender names its unit (window × threshold, in [64, 2^62])
+     * when a connection is set up and the receiver confirms in it. Type: integer; default:
+     * {@code 16777216}; range: [4096, 2^63-1].
+     */
     public long flowControlWindow;
-    /** Key {@code flowControlThreshold}. */
+    /**
+     * Key {@code flowControlThreshold}: the receiver confirms each time this share of our window
+     * was handled; may differ between nodes, as flowControlWindow. Type: number; default:
+     * {@code 0.1}; range: (0, 1].
+     */
     public double flowControlThreshold;
-    /** Key {@code ibqMaxBuffers}. */
+    /**
+     * Key {@code ibqMaxBuffers}: incoming buffers queued at most (a reference each is allocated at
+     * start). Type: integer; default: {@code 8192}; range: [1, 1048576].
+     */
     public int ibqMaxBuffers;
-    /** Key {@code ibqMaxBytes}. */
+    /**
+     * Key {@code ibqMaxBytes}: incoming bytes queued at most. Type: integer; default:
+     * {@code 134217728}; range: [1, 2^63-1].
+     */
     public long ibqMaxBytes;
-    /** Key {@code ibqMaxBuffersPerSource}. */
+    /**
+     * Key {@code ibqMaxBuffersPerSource}: … of one source node (at most {@code ibqMaxBuffers}, and
+     * an eighth of the transport's receive buffers: {@code nioBufferCount}, ib's
+     * {@code recv_buffer_count}); ib: the receive buffers one source may hold, beyond them its data
+     * is copied out. Type: integer; default: {@code 1024}; range: [1, 1048576].
+     */
     public int ibqMaxBuffersPerSource;
-    /** Key {@code ibqMaxBytesPerSource}. */
+    /**
+     * Key {@code ibqMaxBytesPerSource}: … of one source node (at most {@code ibqMaxBytes}). Type:
+     * integer; default: {@code 33554432}; range: [1, 1099511627776].
+     */
     public long ibqMaxBytesPerSource;
-    /** Key {@code nioBufferSize}. */
+    /**
+     * Key {@code nioBufferSize}: nio, loopback: bytes of one pooled receive buffer; the pool
+     * ({@code nioBufferCount} × this, at most 16 GiB and within the JVM's direct memory limit) is
+     * allocated at start. Type: integer; default: {@code 65536}; range: [4096, 67108864].
+     */
     public int nioBufferSize;
-    /** Key {@code nioBufferCount}. */
+    /**
+     * Key {@code nioBufferCount}: nio, loopback: pooled receive buffers. Type: integer; default:
+     * {@code 512}; range: [2, 1048576].
+     */
     public int nioBufferCount;
-    /** Key {@code nioRingSize}. */
+    /**
+     * Key {@code nioRingSize}: nio, loopback: outgoing ring per connection, bytes of direct memory,
+     * allocated when the connection opens. Type: integer; default: {@code 4194304}; range: a power
+     * of two in [8192, 1073741824].
+     */
     public int nioRingSize;
-    /** Key {@code keepAliveMs}. */
+    /**
+     * Key {@code keepAliveMs}: nio: an idle connection sends a keep-alive after this long. Type:
+     * integer; default: {@code 1000}; range: [1, 86400000].
+     */
     public int keepAliveMs;
-    /** Key {@code idleTimeoutMs}. */
+    /**
+     * Key {@code idleTimeoutMs}: nio: a connection that received nothing for this long has failed;
+     * more than {@code keepAliveMs}. Type: integer; default: {@code 10000}; range: [2, 86400000].
+     */
     public int idleTimeoutMs;
-    /** Key {@code maxMessageSize}. */
+    /**
+     * Key {@code maxMessageSize}: largest message payload this node sends or accepts (a larger one
+     * is a protocol violation). Type: integer; default: {@code 67108864}; range: [1024, 2^31-1].
+     */
     public int maxMessageSize;
-    /** Key {@code maxUnfinishedBytesPerConnection}. */
+    /**
+     * Key {@code maxUnfinishedBytesPerConnection}: bytes unfinished multi-frame messages of one
+     * connection may claim; at least {@code maxMessageSize}. Type: integer; default:
+     * {@code 268435456}; range: [1024, 2^63-1].
+     */
     public long maxUnfinishedBytesPerConnection;
-    /** Key {@code maxUnfinishedBytes}. */
+    /**
+     * Key {@code maxUnfinishedBytes}: … of all connections together; at least
+     * {@code maxUnfinishedBytesPerConnection}. Type: integer; default: {@code 1073741824}; range:
+     * [1024, 2^63-1].
+     */
     public long maxUnfinishedBytes;
-    /** Key {@code checkPeerAddress}. */
+    /**
+     * Key {@code checkPeerAddress}: nio: accept a hello only from the IP address the node table
+     * gives for the node it claims to be. Type: true or false; default: {@code true}.
+     */
     public boolean checkPeerAddress;
-    /** Key {@code authKeyFile}: see {@link io.ibdxnet.transport.AuthKey}. */
+    /**
+     * Key {@code authKeyFile}: file holding the pre-shared key (owner-only); empty:
+     * {@code IBDXNET_AUTH_KEY}, else no key. With a key only nodes with the same key are accepted.
+     * Sets the native engine's {@code auth_key_file}. Type: path or empty; default: none.
+     */
     public String authKeyFile;
     /** Node table: id → "host:port" (nio: where it listens; ib: its connection manager). */
     public final Map<Integer, String> nodes = new LinkedHashMap<>();
@@ -208,7 +323,11 @@ public final class DXNetConfig {
             + "`IBDXNET_AUTH_KEY`, else no key. With a key only nodes with the same key are accepted",
             c -> c.authKeyFile, (c, v) -> c.authKeyFile = v).setsNative("auth_key_file")));
 
-    /** The defaults of {@link #KEYS} for node {@code nodeId}. */
+    /**
+     * The defaults of {@link #KEYS} for node {@code nodeId}.
+     *
+     * @param nodeId this node's id
+     */
     public DXNetConfig(int nodeId) {
         for (ConfigKey k : KEYS) {
             k.set(this, k.defaultText);
@@ -216,7 +335,12 @@ public final class DXNetConfig {
         this.nodeId = nodeId;
     }
 
-    /** The key named {@code name}, or null. */
+    /**
+     * The key named {@code name}, or null.
+     *
+     * @param name the key's name
+     * @return the key, or null
+     */
     public static ConfigKey key(String name) {
         for (ConfigKey k : KEYS) {
             if (k.name.equals(name)) {
@@ -230,20 +354,47 @@ public final class DXNetConfig {
      * Reads a configuration file: JSON if the name ends in {@code .json}
      * (<code>{"nodeId": 0, "nodes": {"1": "host:port"}, "native": {"fabric": "sim"}, ...}</code>),
      * else key=value lines. Unknown keys are errors; every error names the file and the key.
+     * A key the file does not give keeps its default ({@code nodeId}: 0); for a
+     * file that all nodes share, see {@link #load(Path, int)}.
+     *
+     * @param file the file
+     * @return the configuration
+     * @throws IOException if the file cannot be read
+     * @throws IllegalArgumentException if a key is unknown or a value invalid (the message names the file and key)
      */
     public static DXNetConfig load(Path file) throws IOException {
         DXNetConfig c = new DXNetConfig(0);
         c.source = file;
         Map<String, String> entries = file.getFileName().toString().endsWith(".json") ? readJson(file) : readProperties(file);
-        if (!entries.containsKey("nodeId")) {
-            throw new IllegalArgumentException(file + ": nodeId is missing");
-        }
         for (Map.Entry<String, String> e : entries.entrySet()) {
             try {
                 c.set(e.getKey(), e.getValue());
             } catch (IllegalArgumentException ex) {
                 throw new IllegalArgumentException(file + ": " + ex.getMessage(), ex);
             }
+        }
+        return c;
+    }
+
+    /**
+     * Reads a configuration file as {@link #load(Path)} does, for node
+     * {@code nodeId}: the id comes from the caller (a command line, say), so
+     * one file with the whole node table serves every node; a {@code nodeId}
+     * the file gives is overridden.
+     *
+     * @param file the file
+     * @param nodeId this node's id
+     * @return the configuration
+     * @throws IOException if the file cannot be read
+     * @throws IllegalArgumentException if a key is unknown or a value invalid (the message names the file and key;
+     *     ranges, {@code nodeId}'s too, are checked by {@link #validate})
+     */
+    public static DXNetConfig load(Path file, int nodeId) throws IOException {
+        DXNetConfig c = load(file);
+        try {
+            c.set("nodeId", Integer.toString(nodeId));
+        } catch (IllegalArgumentException ex) {
+            throw new IllegalArgumentException(file + ": " + ex.getMessage(), ex);
         }
         return c;
     }
@@ -336,7 +487,11 @@ public final class DXNetConfig {
         return bestDistance <= Math.max(2, best.length() / 3) ? " (did you mean '" + best + "'?)" : "";
     }
 
-    /** The file {@link #load} read, or null. */
+    /**
+     * The file {@link #load} read, or null.
+     *
+     * @return the path, or null
+     */
     public Path source() {
         return source;
     }
@@ -405,6 +560,7 @@ public final class DXNetConfig {
      * or that is not at its default) is an error naming both.
      *
      * @param listen the listen address the transport chose when {@link #listen} is empty
+     * @return native key to value
      */
     public Map<String, String> nativeSettings(String listen) {
         Map<String, String> out = new LinkedHashMap<>(nativeConfig);
@@ -441,7 +597,11 @@ public final class DXNetConfig {
         nativeSettings(null);
     }
 
-    /** The README's table of these keys (Markdown). */
+    /**
+     * The README's table of these keys (Markdown).
+     *
+     * @return the table
+     */
     public static String markdownTable() {
         StringBuilder s = new StringBuilder("| key | type | default | range | meaning |\n|---|---|---|---|---|\n");
         for (ConfigKey k : KEYS) {

@@ -11,59 +11,107 @@ public abstract class Message {
     int source = -1;
     int destination = -1;
 
-    /** A message of {@code type/subtype} (the no-argument constructor of a registered class calls this). */
+    /**
+     * A message of {@code type/subtype} (the no-argument constructor of a registered class calls this).
+     *
+     * @param type the type byte
+     * @param subtype the subtype byte
+     */
     protected Message(byte type, byte subtype) {
         this.type = type;
         this.subtype = subtype;
     }
 
-    /** A message for {@code destination}. */
+    /**
+     * A message for {@code destination}.
+     *
+     * @param destination the node it goes to
+     * @param type the type byte
+     * @param subtype the subtype byte
+     */
     protected Message(int destination, byte type, byte subtype) {
         this(type, subtype);
         this.destination = destination;
     }
 
-    /** A message of {@code type} (the no-argument constructor of a registered class calls this). */
+    /**
+     * A message of {@code type} (the no-argument constructor of a registered class calls this).
+     *
+     * @param type the message type
+     */
     protected Message(MessageType type) {
         this(type.type(), type.subtype());
     }
 
-    /** A message of {@code type} for {@code destination}. */
+    /**
+     * A message of {@code type} for {@code destination}.
+     *
+     * @param destination the node it goes to
+     * @param type the message type
+     */
     protected Message(int destination, MessageType type) {
         this(destination, type.type(), type.subtype());
     }
 
-    /** The type byte. */
+    /**
+     * The type byte.
+     *
+     * @return the type byte
+     */
     public final byte getType() {
         return type;
     }
 
-    /** The subtype byte. */
+    /**
+     * The subtype byte.
+     *
+     * @return the subtype byte
+     */
     public final byte getSubtype() {
         return subtype;
     }
 
-    /** Type and subtype as a {@link MessageType}. */
+    /**
+     * Type and subtype as a {@link MessageType}.
+     *
+     * @return the message type
+     */
     public final MessageType getMessageType() {
         return MessageType.of(type & 0xFF, subtype & 0xFF);
     }
 
-    /** The sending node (set on receive and on send). */
+    /**
+     * The sending node (set on receive and on send).
+     *
+     * @return the node id, or -1 before
+     */
     public final int getSource() {
         return source;
     }
 
-    /** The node the message goes to (on receive: this node). */
+    /**
+     * The node the message goes to (on receive: this node).
+     *
+     * @return the node id, or -1 when not addressed
+     */
     public final int getDestination() {
         return destination;
     }
 
-    /** Addresses the message to {@code destination}. */
+    /**
+     * Addresses the message to {@code destination}.
+     *
+     * @param destination the node id
+     */
     public final void setDestination(int destination) {
         this.destination = destination;
     }
 
-    /** Writes the payload. */
+    /**
+     * Writes the payload.
+     *
+     * @param out where to write
+     */
     protected abstract void exportPayload(MessageExporter out);
 
     /**
@@ -76,11 +124,17 @@ public abstract class Message {
      * {@link IllegalStateException} (nothing is delivered, later messages
      * are unaffected). {@code exportPayload} then runs while the ring space
      * is reserved: it must not send messages itself.
+     *
+     * @return the payload size in bytes, or -1
      */
     protected int payloadSize() {
         return -1;
     }
 
-    /** Reads the payload written by {@link #exportPayload}. */
+    /**
+     * Reads the payload written by {@link #exportPayload}.
+     *
+     * @param in where to read from
+     */
     protected abstract void importPayload(MessageImporter in);
 }

@@ -5,14 +5,19 @@ import java.util.Arrays;
 
 /**
  * Writes a message payload (big-endian primitives, length-prefixed arrays and
- * strings). This class writes into a growing heap buffer; {@link RingExporter}
- * (the only subclass) writes a message of known size straight into a send ring.
+ * strings). This class writes into a growing heap buffer; the library's own
+ * subclass (the only one) writes a message of known size
+ * ({@link Message#payloadSize}) straight into a send ring.
  */
 public sealed class MessageExporter permits RingExporter {
     private byte[] buf;
     private int pos;
 
-    /** A growing buffer, first {@code initialCapacity} bytes (at least 16). */
+    /**
+     * A growing buffer, first {@code initialCapacity} bytes (at least 16).
+     *
+     * @param initialCapacity the first buffer size in bytes
+     */
     public MessageExporter(int initialCapacity) {
         buf = new byte[Math.max(16, initialCapacity)];
     }
@@ -22,7 +27,12 @@ public sealed class MessageExporter permits RingExporter {
         buf = null;
     }
 
-    /** The bytes {@link #writeString} writes for {@code s}: its length prefix and UTF-8 bytes (for {@link Message#payloadSize}). */
+    /**
+     * The bytes {@link #writeString} writes for {@code s}: its length prefix and UTF-8 bytes (for {@link Message#payloadSize}).
+     *
+     * @param s the string
+     * @return the bytes
+     */
     public static int stringSize(String s) {
         return 4 + utf8Length(s);
     }
@@ -54,25 +64,41 @@ public sealed class MessageExporter permits RingExporter {
         }
     }
 
-    /** Writes one byte. */
+    /**
+     * Writes one byte.
+     *
+     * @param v the value
+     */
     public void writeByte(byte v) {
         need(1);
         buf[pos++] = v;
     }
 
-    /** Writes a boolean as one byte (1 or 0). */
+    /**
+     * Writes a boolean as one byte (1 or 0).
+     *
+     * @param v the value
+     */
     public void writeBoolean(boolean v) {
         writeByte((byte) (v ? 1 : 0));
     }
 
-    /** Writes a big-endian short. */
+    /**
+     * Writes a big-endian short.
+     *
+     * @param v the value
+     */
     public void writeShort(short v) {
         need(2);
         buf[pos++] = (byte) (v >>> 8);
         buf[pos++] = (byte) v;
     }
 
-    /** Writes a big-endian int. */
+    /**
+     * Writes a big-endian int.
+     *
+     * @param v the value
+     */
     public void writeInt(int v) {
         need(4);
         for (int s = 24; s >= 0; s -= 8) {
@@ -80,7 +106,11 @@ public sealed class MessageExporter permits RingExporter {
         }
     }
 
-    /** Writes a big-endian long. */
+    /**
+     * Writes a big-endian long.
+     *
+     * @param v the value
+     */
     public void writeLong(long v) {
         need(8);
         for (int s = 56; s >= 0; s -= 8) {
@@ -88,25 +118,43 @@ public sealed class MessageExporter permits RingExporter {
         }
     }
 
-    /** Writes a double (its IEEE 754 bits as a long). */
+    /**
+     * Writes a double (its IEEE 754 bits as a long).
+     *
+     * @param v the value
+     */
     public void writeDouble(double v) {
         writeLong(Double.doubleToRawLongBits(v));
     }
 
-    /** Writes the length, then the bytes. */
+    /**
+     * Writes the length, then the bytes.
+     *
+     * @param v the bytes
+     */
     public void writeByteArray(byte[] v) {
         writeInt(v.length);
         writeBytes(v, 0, v.length);
     }
 
-    /** Writes raw bytes (no length); read them with {@link MessageImporter#readBytes(byte[], int, int)}. */
+    /**
+     * Writes raw bytes (no length); read them with {@link MessageImporter#readBytes(byte[], int, int)}.
+     *
+     * @param v the array
+     * @param offset where the bytes start in it
+     * @param length how many
+     */
     public void writeBytes(byte[] v, int offset, int length) {
         need(length);
         System.arraycopy(v, offset, buf, pos, length);
         pos += length;
     }
 
-    /** Writes the length, then the ints. */
+    /**
+     * Writes the length, then the ints.
+     *
+     * @param v the ints
+     */
     public void writeIntArray(int[] v) {
         writeInt(v.length);
         for (int x : v) {
@@ -114,7 +162,11 @@ public sealed class MessageExporter permits RingExporter {
         }
     }
 
-    /** Writes the length, then the longs. */
+    /**
+     * Writes the length, then the longs.
+     *
+     * @param v the longs
+     */
     public void writeLongArray(long[] v) {
         writeInt(v.length);
         for (long x : v) {
@@ -122,7 +174,11 @@ public sealed class MessageExporter permits RingExporter {
         }
     }
 
-    /** UTF-8 with a length prefix. */
+    /**
+     * UTF-8 with a length prefix.
+     *
+     * @param s the string
+     */
     public void writeString(String s) {
         writeByteArray(s.getBytes(StandardCharsets.UTF_8));
     }

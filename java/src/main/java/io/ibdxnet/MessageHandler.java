@@ -9,6 +9,11 @@ package io.ibdxnet;
  */
 @FunctionalInterface
 public interface MessageHandler<M extends Message> {
-    /** Handles {@code message}. */
+    /**
+     * Handles {@code message}.
+     *
+     * @param message the received message
+     * @throws Exception anything: logged, counted, and a request's requester gets a {@link RemoteHandlerException}
+     */
     void handle(M message) throws Exception;
 }

@@ -48,23 +48,39 @@ public final class MessageImporter {
         return a;
     }
 
-    /** Reads one byte. */
+    /**
+     * Reads one byte.
+     *
+     * @return the byte
+     */
     public byte readByte() {
         return byteAt(at(1));
     }
 
-    /** Reads a boolean (one byte, non-zero is true). */
+    /**
+     * Reads a boolean (one byte, non-zero is true).
+     *
+     * @return the boolean
+     */
     public boolean readBoolean() {
         return readByte() != 0;
     }
 
-    /** Reads a big-endian short. */
+    /**
+     * Reads a big-endian short.
+     *
+     * @return the short
+     */
     public short readShort() {
         long a = at(2);
         return (short) ((byteAt(a) & 0xFF) << 8 | (byteAt(a + 1) & 0xFF));
     }
 
-    /** Reads a big-endian int. */
+    /**
+     * Reads a big-endian int.
+     *
+     * @return the int
+     */
     public int readInt() {
         long a = at(4);
         int v = 0;
@@ -74,7 +90,11 @@ public final class MessageImporter {
         return v;
     }
 
-    /** Reads a big-endian long. */
+    /**
+     * Reads a big-endian long.
+     *
+     * @return the long
+     */
     public long readLong() {
         long a = at(8);
         long v = 0;
@@ -84,7 +104,11 @@ public final class MessageImporter {
         return v;
     }
 
-    /** Reads a double (its IEEE 754 bits as a long). */
+    /**
+     * Reads a double (its IEEE 754 bits as a long).
+     *
+     * @return the double
+     */
     public double readDouble() {
         return Double.longBitsToDouble(readLong());
     }
@@ -102,7 +126,11 @@ public final class MessageImporter {
         return n;
     }
 
-    /** Reads a length-prefixed byte array ({@link MessageExporter#writeByteArray}). */
+    /**
+     * Reads a length-prefixed byte array ({@link MessageExporter#writeByteArray}).
+     *
+     * @return a new array
+     */
     public byte[] readByteArray() {
         int n = fits(readInt(), 1, "bytes");
         long a = at(n);
@@ -115,7 +143,13 @@ public final class MessageImporter {
         return v;
     }
 
-    /** Reads {@code length} raw bytes (no length prefix) into {@code v} at {@code offset}: the counterpart of {@link MessageExporter#writeBytes}. */
+    /**
+     * Reads {@code length} raw bytes (no length prefix) into {@code v} at {@code offset}: the counterpart of {@link MessageExporter#writeBytes}.
+     *
+     * @param v the array
+     * @param offset where to put them in it
+     * @param length how many
+     */
     public void readBytes(byte[] v, int offset, int length) {
         if (offset < 0 || length < 0 || offset > v.length - length) {
             throw new IndexOutOfBoundsException("readBytes: " + length + " bytes at " + offset + " into a byte[" + v.length + "]");
@@ -128,7 +162,12 @@ public final class MessageImporter {
         }
     }
 
-    /** Reads {@code length} raw bytes (no length prefix) into a new array. */
+    /**
+     * Reads {@code length} raw bytes (no length prefix) into a new array.
+     *
+     * @param length how many
+     * @return a new array
+     */
     public byte[] readBytes(int length) {
         if (length < 0) {
             throw new IllegalArgumentException("readBytes: negative length " + length);
@@ -138,7 +177,11 @@ public final class MessageImporter {
         return v;
     }
 
-    /** Reads a length-prefixed int array. */
+    /**
+     * Reads a length-prefixed int array.
+     *
+     * @return a new array
+     */
     public int[] readIntArray() {
         int n = fits(readInt(), 4, "ints");
         int[] v = new int[n];
@@ -148,7 +191,11 @@ public final class MessageImporter {
         return v;
     }
 
-    /** Reads a length-prefixed long array. */
+    /**
+     * Reads a length-prefixed long array.
+     *
+     * @return a new array
+     */
     public long[] readLongArray() {
         int n = fits(readInt(), 8, "longs");
         long[] v = new long[n];
@@ -158,12 +205,20 @@ public final class MessageImporter {
         return v;
     }
 
-    /** Reads a length-prefixed UTF-8 string. */
+    /**
+     * Reads a length-prefixed UTF-8 string.
+     *
+     * @return the string
+     */
     public String readString() {
         return new String(readByteArray(), StandardCharsets.UTF_8);
     }
 
-    /** Bytes not yet read. */
+    /**
+     * Bytes not yet read.
+     *
+     * @return their number
+     */
     public int remaining() {
         return end - pos;
     }

@@ -15,7 +15,14 @@ public final class MessageType {
         this.subtype = subtype;
     }
 
-    /** The id {@code type/subtype}; each must be in 0..255. */
+    /**
+     * The id {@code type/subtype}; each must be in 0..255.
+     *
+     * @param type the type, 0..255
+     * @param subtype the subtype, 0..255
+     * @return the id
+     * @throws IllegalArgumentException if either is out of range
+     */
     public static MessageType of(int type, int subtype) {
         if (type < 0 || type > 255 || subtype < 0 || subtype > 255) {
             throw new IllegalArgumentException("message type " + type + "/" + subtype + ": type and subtype must be in 0..255");
@@ -23,12 +30,20 @@ public final class MessageType {
         return new MessageType((byte) type, (byte) subtype);
     }
 
-    /** The type byte on the wire. */
+    /**
+     * The type byte on the wire.
+     *
+     * @return the type byte
+     */
     public byte type() {
         return type;
     }
 
-    /** The subtype byte on the wire. */
+    /**
+     * The subtype byte on the wire.
+     *
+     * @return the subtype byte
+     */
     public byte subtype() {
         return subtype;
     }

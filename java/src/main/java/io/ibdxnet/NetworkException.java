@@ -7,6 +7,7 @@ package io.ibdxnet;
 public class NetworkException extends RuntimeException {
     private static final long serialVersionUID = 2L;
 
+    /** Why it failed. */
     private final FailureReason reason;
 
     /**

@@ -8,6 +8,12 @@ package io.ibdxnet;
 public class NoReceiverException extends RemoteHandlerException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * Node {@code node} refused a request.
+     *
+     * @param node the destination
+     * @param why what it said (the type is not registered, or no handler is)
+     */
     public NoReceiverException(int node, String why) {
         super(FailureReason.NO_RECEIVER, "node " + node + " refused the request: " + why, node,
                 NoReceiverException.class.getName());

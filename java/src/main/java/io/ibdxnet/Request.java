@@ -11,27 +11,51 @@ package io.ibdxnet;
 public abstract class Request<R extends Response> extends Message {
     int requestId;
 
-    /** For deserialisation (registered types need a no-argument constructor). */
+    /**
+     * For deserialisation (registered types need a no-argument constructor).
+     *
+     * @param type the type byte
+     * @param subtype the subtype byte
+     */
     protected Request(byte type, byte subtype) {
         super(type, subtype);
     }
 
-    /** A request for {@code destination}. */
+    /**
+     * A request for {@code destination}.
+     *
+     * @param destination the node it goes to
+     * @param type the type byte
+     * @param subtype the subtype byte
+     */
     protected Request(int destination, byte type, byte subtype) {
         super(destination, type, subtype);
     }
 
-    /** For deserialisation (registered types need a no-argument constructor). */
+    /**
+     * For deserialisation (registered types need a no-argument constructor).
+     *
+     * @param type the message type
+     */
     protected Request(MessageType type) {
         super(type);
     }
 
-    /** A request of {@code type} for {@code destination}. */
+    /**
+     * A request of {@code type} for {@code destination}.
+     *
+     * @param destination the node it goes to
+     * @param type the message type
+     */
     protected Request(int destination, MessageType type) {
         super(destination, type);
     }
 
-    /** The id the response carries (set when sent and on receive). */
+    /**
+     * The id the response carries (set when sent and on receive).
+     *
+     * @return the id
+     */
     public final int getRequestId() {
         return requestId;
     }

@@ -8,28 +8,52 @@ package io.ibdxnet;
 public abstract class Response extends Message {
     int requestId;
 
-    /** For deserialisation, and for {@link DXNet#reply} (which addresses it). */
+    /**
+     * For deserialisation, and for {@link DXNet#reply} (which addresses it).
+     *
+     * @param type the type byte
+     * @param subtype the subtype byte
+     */
     protected Response(byte type, byte subtype) {
         super(type, subtype);
     }
 
-    /** A response to {@code request}. */
+    /**
+     * A response to {@code request}.
+     *
+     * @param request the request it answers
+     * @param type the type byte
+     * @param subtype the subtype byte
+     */
     protected Response(Request<?> request, byte type, byte subtype) {
         super(request.getSource(), type, subtype);
         this.requestId = request.requestId;
     }
 
-    /** For deserialisation, and for {@link DXNet#reply} (which addresses it). */
+    /**
+     * For deserialisation, and for {@link DXNet#reply} (which addresses it).
+     *
+     * @param type the message type
+     */
     protected Response(MessageType type) {
         super(type);
     }
 
-    /** A response of {@code type} to {@code request}. */
+    /**
+     * A response of {@code type} to {@code request}.
+     *
+     * @param request the request it answers
+     * @param type the message type
+     */
     protected Response(Request<?> request, MessageType type) {
         this(request, type.type(), type.subtype());
     }
 
-    /** The id of the request this answers. */
+    /**
+     * The id of the request this answers.
+     *
+     * @return the id
+     */
     public final int getRequestId() {
         return requestId;
     }

@@ -99,8 +99,8 @@ public class DXNetConfigTest {
         assertTrue(e, e.contains("nested.json") && e.contains("listen"));
         e = refusal("nodes not an object", () -> DXNetConfig.load(write("nodes.json", "{\"nodeId\": 1, \"nodes\": 3}")));
         assertTrue(e, e.contains("nodes.json") && e.contains("nodes"));
-        e = refusal("no nodeId", () -> DXNetConfig.load(write("empty.conf", "handlerThreads=3\n")));
-        assertTrue(e, e.contains("empty.conf") && e.contains("nodeId"));
+        // No nodeId: the default, 0 (oneNodeTableFileServesEveryNode), no longer a refusal.
+        assertEquals(0, DXNetConfig.load(write("empty.conf", "handlerThreads=3\n")).nodeId);
         e = refusal("bad node id", () -> DXNetConfig.load(write("node.conf", "nodeId=1\nnode.x=h:1\n")));
         assertTrue(e, e.contains("node.conf") && e.contains("node.x"));
         // Out of range: found by validate, which names the file too.
@@ -396,6 +396,112 @@ public class DXNetConfigTest {
         Path h = write("ib3.conf", "nodeId=1\ntransport=ib\nnative.fabric=sim\nnative.sq_sise=8\n");
         e = refusal("native.sq_sise", () -> DXNet.start(h).close());
         assertTrue(e, e.startsWith(h + ": unknown configuration key 'native.sq_sise' (did you mean 'native.sq_size'?)"));
+    }
+
+    /**
+     * One node-table file for every node (issue 21): the file names no
+     * {@code nodeId} (the documented default, 0, applies; it was refused with
+     * "nodeId is missing"), and each node's id comes from the caller.
+     */
+    @Test
+    public void oneNodeTableFileServesEveryNode() throws Exception {
+        int[] ports = new int[2];
+        for (int i = 0; i < 2; i++) {
+            try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                ports[i] = s.getLocalPort();
+            }
+        }
+        Path f = Files.createTempFile("shared-nodes", ".properties");
+        try {
+            Files.write(f, ("transport=nio\nnode.0=127.0.0.1:" + ports[0] + "\nnode.1=127.0.0.1:" + ports[1] + "\n")
+                    .getBytes(StandardCharsets.UTF_8));
+            assertEquals("the documented default", 0, DXNetConfig.load(f).nodeId);
+            assertEquals(1, DXNetConfig.load(f, 1).nodeId);
+            try {
+                DXNetConfig.load(f, 70_000).validate();
+                fail("node id 70000 accepted");
+            } catch (IllegalArgumentException e) {
+                assertTrue(e.getMessage(), e.getMessage().contains(f.toString()) && e.getMessage().contains("nodeId"));
+            }
+            try (DXNet n0 = DXNet.start(f, 0); DXNet n1 = DXNet.start(f, 1)) {
+                assertEquals(ports[1], n1.localPort());
+                java.util.concurrent.CountDownLatch got = new java.util.concurrent.CountDownLatch(1);
+                n0.register(io.ibdxnet.app.BytesMessage.class, m -> {
+                    if (m.getSource() == 1) {
+                        got.countDown();
+                    }
+                });
+                n1.sendMessage(new io.ibdxnet.app.BytesMessage(0, new byte[] {42}));
+                assertTrue("node 0 did not receive node 1's message", got.await(30, java.util.concurrent.TimeUnit.SECONDS));
+            }
+        } finally {
+            Files.deleteIfExists(f);
+        }
+    }
+
+    /**
+     * Every key's field in DXNetConfig.java carries the javadoc {@link #fieldDoc}
+     * generates from {@link DXNetConfig#KEYS} (meaning, default, range: the
+     * javadoc describes each field, the key table stays their one source);
+     * IBDXNET_UPDATE_README=1 rewrites them.
+     */
+    @Test
+    public void fieldJavadocIsGeneratedFromKeys() throws Exception {
+        Path source = Paths.get("java/src/main/java/io/ibdxnet/DXNetConfig.java").toAbsolutePath();
+        String text = new String(Files.readAllBytes(source), StandardCharsets.UTF_8);
+        String updated = text;
+        List<String> wrong = new java.util.ArrayList<>();
+        for (ConfigKey k : DXNetConfig.KEYS) {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile(
+                    "(?m)^((?:    /\\*\\*\\n(?:     \\*.*\\n)*?     \\*/\\n)|(?:    /\\*\\*.*\\*/\\n))?(    public \\w+ "
+                            + k.name + ";\\n)").matcher(updated);
+            assertTrue("no field for key " + k.name, m.find());
+            String want = fieldDoc(k);
+            if (!want.equals(m.group(1))) {
+                wrong.add(k.name);
+                updated = updated.substring(0, m.start()) + want + m.group(2) + updated.substring(m.end());
+            }
+        }
+        if (!wrong.isEmpty()) {
+            if (System.getenv("IBDXNET_UPDATE_README") != null) {
+                Files.write(source, updated.getBytes(StandardCharsets.UTF_8));
+                return;
+            }
+            fail("the javadoc of DXNetConfig's fields " + wrong + " differs from DXNetConfig.KEYS; rerun with "
+                    + "IBDXNET_UPDATE_README=1 to regenerate");
+        }
+    }
+
+    /** The javadoc of key {@code k}'s field: its meaning, default and range, Markdown code as {@code {@code}}. */
+    static String fieldDoc(ConfigKey k) {
+        String doc = k.doc.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
+        doc = doc.replaceAll("`([^`]*)`", "{@code $1}");
+        StringBuilder text = new StringBuilder("Key {@code ").append(k.name).append("}: ").append(doc);
+        if (!doc.endsWith(".")) {
+            text.append('.');
+        }
+        if (k.nativeKey != null) {
+            text.append(" Sets the native engine's {@code ").append(k.nativeKey).append("}.");
+        }
+        text.append(" Type: ").append(k.type.replace("<", "&lt;").replace(">", "&gt;")).append("; default: ")
+                .append(k.defaultText.isEmpty() ? "none" : "{@code " + k.defaultText + "}");
+        if (!k.range.isEmpty()) {
+            text.append("; range: ").append(k.range.replace("<", "&lt;").replace(">", "&gt;"));
+        }
+        text.append('.');
+        StringBuilder out = new StringBuilder("    /**\n");
+        StringBuilder line = new StringBuilder("     *");
+        // Words, each {@code …} with what follows it as one word (never split over lines).
+        java.util.regex.Matcher words = java.util.regex.Pattern.compile("(?:\\{@code [^}]*\\}|\\S)+").matcher(text);
+        while (words.find()) {
+            String word = words.group();
+            if (line.length() + 1 + word.length() > 100 && line.length() > 6) {
+                out.append(line).append('\n');
+                line = new StringBuilder("     *");
+            }
+            line.append(' ').append(word);
+        }
+        return out.append(line).append("\n     */\n").toString();
     }
 
     /** README.md's table of these keys is {@link DXNetConfig#markdownTable}; IBDXNET_UPDATE_README=1 rewrites it. */

@@ -52,6 +52,33 @@ public class ReadmeExamplesTest {
     }
 
     @Test
+    public void theMavenSnippetNamesThisArtifact() throws IOException {
+        String props = read("gradle.properties");
+        Matcher g = Pattern.compile("(?m)^group=(\\S+)$").matcher(props);
+        Matcher v = Pattern.compile("(?m)^version=(\\S+)$").matcher(props);
+        assertTrue(g.find() && v.find());
+        String snippet = "<dependency>\n    <groupId>" + g.group(1) + "</groupId>\n    <artifactId>ibdxnet</artifactId>\n"
+                + "    <version>" + v.group(1) + "</version>\n</dependency>";
+        assertTrue("README.md has no Maven snippet for " + g.group(1) + ":ibdxnet:" + v.group(1) + ":\n" + snippet,
+                read("README.md").contains(snippet));
+    }
+
+    /** The command lines README gives are the ones {@link ModulePathTest} runs (with the jar and gson by file name). */
+    @Test
+    public void theReadmeCommandLinesAreTheTestedOnes() throws IOException {
+        Matcher v = Pattern.compile("(?m)^version=(\\S+)$").matcher(read("gradle.properties"));
+        assertTrue(v.find());
+        String readme = read("README.md");
+        String jar = "ibdxnet-" + v.group(1) + ".jar";
+        for (java.util.List<String> cmd : java.util.Arrays.asList(
+                ModulePathTest.modulePathCommand("java", jar, "gson-2.10.1.jar", "example", "nio"),
+                ModulePathTest.classPathCommand("java", jar, "gson-2.10.1.jar", "example", "nio"))) {
+            String line = String.join(" ", cmd);
+            assertTrue("README.md does not give the tested command line\n" + line, readme.contains("\n" + line + "\n"));
+        }
+    }
+
+    @Test
     public void theTwoProcessConfigurationsLoad() throws IOException {
         for (String t : new String[] {"nio", "ib"}) {
             for (int id = 0; id < 2; id++) {
