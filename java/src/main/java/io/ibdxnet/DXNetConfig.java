@@ -58,6 +58,8 @@ public final class DXNetConfig {
     public boolean receiveInline;
     /** Key {@code requestTimeoutMs}. */
     public int requestTimeoutMs;
+    /** Key {@code statsIntervalMs}. */
+    public int statsIntervalMs;
     /** Key {@code handlerQueueBytes}. */
     public long handlerQueueBytes;
     /** Key {@code handlerQueueBytesPerSource}. */
@@ -147,6 +149,9 @@ public final class DXNetConfig {
             c -> c.receiveInline, (c, v) -> c.receiveInline = v),
         ConfigKey.ofInt("requestTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "default request timeout",
             c -> c.requestTimeoutMs, (c, v) -> c.requestTimeoutMs = v),
+        ConfigKey.ofInt("statsIntervalMs", 0, 0, 3_600_000, "log the node's counters (core and transport, as its "
+            + "MBeans show them) on the System.Logger `io.ibdxnet.stats` at INFO this often; 0: never",
+            c -> c.statsIntervalMs, (c, v) -> c.statsIntervalMs = v),
         ConfigKey.ofInt("sendTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "how long a send may wait for ring space or "
             + "the flow-control window",
             c -> c.sendTimeoutMs, (c, v) -> c.sendTimeoutMs = v),

@@ -48,13 +48,14 @@ public class LayeringTest {
 
     static {
         allow("memory");
+        allow("metrics");
         allow(EXCEPTION);
         allow("transport", "memory", EXCEPTION);
         allow("core", "memory", "transport");
         for (String impl : new String[] {"ib", "nio", "loopback"}) {
             allow(impl, "memory", "transport", "core", EXCEPTION);
         }
-        allow(ROOT, "memory", "transport", "core", "ib", "nio", "loopback", EXCEPTION);
+        allow(ROOT, "memory", "metrics", "transport", "core", "ib", "nio", "loopback", EXCEPTION);
         allow("app", ROOT, EXCEPTION);
     }
 
