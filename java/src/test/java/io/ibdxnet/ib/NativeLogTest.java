@@ -2,13 +2,18 @@ package io.ibdxnet.ib;
 
 import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assume.assumeTrue;
 
 import io.ibdxnet.TestSupport;
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -124,5 +129,49 @@ public class NativeLogTest {
         manager.setLevel(null);
         NativeLog.refreshLevels();
         assertEquals(before, NativeLog.enabledLevel());
+    }
+
+    /** Exit code and output (stdout + stderr) of a child JVM running {@link NativeLogExitMain}. */
+    private static String[] child(String rustLog) throws Exception {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(System.getProperty("java.home") + "/bin/java");
+        cmd.add("-Djava.library.path=" + System.getProperty("java.library.path"));
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(NativeLogExitMain.class.getName());
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().remove("RUST_LOG");
+        if (rustLog != null) {
+            pb.environment().put("RUST_LOG", rustLog);
+        }
+        File out = File.createTempFile("native-log-child", ".txt");
+        out.deleteOnExit();
+        pb.redirectOutput(out);
+        Process p = pb.start();
+        boolean ended = p.waitFor(60, TimeUnit.SECONDS);
+        if (!ended) {
+            p.destroyForcibly();
+        }
+        String text = new String(java.nio.file.Files.readAllBytes(out.toPath()), StandardCharsets.UTF_8);
+        assertTrue("the child JVM did not exit in 60 s:\n" + text, ended);
+        return new String[] {Integer.toString(p.exitValue()), text};
+    }
+
+    @Test
+    public void aFullQueueDropsWithACountAndTheJvmExitsWhileTheEngineLogs() throws Exception {
+        String[] r = child(null);
+        assertEquals(r[1], "0", r[0]);
+        assertTrue(r[1], r[1].contains("toSystemLogger=true"));
+        assertTrue(r[1], r[1].matches("(?s).*dropped: ibdxnet\\.jni\\.logbridge WARNING \\d+ native log records dropped.*"));
+        assertFalse("nothing on stderr's log format:\n" + r[1], r[1].contains("ibdxnet::stats]"));
+    }
+
+    @Test
+    public void withRustLogTheRecordsStayOnStderr() throws Exception {
+        String[] r = child("info");
+        assertEquals(r[1], "0", r[0]);
+        assertTrue(r[1], r[1].contains("toSystemLogger=false"));
+        assertTrue(r[1], r[1].contains("INFO  ibdxnet::stats] node 0x0000: counters"));
+        assertTrue(r[1], r[1].contains("records seen 0"));
     }
 }
