@@ -18,6 +18,7 @@
 mod bench;
 pub mod compat;
 mod handler;
+pub mod logbridge;
 mod natives;
 
 use std::ffi::c_void;
@@ -239,12 +240,14 @@ fn on_load(vm: JavaVM) -> Result<Loaded, LoadError> {
 /// Called by the JVM with a valid `JavaVM` pointer.
 #[no_mangle]
 pub unsafe extern "system" fn JNI_OnLoad(vm: *mut jni::sys::JavaVM, _reserved: *mut c_void) -> jint {
+    // Records go to stderr until the jar's drain thread takes them to
+    // `System.Logger` ([`logbridge`]); in upstream-compat mode they stay there.
     // Fails only if the process already has a logger (an embedding
     // application's), which then gets the library's records: right as is.
     // The statistics lines (INFO) show: they are printed only when asked for
     // (`stats_print_interval_ms`).
     let filter = "warn,ibdxnet::stats=info";
-    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(filter)).try_init();
+    let _ = logbridge::install(filter);
     let outcome = catch_unwind(|| {
         // SAFETY: the JVM passes its own, valid VM pointer.
         let vm =

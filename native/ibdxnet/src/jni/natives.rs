@@ -8,10 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jni::objects::{JClass, JObject, JString};
-use jni::sys::{jboolean, jint, jlong, jlongArray, jstring};
+use jni::sys::{jboolean, jint, jlong, jlongArray, jobjectArray, jstring};
 use jni::{JNIEnv, NativeMethod};
 
 use super::handler::JniHandler;
+use super::logbridge;
 use super::{cached, guarded, Throw, NATIVE_CLASS};
 use crate::abi;
 use crate::con::{Connection, NodeId};
@@ -382,6 +383,58 @@ extern "system" fn stats<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong)
     })
 }
 
+/// `LevelFilter` of Java's level number: 0 off, 1 error … 5 trace.
+fn level_filter(level: jint) -> log::LevelFilter {
+    match level {
+        i32::MIN..=0 => log::LevelFilter::Off,
+        1 => log::LevelFilter::Error,
+        2 => log::LevelFilter::Warn,
+        3 => log::LevelFilter::Info,
+        4 => log::LevelFilter::Debug,
+        _ => log::LevelFilter::Trace,
+    }
+}
+
+/// The calling (Java) thread drains the native log from now on, at `level`
+/// and more severe; false if records stay on stderr (`RUST_LOG` is set, or
+/// the process has another logger).
+extern "system" fn log_start<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, level: jint) -> jboolean {
+    guarded(&mut env, 0, |_| Ok(jboolean::from(logbridge::start(level_filter(level)))))
+}
+
+extern "system" fn log_level<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, level: jint) {
+    guarded(&mut env, (), |_| {
+        logbridge::set_level(level_filter(level));
+        Ok(())
+    })
+}
+
+/// Up to a batch of native log records, waiting up to `wait_ms` for the
+/// first: `{level, logger, message}` per record (level "1" error … "5" trace).
+extern "system" fn log_drain<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, wait_ms: jint) -> jobjectArray {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        let records = logbridge::drain(Duration::from_millis(wait_ms.max(0) as u64));
+        let out = env.new_object_array((records.len() * 3) as jint, "java/lang/String", JObject::null())?;
+        for (i, r) in records.into_iter().enumerate() {
+            let fields = [(r.level as usize).to_string(), r.logger, r.message];
+            for (j, f) in fields.into_iter().enumerate() {
+                let s = env.new_string(f)?;
+                env.set_object_array_element(&out, (i * 3 + j) as jint, &s)?;
+                env.delete_local_ref(s)?;
+            }
+        }
+        Ok(out.into_raw())
+    })
+}
+
+/// The Java logger names the library logs on, one a line.
+extern "system" fn log_targets<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        let names: Vec<String> = logbridge::TARGETS.iter().map(|t| logbridge::java_name(t)).collect();
+        text(env, names.join("\n"))
+    })
+}
+
 pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
     let m = |name: &str, sig: &str, f: *mut c_void| NativeMethod { name: name.into(), sig: sig.into(), fn_ptr: f };
     let methods = [
@@ -406,6 +459,10 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("peerFlowUnit", "(JII)J", peer_flow_unit as *mut c_void),
         m("returnBuffer", "(JI)I", return_buffer as *mut c_void),
         m("stats", "(J)Ljava/lang/String;", stats as *mut c_void),
+        m("logStart", "(I)Z", log_start as *mut c_void),
+        m("logLevel", "(I)V", log_level as *mut c_void),
+        m("logDrain", "(I)[Ljava/lang/String;", log_drain as *mut c_void),
+        m("logTargets", "()Ljava/lang/String;", log_targets as *mut c_void),
     ];
     let class = env.find_class(NATIVE_CLASS)?;
     env.register_native_methods(&class, &methods)

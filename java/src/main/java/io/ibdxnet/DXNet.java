@@ -68,6 +68,7 @@ public final class DXNet implements AutoCloseable {
     private final DeferredSends deferred;
     private final HandlerDispatch handlers;
     private final IncomingPath incoming;
+    private final io.ibdxnet.metrics.NodeMetrics metrics;
     private volatile LossListener lossListener;
     private volatile ConnectionListener connectionListener;
     /** Why a thread of the core died (null while healthy): the node would otherwise go deaf silently. */
@@ -137,6 +138,9 @@ public final class DXNet implements AutoCloseable {
         }
         this.incoming.start();
         this.requests.start();
+        this.metrics = io.ibdxnet.metrics.NodeMetrics.start(config.nodeId,
+                io.ibdxnet.metrics.NodeMetrics.kindOf(transport), this::coreStats, transport::stats,
+                config.statsIntervalMs);
     }
 
     /**
@@ -679,6 +683,30 @@ public final class DXNet implements AutoCloseable {
      */
     public Map<String, Long> transportStats() {
         Map<String, Long> m = new java.util.LinkedHashMap<>(transport.stats());
+        addCoreCounters(m);
+        return m;
+    }
+
+    /**
+     * The core's counters alone (MBean {@code io.ibdxnet:type=Node,node=<id>}):
+     * those of {@link #transportStats} that are not the transport's, with
+     * {@code protocol_violations} the core's own, and {@code messages_dropped}
+     * ({@link #droppedMessages}), {@code pending_requests} and the gauges of
+     * what this node holds for a slow consumer.
+     */
+    private Map<String, Long> coreStats() {
+        Map<String, Long> m = new java.util.LinkedHashMap<>();
+        m.put("messages_dropped", counters.dropped.get());
+        addCoreCounters(m);
+        m.put("pending_requests", (long) pendingRequests());
+        m.put("incoming_buffers_queued", (long) ibq.size());
+        m.put("incoming_bytes_queued", ibq.bytes());
+        m.put("handler_batches_queued", (long) handlers.queued());
+        m.put("handler_bytes_queued", handlers.queuedBytes());
+        return m;
+    }
+
+    private void addCoreCounters(Map<String, Long> m) {
         counters.addTo(m);
         sender.addTo(m);
         m.put("unfinished_bytes_claimed", incoming.unfinishedBytesClaimed());
@@ -686,7 +714,6 @@ public final class DXNet implements AutoCloseable {
         m.put("ibq_spilled_buffers", ibq.spilledBuffers());
         m.put("ibq_spilled_bytes", ibq.spilledBytes());
         m.put("ibq_bytes_beyond_share", ibq.bytesBeyondShare());
-        return m;
     }
 
     /**
@@ -828,5 +855,6 @@ public final class DXNet implements AutoCloseable {
         }
         handlers.shutdown();
         requests.close();
+        metrics.close();
     }
 }

@@ -94,6 +94,12 @@ public final class DXNetConfig {
      */
     public int requestTimeoutMs;
     /**
+     * Key {@code statsIntervalMs}: log the node's counters (core and transport, as its MBeans show
+     * them) on the System.Logger {@code io.ibdxnet.stats} at INFO this often; 0: never. Type:
+     * integer; default: {@code 0}; range: [0, 3600000].
+     */
+    public int statsIntervalMs;
+    /**
      * Key {@code handlerQueueBytes}: payload bytes (plus 64 per message) of received messages not
      * yet handled, all sources together; a source with nothing queued may always queue one buffer's
      * messages. Type: integer; default: {@code 67108864}; range: [1024, 1099511627776].
@@ -262,6 +268,9 @@ public final class DXNetConfig {
             c -> c.receiveInline, (c, v) -> c.receiveInline = v),
         ConfigKey.ofInt("requestTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "default request timeout",
             c -> c.requestTimeoutMs, (c, v) -> c.requestTimeoutMs = v),
+        ConfigKey.ofInt("statsIntervalMs", 0, 0, 3_600_000, "log the node's counters (core and transport, as its "
+            + "MBeans show them) on the System.Logger `io.ibdxnet.stats` at INFO this often; 0: never",
+            c -> c.statsIntervalMs, (c, v) -> c.statsIntervalMs = v),
         ConfigKey.ofInt("sendTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "how long a send may wait for ring space or "
             + "the flow-control window",
             c -> c.sendTimeoutMs, (c, v) -> c.sendTimeoutMs = v),

@@ -135,6 +135,7 @@ public class DXNetConfigTest {
         cases("ibqMaxBuffersPerSource", Arrays.asList("1k"), Arrays.asList("0", "1048577"));
         cases("ibqMaxBytesPerSource", Arrays.asList("x"), Arrays.asList("0"));
         cases("requestTimeoutMs", Arrays.asList("10s"), Arrays.asList("0", "86400001"));
+        cases("statsIntervalMs", Arrays.asList("often"), Arrays.asList("-1", "3600001"));
         cases("sendTimeoutMs", Arrays.asList("soon"), Arrays.asList("-1", "86400001"));
         cases("connectTimeoutMs", Arrays.asList("1.0"), Arrays.asList("0", "86400001"));
         cases("helloTimeoutMs", Arrays.asList("2s"), Arrays.asList("0", "86400001"));

@@ -66,6 +66,7 @@ public class LayeringTest {
 
     static {
         allow("memory");
+        allow("metrics");
         allow(REASON);
         allow(EXCEPTION, REASON);
         allow("transport", "memory", EXCEPTION, REASON);
@@ -76,7 +77,7 @@ public class LayeringTest {
         allow(ROOT, "memory", "transport", EXCEPTION, REASON);
         allow("internal", "memory", "transport", "core", "ib", "nio", "loopback", ROOT, EXCEPTION, REASON);
         allow(BRIDGE, "transport", "internal", ROOT, EXCEPTION, REASON);
-        allow(FACADE, "memory", "transport", "core", "ib", "nio", "loopback", "internal", ROOT, EXCEPTION, REASON);
+        allow(FACADE, "memory", "metrics", "transport", "core", "ib", "nio", "loopback", "internal", ROOT, EXCEPTION, REASON);
         allow("app", FACADE, ROOT, EXCEPTION, REASON);
     }
 

@@ -9,6 +9,7 @@ final class IbdxnetNative {
 
     static {
         NativeLibrary.load();
+        NativeLog.start();
     }
 
     /**
@@ -70,4 +71,23 @@ final class IbdxnetNative {
     static native int returnBuffer(long handle, int bufferId);
 
     static native String stats(long handle);
+
+    /**
+     * The calling thread drains the native log from now on, at {@code level}
+     * (0 off, 1 error … 5 trace) and more severe; false if the records stay on
+     * stderr ({@code RUST_LOG} is set, or the process has another logger).
+     */
+    static native boolean logStart(int level);
+
+    /** The most verbose level (as for {@link #logStart}) the native log hands to Java. */
+    static native void logLevel(int level);
+
+    /**
+     * Up to a batch of native log records, waiting up to {@code waitMs} for the
+     * first: {@code level, logger, message} per record.
+     */
+    static native String[] logDrain(int waitMs);
+
+    /** The logger names the library logs on, one a line. */
+    static native String logTargets();
 }
