@@ -35,6 +35,9 @@ pub const NATIVE_CLASS: &str = "io/ibdxnet/ib/IbdxnetNative";
 pub const CALLBACKS_CLASS: &str = "io/ibdxnet/ib/EngineCallbacks";
 /// Checked exception for failed engine operations.
 pub const EXCEPTION_CLASS: &str = "io/ibdxnet/ib/IbException";
+/// Its subclass for a peer that refused us (authentication): Java tells
+/// callers `REFUSED` rather than `UNREACHABLE`.
+pub const REFUSED_CLASS: &str = "io/ibdxnet/ib/IbRefusedException";
 /// Class that loads the library and checks [`LIBRARY_VERSION`].
 pub const LIBRARY_CLASS: &str = "io/ibdxnet/ib/NativeLibrary";
 /// What this library is, as the jar checks it: the crate version and the
@@ -76,6 +79,16 @@ impl Throw {
     }
     pub fn state(msg: impl Into<String>) -> Throw {
         Throw { class: "java/lang/IllegalStateException", msg: msg.into() }
+    }
+}
+
+impl From<crate::con::ConError> for Throw {
+    fn from(e: crate::con::ConError) -> Self {
+        let class = match e {
+            crate::con::ConError::Auth { .. } => REFUSED_CLASS,
+            _ => EXCEPTION_CLASS,
+        };
+        Throw { class, msg: e.to_string() }
     }
 }
 

@@ -228,7 +228,7 @@ extern "system" fn connect<'l>(
         // The array first: failing to allocate it must not leak a handle.
         let out = env.new_long_array(2)?;
         let pair = with_native!(engine(handle)?, |n| {
-            let c = n.engine.connect_timeout(id, timeout).map_err(|e| Throw::ib(e.to_string()))?;
+            let c = n.engine.connect_timeout(id, timeout).map_err(Throw::from)?;
             let pair = [c.ring().address() as jlong, jlong::from(c.local_qpn())];
             lock(&n.conns).acquire(c);
             Ok::<_, Throw>(pair)

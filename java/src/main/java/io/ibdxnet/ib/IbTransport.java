@@ -225,7 +225,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
                         + timeoutMs + " ms left of it; the engine goes on connecting in the background): "
                         + e.getMessage(), e);
             }
-            throw new NetworkException(FailureReason.UNREACHABLE, "no connection to node " + node + ": " + e.getMessage(), e);
+            throw new NetworkException(e instanceof IbRefusedException ? FailureReason.REFUSED : FailureReason.UNREACHABLE,
+                    "no connection to node " + node + ": " + e.getMessage(), e);
         } catch (EngineClosedException e) {
             throw new NetworkException(FailureReason.CLOSED, "no connection to node " + node + ": the transport is closed", e); // closed meanwhile
         }

@@ -143,7 +143,7 @@ public class AuthKeyTest {
             } catch (io.ibdxnet.NetworkException e) {
                 assertTrue(e.getMessage(), e.getMessage().contains("node 0") || e.getMessage().contains("0x0000"));
                 assertTrue(e.getMessage(), e.getMessage().contains("authentication"));
-                assertEquals(io.ibdxnet.FailureReason.UNREACHABLE, e.reason());
+                assertEquals(io.ibdxnet.FailureReason.REFUSED, e.reason());
             }
         } finally {
             plain.close();
