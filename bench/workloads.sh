@@ -48,7 +48,7 @@ JAVA=(java -Xms1g -Xmx1g -cp "$CP" -Djava.library.path="$ROOT/target/release")
 	echo "# ibdxnet workload suite, $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "# command: bench/workloads.sh $([ $quick = 1 ] && echo --quick) $*"
 	echo "# machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(uname -r), $(java -version 2>&1 | head -1)"
-	echo "impl,pattern,nodes,size,senders,handlers,messages,seconds,msg_per_s,mb_per_s,cpu_ns_per_msg,rtt_avg_us,rtt_p50_us,rtt_p95_us,rtt_p99_us,rtt_p999_us,processes,native"
+	echo "impl,pattern,nodes,size,senders,handlers,messages,seconds,msg_per_s,mb_per_s,cpu_ns_per_msg,rtt_avg_us,rtt_p50_us,rtt_p95_us,rtt_p99_us,rtt_p999_us,processes,native,mesh_ms"
 } >"$csv"
 {
 	grep '^#' "$csv"

@@ -40,8 +40,53 @@ fn two_nodes_stream_both_ways_intact_and_in_order() {
     for n in &nodes {
         assert_eq!(n.engine.stats().errors.load(std::sync::atomic::Ordering::Relaxed), 0);
         // Every buffer not posted on the SRQ is back in the pool: none leaked.
-        let in_srq = 256 * 4;
-        wait_until("buffers back", || n.engine.free_buffers() == 2048 - in_srq);
+        let p = n.engine.buffer_pool();
+        wait_until("buffers back", || p.available() as u32 == p.registered_buffers() - p.posted());
+    }
+}
+
+fn stat(n: &Node, key: &str) -> u64 {
+    n.engine.stats_map().into_iter().find(|(k, _)| *k == key).map(|(_, v)| v).unwrap()
+}
+
+/// The receive pool starts with one slab (512 buffers of 32 KiB), registers
+/// more under load (256 receive requests × 4 buffers posted at full load),
+/// loses nothing, and reports its memory.
+#[test]
+fn the_receive_pool_grows_under_load_and_reports_its_memory() {
+    let opts =
+        StreamOptions { verify: true, limit: Some(64 << 20), package_sizes: vec![64, 1000, 70000, 200], fc_only: 0 };
+    let (_net, nodes) = start(2, opts, |_| {});
+    for n in &nodes {
+        assert_eq!(stat(n, "recv_pool_slabs"), 1);
+        assert_eq!(stat(n, "recv_pool_bytes"), 512 * 32768);
+        assert!(stat(n, "posted_buffers") <= 256, "at most half the first slab posted at start");
+    }
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (max_slabs, max_posted) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let (mut slabs, mut posted) = (0, 0);
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                for n in &nodes {
+                    slabs = slabs.max(stat(n, "recv_pool_slabs"));
+                    posted = posted.max(stat(n, "posted_buffers"));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            (slabs, posted)
+        });
+        let _held = all_to_all(&nodes, 64 << 20);
+        done.store(true, std::sync::atomic::Ordering::Release);
+        sampler.join().unwrap()
+    });
+    assert!(max_slabs >= 2, "the pool never grew (max {max_slabs} slabs, {max_posted} buffers posted)");
+    assert!(max_posted > 256, "the posting target never grew ({max_posted} buffers posted)");
+    for n in &nodes {
+        let slabs = stat(n, "recv_pool_slabs");
+        assert_eq!(stat(n, "recv_pool_bytes"), slabs * 512 * 32768);
+        assert_eq!(stat(n, "bytes_per_connection"), 1 << 20, "the send ring of base_config");
+        assert!(stat(n, "bytes_per_node") > stat(n, "recv_pool_bytes") + (1 << 20));
+        assert_eq!(stat(n, "errors"), 0);
     }
 }
 

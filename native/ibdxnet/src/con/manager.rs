@@ -51,6 +51,11 @@ use job::Job;
 /// Capacity of the job queue.
 const JOB_QUEUE: usize = 4096;
 
+/// Longest sleep of the job thread: it wakes earlier at its next timer
+/// (exchange retry, close phase, discovery round), a packet, or a job (jobs
+/// and new addresses wake it through [`ConManager::kick`]).
+const MAX_SLEEP: Duration = Duration::from_secs(1);
+
 /// The shared queues every connection's queue pair is attached to.
 #[derive(Debug)]
 pub struct QueueSet<F: Fabric> {
@@ -144,7 +149,7 @@ impl<F: Fabric> ConManager<F> {
         events: EventSink,
         socket: UdpSocket,
     ) -> std::io::Result<Self> {
-        socket.set_read_timeout(Some(Duration::from_millis(20)))?;
+        socket.set_read_timeout(Some(MAX_SLEEP))?;
         let local_addr = socket.local_addr()?;
         Ok(ConManager {
             me: cfg.node_id,
@@ -210,6 +215,10 @@ impl<F: Fabric> ConManager<F> {
         }
         let known = self.nodes.get(id) == Some(addr);
         self.nodes.add_unique(id, addr)?;
+        if !known {
+            // Its discovery is due at the next round, which the sleeping job thread may not have planned.
+            self.kick();
+        }
         if addr.ip().is_unspecified() && !known {
             log::warn!(
                 "node {}: node {id}'s table address {addr} is unspecified: it names no peer (packets claiming \
@@ -419,6 +428,7 @@ impl<F: Fabric> ConManager<F> {
             buf: Vec::with_capacity(MAX_PACKET),
         };
         let mut rx = [0u8; MAX_PACKET + 1];
+        let mut timeout = MAX_SLEEP;
         while self.running.load(Ordering::Acquire) {
             while let Some(v) = self.jobs.pop() {
                 match Job::decode(v) {
@@ -426,7 +436,17 @@ impl<F: Fabric> ConManager<F> {
                     None => log::error!("node {}: undecodable job {v:#x} ignored", self.me),
                 }
             }
-            match self.socket.recv_from(&mut rx) {
+            // Sleep until the next timer or a packet (a job kicks the socket).
+            let wanted = self.next_wait(Instant::now(), &st);
+            if wanted != timeout {
+                match self.socket.set_read_timeout(Some(wanted)) {
+                    Ok(()) => timeout = wanted,
+                    Err(e) => log::debug!("node {}: setting the UDP read timeout failed: {e}", self.me),
+                }
+            }
+            let received = self.socket.recv_from(&mut rx);
+            self.stats.job_wakeups.fetch_add(1, Ordering::Relaxed);
+            match received {
                 Ok((n, from)) => self.handle_datagram(&rx[..n], from, &mut st),
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
                 Err(e) => log::debug!("node {}: UDP receive failed: {e}", self.me),
@@ -480,6 +500,19 @@ impl<F: Fabric> ConManager<F> {
                 }
             }
         }
+    }
+
+    /// How long the job thread may sleep: until the earliest timer of
+    /// [`ConManager::periodic`], at most [`MAX_SLEEP`], rounded up to whole
+    /// milliseconds and at least one (a zero read timeout means "forever").
+    fn next_wait(&self, now: Instant, st: &JobState<F>) -> Duration {
+        let mut due = now + MAX_SLEEP;
+        let discovery = self.next_discovery_due(now, st.last_discovery);
+        for d in [discovery, self.next_exchange_due(st), self.next_close_due(st)].into_iter().flatten() {
+            due = due.min(d);
+        }
+        let ms = due.saturating_duration_since(now).as_micros().div_ceil(1000).max(1);
+        Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
     }
 
     /// The counters by name (`packets_in`, `dropped_malformed`, ...), as in

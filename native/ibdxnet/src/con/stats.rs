@@ -50,11 +50,15 @@ pub struct ConStats {
     pub dropped_probe_foreign: AtomicU64,
     /// Probes and answers from candidate addresses carrying our own node id.
     pub dropped_own_id: AtomicU64,
+    /// Times the job thread woke (a packet, a job, or a timer): it sleeps
+    /// until its next timer, at most a second, so an idle manager wakes about
+    /// once a second.
+    pub job_wakeups: AtomicU64,
 }
 
 impl ConStats {
     /// The counters by their names in the statistics map.
-    pub fn entries(&self) -> [(&'static str, u64); 19] {
+    pub fn entries(&self) -> [(&'static str, u64); 20] {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         [
             ("packets_in", l(&self.packets_in)),
@@ -76,6 +80,7 @@ impl ConStats {
             ("dropped_probe_rate", l(&self.dropped_probe_rate)),
             ("dropped_probe_foreign", l(&self.dropped_probe_foreign)),
             ("dropped_own_id", l(&self.dropped_own_id)),
+            ("job_wakeups", l(&self.job_wakeups)),
         ]
     }
 }

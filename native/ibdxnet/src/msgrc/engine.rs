@@ -67,12 +67,47 @@ fn pin(node: NodeId, role: ThreadRole, cpu: usize) {
 
 /// The counters of the statistics map: the engine's, the connection
 /// manager's and the receive buffers.
-fn counters<F: Fabric>(stats: &EngineStats, mgr: &ConManager<F>, pool: &RecvPool<F>) -> Vec<(&'static str, u64)> {
+fn counters<F: Fabric>(
+    stats: &EngineStats,
+    mgr: &ConManager<F>,
+    pool: &RecvPool<F>,
+    mem: Memory,
+) -> Vec<(&'static str, u64)> {
     let mut m = stats.entries();
     m.extend(mgr.stats_map());
     m.push(("free_buffers", pool.available() as u64));
     m.push(("receive_buffers", u64::from(pool.count())));
+    m.push(("posted_buffers", u64::from(pool.posted())));
+    m.push(("recv_pool_slabs", u64::from(pool.slabs_registered())));
+    m.push(("recv_pool_bytes", pool.registered_bytes()));
+    let connections = mgr.connection_count() as u64;
+    m.push(("bytes_per_connection", mem.per_connection));
+    m.push((
+        "bytes_per_node",
+        mem.fixed + pool.registered_bytes() + pool.bookkeeping_bytes() + connections * mem.per_connection,
+    ));
     m
+}
+
+/// The engine's memory besides the receive pool: what every node allocates
+/// once, and what each connection does (its registered send ring).
+#[derive(Debug, Clone, Copy)]
+struct Memory {
+    fixed: u64,
+    per_connection: u64,
+}
+
+impl Memory {
+    fn of(cfg: &EngineConfig) -> Memory {
+        use crate::abi::{CompletedWork, CompletedWorkList, IncomingEntry, IncomingRingHeader};
+        use std::mem::size_of;
+        let incoming = size_of::<IncomingRingHeader>() + cfg.incoming_ring_size as usize * size_of::<IncomingEntry>();
+        let completed =
+            size_of::<CompletedWorkList>() + (cfg.max_connections + 64) as usize * size_of::<CompletedWork>();
+        // The receive thread's slots: `srq_size` vectors of buffer ids.
+        let slots = cfg.srq_size as usize * (size_of::<Vec<u32>>() + cfg.recv_sges_per_wr as usize * 4);
+        Memory { fixed: (incoming + completed + slots) as u64, per_connection: u64::from(cfg.send_ring_size) }
+    }
 }
 
 /// A running engine. Dropping it shuts it down.
@@ -125,7 +160,8 @@ impl<F: Fabric> Engine<F> {
         let srq = fabric.create_srq(cfg.srq_size, cfg.recv_sges_per_wr)?;
         let max_inline = if cfg.max_inline == 0 { 0 } else { fabric.max_inline_data().min(cfg.max_inline) };
         let caps = QpCaps { max_send_wr: cfg.sq_size, max_send_sge: 2, max_inline_data: max_inline };
-        let pool = Arc::new(RecvPool::new(&fabric, cfg.recv_buffer_count, cfg.recv_buffer_size)?);
+        let slab = cfg.recv_slab_buffers.max(cfg.recv_sges_per_wr);
+        let pool = Arc::new(RecvPool::with_slabs(&fabric, cfg.recv_buffer_count, cfg.recv_buffer_size, slab)?);
         let queues = Arc::new(QueueSet { fabric, send_cq, recv_cq, srq, caps });
         let events = {
             let h = handler.clone();
@@ -194,8 +230,10 @@ impl<F: Fabric> Engine<F> {
             }),
         )?);
         if !cfg.stats_print_interval.is_zero() {
-            let (st, m, p, on) = (stats.clone(), mgr.clone(), engine.pool.clone(), cfg.stats_timers);
-            let report = Box::new(move |what: &str| stats_print::lines(node, what, &counters(&st, &m, &p), &st, on));
+            let (st, m, p, on, mem) =
+                (stats.clone(), mgr.clone(), engine.pool.clone(), cfg.stats_timers, Memory::of(&cfg));
+            let report =
+                Box::new(move |what: &str| stats_print::lines(node, what, &counters(&st, &m, &p, mem), &st, on));
             let name = format!("ibdxnet-stats-{:04x}", node.0);
             engine.printer = Some(StatsPrinter::start(name, cfg.stats_print_interval, report)?);
         }
@@ -268,7 +306,7 @@ impl<F: Fabric> Engine<F> {
     /// Then the operation timers' figures (`timer_<op>_<figure>`,
     /// [`super::stats::TIMERS`]); all zero with `stats_timers` off.
     pub fn stats_map(&self) -> Vec<(&'static str, u64)> {
-        let mut m = counters(&self.stats, &self.mgr, &self.pool);
+        let mut m = counters(&self.stats, &self.mgr, &self.pool, Memory::of(&self.cfg));
         m.extend(self.stats.timer_entries());
         m
     }

@@ -6,6 +6,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::agent::{Agent, Sleep, SLEEP_TIMEOUT};
 use super::config::EngineConfig;
@@ -42,7 +43,28 @@ pub(crate) struct RecvThread<F: Fabric, H: EngineHandler> {
     /// The queue pair last closed for a protocol violation.
     violator: u32,
     doorbell: Arc<Doorbell>,
+    /// Receive requests kept posted: starts at `initial_target`, doubles
+    /// (up to `srq_size`) when a quarter of it or more was consumed between
+    /// two refills, halves after [`IDLE`] without that.
+    target: u32,
+    initial_target: u32,
+    /// Receive requests completed since the last refill.
+    consumed: u32,
+    /// The target was pressed since the last maintenance.
+    busy: bool,
+    last_busy: Instant,
+    next_maintenance: Instant,
+    /// Per slab: since when none of its buffers is in use.
+    slab_unused_since: Vec<Option<Instant>>,
+    /// Fewer free buffers than the refill needs plus this grow the pool.
+    low_water: usize,
 }
+
+/// How long a slab stays unused, or the posting target unpressed, before it
+/// is given back (halved).
+const IDLE: Duration = Duration::from_secs(3);
+/// How often the receive thread checks for idle slabs and an idle target.
+const MAINTENANCE: Duration = Duration::from_millis(500);
 
 impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
     pub(crate) fn new(
@@ -54,7 +76,19 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         doorbell: Arc<Doorbell>,
     ) -> Result<Self, crate::fabric::FabricError> {
         let srq = mgr.queues().srq.max_wr().min(cfg.srq_size);
+        let sges = cfg.recv_sges_per_wr.max(1);
+        // Half the first slab posted: the other half is for what the user holds.
+        let initial_target = (pool.slab_buffers() / sges / 2).clamp(1, srq.max(1));
+        let now = Instant::now();
         Ok(RecvThread {
+            target: initial_target,
+            initial_target,
+            consumed: 0,
+            busy: false,
+            last_busy: now,
+            next_maintenance: now + MAINTENANCE,
+            slab_unused_since: vec![None; pool.slab_count() as usize],
+            low_water: (pool.slab_buffers() / 4).max(sges) as usize,
             ring: IncomingRing::new(cfg.incoming_ring_size)?,
             sges_per_wr: cfg.recv_sges_per_wr,
             srq_size: srq,
@@ -100,18 +134,79 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             self.process(&wc);
         }
         let dispatched = self.dispatch();
+        self.pool.set_posted(self.posted * self.sges_per_wr);
+        let now = Instant::now();
+        if now >= self.next_maintenance {
+            self.maintain(now);
+        }
         polled + refilled + dispatched
+    }
+
+    /// Buffers the next refill takes (to reach the target).
+    fn wanted(&self) -> usize {
+        (self.target.saturating_sub(self.posted) * self.sges_per_wr) as usize
+    }
+
+    /// Registers slabs while the pool has fewer free buffers than the
+    /// refill needs plus the low-water mark (and a slab is left).
+    fn grow_pool(&mut self) {
+        let need = self.wanted() + self.low_water;
+        while self.pool.available() < need {
+            match self.pool.grow(&self.mgr.queues().fabric) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    log::error!("node {}: registering another receive slab failed: {e}", self.mgr.node_id());
+                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Halves an unpressed posting target, and gives back slabs unused for [`IDLE`].
+    fn maintain(&mut self, now: Instant) {
+        self.next_maintenance = now + MAINTENANCE;
+        if std::mem::take(&mut self.busy) {
+            self.last_busy = now;
+        } else if now - self.last_busy >= IDLE {
+            // Halved at every maintenance while unpressed. Requests posted
+            // beyond it stay posted until traffic consumes them (an SRQ
+            // cannot take a request back), so their slabs stay too.
+            self.target = (self.target / 2).max(self.initial_target);
+        }
+        let slab = self.pool.slab_buffers() as usize;
+        for s in (1..self.pool.slab_count()).rev() {
+            if !self.pool.slab_unused(s) {
+                self.slab_unused_since[s as usize] = None;
+                continue;
+            }
+            let since = *self.slab_unused_since[s as usize].get_or_insert(now);
+            // Keep it if the pool would at once need another.
+            let spare = self.pool.available().saturating_sub(slab) >= self.wanted() + self.low_water;
+            if now - since >= IDLE && spare && self.pool.retire(s) {
+                self.slab_unused_since[s as usize] = None;
+            }
+        }
     }
 
     /// Tops the SRQ up with chained receive requests of `sges_per_wr` buffers.
     fn refill(&mut self) -> usize {
-        if self.posted >= self.srq_size {
+        if std::mem::take(&mut self.consumed) >= self.target.div_ceil(4) {
+            // A quarter or more consumed since the last refill: load.
+            self.busy = true;
+            self.target = (self.target * 2).min(self.srq_size);
+        }
+        if self.posted >= self.target {
             return 0;
+        }
+        if self.pool.available() < self.wanted() + self.low_water {
+            self.grow_pool();
         }
         self.batch.clear();
         let mut taken = std::mem::take(&mut self.taken);
         taken.clear();
-        while self.posted + (self.batch.len() as u32) < self.srq_size {
+        while self.posted + (self.batch.len() as u32) < self.target {
             let Some(&slot) = self.free_slots.last() else { break };
             self.sge_scratch.clear();
             let bufs = &mut self.slots[slot as usize];
@@ -171,6 +266,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         };
         let mut bufs = std::mem::take(bufs);
         self.posted -= 1;
+        self.consumed += 1;
         let me = self.mgr.node_id();
         let mut used = 0;
         match (wc.status, wc.imm_data) {

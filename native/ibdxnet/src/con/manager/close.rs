@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{ConManager, JobState};
 use crate::con::connection::{ConState, Connection};
@@ -25,6 +25,10 @@ use crate::util::lock;
 /// How many finished connections are remembered to answer a peer's late
 /// `Close` (see [`RecentCloses`]).
 const FINISHED_MEMORY: usize = 4096;
+
+/// How often a close waiting for our work requests to be acknowledged
+/// checks them (the job thread used to poll everything every 20 ms).
+const CLOSE_POLL: Duration = Duration::from_millis(5);
 
 /// How a connection is closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,6 +264,26 @@ impl<F: Fabric> ConManager<F> {
             }
             !old
         });
+    }
+
+    /// When [`ConManager::progress_closes`] next has something to do. Whether
+    /// our work requests are all acknowledged is not a timer (the send thread
+    /// sees it): while a close waits for that, it is checked every
+    /// [`CLOSE_POLL`].
+    pub(super) fn next_close_due(&self, st: &JobState<F>) -> Option<Instant> {
+        st.closing
+            .iter()
+            .map(|e| {
+                let step = if !e.done_sent {
+                    Instant::now() + CLOSE_POLL
+                } else if !e.peer_done {
+                    e.last_sent + self.cfg.exchange_retry
+                } else {
+                    Instant::now()
+                };
+                step.min(e.deadline)
+            })
+            .min()
     }
 
     /// Advances the orderly closes: our `Done` once nothing of ours is in

@@ -152,6 +152,25 @@ impl<F: Fabric> ConManager<F> {
         lock(&self.candidates.addrs).contains_key(&addr)
     }
 
+    /// When the next discovery round (or probe) is due, given the last round:
+    /// now if probes are asked for at once; none while every node in the
+    /// table and every candidate address is discovered.
+    pub(super) fn next_discovery_due(&self, now: Instant, last: Option<Instant>) -> Option<Instant> {
+        match last {
+            None => Some(now),
+            Some(_) if self.candidates.probe_now.load(Ordering::Acquire) => Some(now),
+            Some(t) => self.discovery_pending().then(|| t + self.cfg.discovery_interval),
+        }
+    }
+
+    /// True if a discovery round has something to do: a node in the table
+    /// or a candidate address not discovered.
+    fn discovery_pending(&self) -> bool {
+        let discovered = lock(&self.discovered);
+        self.nodes.all().iter().any(|(n, _)| !discovered.contains(n))
+            || lock(&self.candidates.addrs).values().any(|c| !c.bound.is_some_and(|n| discovered.contains(&n)))
+    }
+
     /// Probes the candidates whose node is not discovered: every discovery
     /// round (`round`), or when asked to at once.
     pub(super) fn probe_candidates(&self, round: bool, st: &mut JobState<F>) {

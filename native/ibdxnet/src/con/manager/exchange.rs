@@ -196,6 +196,24 @@ impl<F: Fabric> ConManager<F> {
         }
     }
 
+    /// When [`ConManager::retry_exchanges`] next has something to do: the
+    /// earliest retransmission or give-up of a connection not yet established.
+    pub(super) fn next_exchange_due(&self, st: &JobState<F>) -> Option<Instant> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        t.values()
+            .filter(|c| matches!(c.state(), ConState::Pending | ConState::Connected))
+            .filter_map(|c| {
+                let node = c.node();
+                let retry = st.last_exchange.get(&node).map(|l| *l + self.cfg.exchange_retry);
+                let give_up = st.pending_since.get(&node).map(|p| *p + self.cfg.connect_timeout * 3);
+                match (retry, give_up) {
+                    (Some(r), Some(g)) => Some(r.min(g)),
+                    (r, g) => r.or(g).or_else(|| Some(Instant::now())),
+                }
+            })
+            .min()
+    }
+
     /// Retransmits the exchanges of connections not yet established; gives
     /// up on those pending longer than three connect timeouts.
     pub(super) fn retry_exchanges(&self, now: Instant, st: &mut JobState<F>) {

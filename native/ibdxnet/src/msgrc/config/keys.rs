@@ -360,6 +360,8 @@ pub static KEYS: &[Key] = &[
         "receive buffers per receive request"),
     key!("recv_buffer_count", U32, recv_buffer_count, "16384", Int(1, 1 << 24),
         "receive buffers in the pool; more than `srq_size` × `recv_sges_per_wr`, at most 64 GiB"),
+    key!("recv_slab_buffers", U32, recv_slab_buffers, "512", Int(1, 1 << 24),
+        "receive buffers per slab of the pool: one slab is registered at start, more as buffers run short (up to `recv_buffer_count`), and a slab idle for 3 s is given back (raised to `recv_sges_per_wr`, capped at `recv_buffer_count`)"),
     key!("incoming_ring_size", U32, incoming_ring_size, "8192", Pow2(2, 1 << 24),
         "entries of the incoming ring"),
     key!("signal_interval", U32, signal_interval, "4", Int(1, 1 << 16),

@@ -51,6 +51,8 @@ pub struct EngineConfig {
     pub recv_sges_per_wr: u32,
     /// (`recv_buffer_count`)
     pub recv_buffer_count: u32,
+    /// (`recv_slab_buffers`)
+    pub recv_slab_buffers: u32,
     /// (`incoming_ring_size`)
     pub incoming_ring_size: u32,
     /// (`signal_interval`)
@@ -118,6 +120,7 @@ impl EngineConfig {
             recv_buffer_size: 0,
             recv_sges_per_wr: 0,
             recv_buffer_count: 0,
+            recv_slab_buffers: 0,
             incoming_ring_size: 0,
             signal_interval: 0,
             max_inline: 0,

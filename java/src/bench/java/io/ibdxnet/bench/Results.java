@@ -30,6 +30,8 @@ final class Results {
         double seconds;
         double cpuNanosPerMessage;
         Histogram rtt;
+        /** Milliseconds from starting the nodes until every node had delivered a message to every other; -1: not measured. */
+        long meshMs = -1;
 
         Row copy() {
             Row r = new Row();
@@ -61,10 +63,11 @@ final class Results {
             return String.format(Locale.ROOT,
                     "RESULT impl=%s pattern=%s nodes=%d size=%d senders=%d handlers=%d messages=%d seconds=%.4f"
                             + " msg_per_s=%.0f mb_per_s=%.2f cpu_ns_per_msg=%.0f rtt_avg_us=%s rtt_p50_us=%s"
-                            + " rtt_p95_us=%s rtt_p99_us=%s rtt_p999_us=%s processes=%d native=%s",
+                            + " rtt_p95_us=%s rtt_p99_us=%s rtt_p999_us=%s processes=%d native=%s mesh_ms=%s",
                     impl, pattern, nodes, size, senders, handlers, total, seconds, rate, rate * size / 1e6,
                     cpuNanosPerMessage, rtt == null ? "-" : String.format(Locale.ROOT, "%.2f", rtt.getMean() / 1e3),
-                    us(rtt, 50), us(rtt, 95), us(rtt, 99), us(rtt, 99.9), processes, nativeSettings);
+                    us(rtt, 50), us(rtt, 95), us(rtt, 99), us(rtt, 99.9), processes, nativeSettings,
+                    meshMs < 0 ? "-" : Long.toString(meshMs));
         }
     }
 }

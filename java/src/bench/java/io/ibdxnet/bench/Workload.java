@@ -47,7 +47,11 @@ public final class Workload {
             two = TwoProcesses.start(o, args);
             nodes = List.of(two.local());
         } else {
+            long t0 = System.nanoTime();
             nodes = start(o);
+            if (row.pattern.equals("all")) {
+                row.meshMs = mesh(nodes, t0);
+            }
         }
         try {
             // Warm-up (JIT, connections, buffers), then the measured run.
@@ -82,6 +86,40 @@ public final class Workload {
             }
         }
         return nodes;
+    }
+
+    /**
+     * Every node sends one byte to every other (a thread per node), until all
+     * arrived: the full mesh of connections is up. Returns the milliseconds
+     * since {@code t0} (before the nodes were started).
+     */
+    private static long mesh(List<DXNet> nodes, long t0) throws Exception {
+        RECEIVED.set(0);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> threads = new ArrayList<>();
+        for (DXNet from : nodes) {
+            Thread th = new Thread(() -> {
+                try {
+                    for (DXNet to : nodes) {
+                        if (to != from) {
+                            from.sendMessage(new BytesMessage(to.nodeId(), new byte[1]));
+                        }
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            }, "bench-mesh-" + from.nodeId());
+            threads.add(th);
+            th.start();
+        }
+        for (Thread th : threads) {
+            th.join();
+        }
+        if (failure.get() != null) {
+            throw new IllegalStateException("a mesh sender failed", failure.get());
+        }
+        awaitReceived((long) nodes.size() * (nodes.size() - 1), t0);
+        return (System.nanoTime() - t0) / 1_000_000;
     }
 
     /**
