@@ -49,6 +49,35 @@ public class LogFloodTest {
         public void close() {}
     }
 
+    /** The untyped register without the class: the drop is counted and its warning says what is missing. */
+    @Test
+    public void aMessageWithAReceiverButNoClassIsDroppedWithAHint() throws Exception {
+        Logger logger = Logger.getLogger(DXNet.class.getName());
+        Counting h = new Counting();
+        logger.addHandler(h);
+        DXNet[] n = new DXNet[2];
+        try {
+            for (int i = 0; i < 2; i++) {
+                DXNetConfig c = new DXNetConfig(i);
+                c.transport = "loopback";
+                n[i] = DXNet.start(c);
+            }
+            n[0].addNode(1, "127.0.0.1:" + n[1].localPort());
+            n[0].registerMessageType(io.ibdxnet.app.BytesMessage.TYPE, io.ibdxnet.app.BytesMessage.class);
+            n[1].register(io.ibdxnet.app.BytesMessage.TYPE, m -> { }); // no class registered at node 1
+            n[0].sendMessage(new io.ibdxnet.app.BytesMessage(1, new byte[4]));
+            TestSupport.waitFor("the drop is counted", () -> n[1].droppedMessages() == 1);
+            TestSupport.waitFor("the warning", () -> h.records.stream().anyMatch(r -> r.getMessage().contains("registerMessageType(1, 1")));
+        } finally {
+            logger.removeHandler(h);
+            for (DXNet d : n) {
+                if (d != null) {
+                    d.close();
+                }
+            }
+        }
+    }
+
     @Test
     public void aFloodOfInvalidRepliesLogsALineASecondWithTheCount() throws Exception {
         Logger logger = Logger.getLogger(DXNet.class.getName());

@@ -404,8 +404,13 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         }
         if (ctor == null) {
             counters.dropped.incrementAndGet();
+            // A receiver without its class is the usual slip with the untyped register: say so.
+            String hint = types.handler(type, subtype) != null
+                    ? " (a receiver is registered for it, but no class: registerMessageType(" + type + ", " + subtype
+                            + ", <class>) or the typed register(Class, handler))"
+                    : "";
             warnings.warn("unregistered type", source, "node " + config.nodeId + ": message of unregistered type " + type + "/"
-                    + subtype + " from " + source + " dropped");
+                    + subtype + " from " + source + " dropped" + hint);
             if ((flags & Frame.REQUEST) != 0) {
                 refuse(new RefusedRequest(source, type, subtype, requestId), "type " + type + "/" + subtype
                         + " is not registered at node " + config.nodeId, size, into);
