@@ -3,48 +3,26 @@ package io.ibdxnet;
 import static org.junit.Assert.assertTrue;
 
 import io.ibdxnet.app.BytesMessage;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.After;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
-import org.junit.runner.RunWith;
-import org.junit.runners.Parameterized;
 
 /**
  * {@code close()} called inside one of the node's own message handlers
  * completes without waiting for that handler (issue 21, bug 3: it waited
  * {@code requestTimeoutMs}, 10 s, for itself).
  */
-@RunWith(Parameterized.class)
-public class CloseFromHandlerTest {
+public class CloseFromHandlerTest extends EveryTransport {
     @Rule
     public final Timeout timeout = TestSupport.minutes(2);
 
-    @Parameterized.Parameters(name = "{0}")
-    public static Object[] transports() {
-        return new Object[] {"loopback", "nio", "ib"};
-    }
-
-    @Parameterized.Parameter
-    public String transport;
-
-    private final List<DXNet> nodes = new ArrayList<>();
-
-    @After
-    public void closeAll() {
-        for (DXNet n : nodes) {
-            n.close();
-        }
-    }
-
     @Test
     public void closeInsideAHandlerReturnsAtOnce() throws Exception {
-        List<DXNet> mesh = TestSupport.mesh(transport, 2, c -> c.requestTimeoutMs = 10_000, nodes);
+        List<DXNet> mesh = mesh(2, c -> c.requestTimeoutMs = 10_000);
         DXNet receiver = mesh.get(1);
         AtomicLong closeNanos = new AtomicLong(-1);
         CountDownLatch closed = new CountDownLatch(1);

@@ -8,43 +8,22 @@ import io.ibdxnet.app.BytesMessage;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.After;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
-import org.junit.runner.RunWith;
-import org.junit.runners.Parameterized;
 
 /**
  * {@link DXNet#isConnected} and the {@link DXNet.ConnectionListener} follow a
  * connection through its life (issue 21): none before the first send, open
  * after it, gone when the peer closes — on every transport.
  */
-@RunWith(Parameterized.class)
-public class ConnectionStateTest {
+public class ConnectionStateTest extends EveryTransport {
     @Rule
     public final Timeout timeout = TestSupport.minutes(2);
 
-    @Parameterized.Parameters(name = "{0}")
-    public static Object[] transports() {
-        return new Object[] {"ib", "nio", "loopback"};
-    }
-
-    @Parameterized.Parameter
-    public String transport;
-
-    private final List<DXNet> nodes = new ArrayList<>();
-
-    @After
-    public void closeAll() {
-        for (DXNet n : nodes) {
-            n.close();
-        }
-    }
-
     @Test
     public void aConnectionIsReportedWhenItOpensAndWhenThePeerGoes() throws Exception {
-        List<DXNet> n = TestSupport.mesh(transport, 2, c -> c.idleTimeoutMs = 2_000, nodes);
+        List<DXNet> n = mesh(2, c -> c.idleTimeoutMs = 2_000);
         List<String> events = new CopyOnWriteArrayList<>();
         n.get(0).setConnectionListener(new DXNet.ConnectionListener() {
             @Override
@@ -79,7 +58,7 @@ public class ConnectionStateTest {
     /** A listener that throws is logged; the node carries on. */
     @Test
     public void aThrowingListenerDoesNotHurtTheNode() throws Exception {
-        List<DXNet> n = TestSupport.mesh(transport, 2, c -> { }, nodes);
+        List<DXNet> n = mesh(2, c -> { });
         n.get(0).setConnectionListener(new DXNet.ConnectionListener() {
             @Override
             public void connected(int node) {

@@ -19,43 +19,22 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
-import org.junit.After;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
-import org.junit.runner.RunWith;
-import org.junit.runners.Parameterized;
 
 /**
  * Handling order with the default configuration ({@code orderPerSender}):
  * one sender's messages one at a time in order, different senders in
  * parallel; and the opt-out. Run over every transport.
  */
-@RunWith(Parameterized.class)
-public class DXNetOrderTest {
+public class DXNetOrderTest extends EveryTransport {
     @Rule
     public final Timeout timeout = TestSupport.minutes(5);
 
-    @Parameterized.Parameters(name = "{0}")
-    public static Object[] transports() {
-        return new Object[] {"ib", "nio", "loopback"};
-    }
-
-    @Parameterized.Parameter
-    public String transport;
-
-    private final List<DXNet> nodes = new ArrayList<>();
-
-    @After
-    public void closeAll() {
-        for (DXNet n : nodes) {
-            n.close();
-        }
-    }
-
     /** {@code count} nodes that know each other; defaults except what {@code tune} sets (and small sim engines). */
     private List<DXNet> start(int count, Consumer<DXNetConfig> tune) throws Exception {
-        List<DXNet> out = TestSupport.mesh(transport, count, tune, nodes);
+        List<DXNet> out = mesh(count, tune);
         for (DXNet n : out) {
             n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
         }

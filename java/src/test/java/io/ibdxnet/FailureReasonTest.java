@@ -20,43 +20,22 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
-import org.junit.After;
 import org.junit.Assume;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
-import org.junit.runner.RunWith;
-import org.junit.runners.Parameterized;
 
 /**
  * Every failure a caller sees carries a {@link FailureReason} code can
  * branch on (issue 21), whatever the transport: the same scenario gives the
  * same reason on ib, nio and loopback, sync and async.
  */
-@RunWith(Parameterized.class)
-public class FailureReasonTest {
+public class FailureReasonTest extends EveryTransport {
     @Rule
     public final Timeout timeout = TestSupport.minutes(3);
 
-    @Parameterized.Parameters(name = "{0}")
-    public static Object[] transports() {
-        return new Object[] {"ib", "nio", "loopback"};
-    }
-
-    @Parameterized.Parameter
-    public String transport;
-
-    private final List<DXNet> nodes = new ArrayList<>();
-
-    @After
-    public void closeAll() {
-        for (DXNet n : nodes) {
-            n.close();
-        }
-    }
-
     private List<DXNet> pair(Consumer<DXNetConfig> tune) throws Exception {
-        List<DXNet> n = TestSupport.mesh(transport, 2, tune, nodes);
+        List<DXNet> n = mesh(2, tune);
         for (DXNet d : n) {
             d.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
             d.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
@@ -186,11 +165,11 @@ public class FailureReasonTest {
             Files.write(key, ("key-of-node-" + i + "-0123456789abcdef").getBytes(StandardCharsets.UTF_8));
             Files.setPosixFilePermissions(key, PosixFilePermissions.fromString("rw-------"));
             int id = i;
-            n.addAll(TestSupport.mesh(transport, 1, c -> {
+            n.addAll(mesh(1, c -> {
                 c.nodeId = id;
                 c.authKeyFile = key.toString();
                 c.connectTimeoutMs = 5_000;
-            }, nodes));
+            }));
         }
         n.get(0).addNode(1, "127.0.0.1:" + n.get(1).localPort());
         n.get(1).addNode(0, "127.0.0.1:" + n.get(0).localPort()); // admitted: the key check is what refuses
