@@ -54,6 +54,7 @@ pub const TARGETS: &[&str] = &[
     "ibdxnet::msgrc::recv",
     "ibdxnet::msgrc::send",
     "ibdxnet::msgrc::stats_print",
+    "ibdxnet::sys::region",
     crate::msgrc::stats_print::TARGET,
 ];
 
