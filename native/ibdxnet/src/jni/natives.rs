@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -73,22 +74,81 @@ enum AnyEngine {
 }
 
 /// Runs `$body` with `$n` bound to the engine's `Native<F>`, whatever `F`.
+/// `$e` is a [`Lease`]: it is held until the end of the `match`.
 macro_rules! with_native {
     ($e:expr, |$n:ident| $body:expr) => {
-        match $e {
+        match &*$e {
             AnyEngine::Sim($n) => $body,
             AnyEngine::Verbs($n) => $body,
         }
     };
 }
 
-fn engine<'a>(handle: jlong) -> Result<&'a AnyEngine, Throw> {
-    if handle == 0 {
-        return Err(Throw::state("engine handle is 0 (closed?)"));
+/// What Java's engine handle points to. It is never freed (a few bytes per
+/// engine ever created), so a native call that races `destroy` always finds a
+/// valid slot: it takes a lease (one atomic add) before it touches the engine,
+/// and `destroy` closes the slot, waits until the leases drain and only then
+/// shuts the engine down and frees it. A call after that is refused with
+/// `EngineClosedException`, never a use after free.
+struct Slot {
+    /// [`CLOSED`] | number of leases held.
+    state: AtomicU64,
+    /// The engine; null once `destroy` took it (after [`CLOSED`] was set and
+    /// the leases drained).
+    engine: AtomicPtr<AnyEngine>,
+}
+
+/// In [`Slot::state`]: no new lease is granted.
+const CLOSED: u64 = 1 << 63;
+
+/// A native call's right to use the engine until it is dropped.
+struct Lease {
+    slot: &'static Slot,
+    engine: &'static AnyEngine,
+}
+
+impl std::ops::Deref for Lease {
+    type Target = AnyEngine;
+    fn deref(&self) -> &AnyEngine {
+        self.engine
     }
-    // SAFETY: non-zero handles come from `create` (Box::into_raw) and stay
-    // valid until `destroy`, which the Java wrapper calls once, after all use.
-    Ok(unsafe { &*(handle as *const AnyEngine) })
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Release: everything this call did with the engine happens before
+        // `destroy` sees the count drop (its Acquire load).
+        self.slot.state.fetch_sub(1, Ordering::Release);
+    }
+}
+
+fn closed() -> Throw {
+    Throw { class: "io/ibdxnet/ib/EngineClosedException", msg: "engine is closed".into() }
+}
+
+fn slot(handle: jlong) -> Result<&'static Slot, Throw> {
+    if handle == 0 {
+        return Err(closed());
+    }
+    // SAFETY: non-zero handles come from `create` (a leaked `Box<Slot>`), and
+    // a slot is never freed: it stays valid for the life of the process.
+    Ok(unsafe { &*(handle as *const Slot) })
+}
+
+fn engine(handle: jlong) -> Result<Lease, Throw> {
+    let slot = slot(handle)?;
+    // One read-modify-write on the slot's word: either it precedes `destroy`'s
+    // closing (and `destroy` waits for us) or it sees CLOSED (and we back off
+    // without touching the engine).
+    if slot.state.fetch_add(1, Ordering::Acquire) & CLOSED != 0 {
+        slot.state.fetch_sub(1, Ordering::Release);
+        return Err(closed());
+    }
+    let p = slot.engine.load(Ordering::Acquire);
+    // SAFETY: we hold a lease granted before CLOSED was set, so `destroy` has
+    // not taken the engine and will not before the lease is dropped; `create`
+    // stored a valid `Box<AnyEngine>` pointer before publishing the handle.
+    Ok(Lease { slot, engine: unsafe { &*p } })
 }
 
 fn node(id: jint) -> Result<NodeId, Throw> {
@@ -145,19 +205,56 @@ extern "system" fn create<'l>(
             FabricKind::Verbs => AnyEngine::Verbs(start(cfg, handler)?),
             _ => AnyEngine::Sim(start(cfg, handler)?),
         };
-        Ok(Box::into_raw(Box::new(any)) as jlong)
+        let engine = AtomicPtr::new(Box::into_raw(Box::new(any)));
+        let slot: &'static Slot = Box::leak(Box::new(Slot { state: AtomicU64::new(0), engine }));
+        Ok(slot as *const Slot as jlong)
     })
 }
 
+/// Closes the slot (later calls get `EngineClosedException`), waits until the
+/// calls in progress drop their leases, then stops the engine's threads and
+/// frees it. A second `destroy` of the same handle does nothing. Called on an
+/// engine thread (inside an up-call), it does not wait for that thread's own
+/// up-call: up-calls hold no lease, and no native makes an up-call on the
+/// calling thread.
 extern "system" fn destroy<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) {
     guarded(&mut env, (), |_| {
-        if handle != 0 {
-            // SAFETY: the handle came from `create`; Java calls destroy once.
-            let any = unsafe { Box::from_raw(handle as *mut AnyEngine) };
-            with_native!(*any, |n| {
+        if handle == 0 {
+            return Ok(());
+        }
+        let slot = slot(handle)?;
+        if slot.state.fetch_or(CLOSED, Ordering::AcqRel) & CLOSED != 0 {
+            return Ok(()); // closed already (or being closed by another thread)
+        }
+        let mut spins = 0u32;
+        while slot.state.load(Ordering::Acquire) != CLOSED {
+            // Leases are short (a connect waits at most its timeout).
+            spins += 1;
+            if spins < 100 {
+                std::hint::spin_loop();
+            } else if spins < 200 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+        let p = slot.engine.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if p.is_null() {
+            return Ok(());
+        }
+        // SAFETY: `p` came from `Box::into_raw` in `create`; the slot is closed
+        // and has no lease, and the swap took it exactly once, so nothing else
+        // refers to the engine any more.
+        let any = unsafe { Box::from_raw(p) };
+        match *any {
+            AnyEngine::Sim(n) => {
                 *lock(&n.conns) = Handles::new();
                 n.engine.shutdown();
-            });
+            }
+            AnyEngine::Verbs(n) => {
+                *lock(&n.conns) = Handles::new();
+                n.engine.shutdown();
+            }
         }
         Ok(())
     })

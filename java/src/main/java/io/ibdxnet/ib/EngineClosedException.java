@@ -11,4 +11,9 @@ public final class EngineClosedException extends IllegalStateException {
     EngineClosedException() {
         super("engine is closed");
     }
+
+    /** Thrown by the native library (JNI {@code ThrowNew}) to a call that raced {@code close()}. */
+    EngineClosedException(String message) {
+        super(message);
+    }
 }
