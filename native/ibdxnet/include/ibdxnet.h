@@ -196,7 +196,15 @@ struct IbdxnetCompletedWork {
 /**
  * Header of the completion list (engine → user); `count` entries of
  * [`CompletedWork`] follow it directly, at most `capacity` (= the
- * connection limit), one per node. 8 bytes + entries.
+ * connection limit), one per node. 24 bytes + entries.
+ *
+ * The hand-over is idempotent: the engine numbers each hand-over (`seq`,
+ * also covering the [`PrevWorkResults`] handed with it); a user that
+ * acknowledges explicitly zeroes `bytes` and `fc_data` of each entry once
+ * applied, writes `seq` into `prev_applied` once it applied the previous
+ * package's results and into `acked` at the end. The engine clears both only
+ * when `acked == seq`; otherwise it hands the rest (the unapplied entries,
+ * merged with newer confirmations) again under the next number.
  */
 struct IbdxnetCompletedWorkList {
   /**
@@ -207,6 +215,22 @@ struct IbdxnetCompletedWorkList {
    * Room for entries.
    */
   uint32_t capacity;
+  /**
+   * Number of this hand-over (engine → user).
+   */
+  uint32_t seq;
+  /**
+   * The last hand-over the user applied in full (user → engine).
+   */
+  uint32_t acked;
+  /**
+   * The last hand-over whose previous-package results the user applied (user → engine).
+   */
+  uint32_t prev_applied;
+  /**
+   * Zero.
+   */
+  uint32_t reserved;
 };
 
 /**

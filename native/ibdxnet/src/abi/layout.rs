@@ -95,7 +95,14 @@ pub fn layouts() -> Vec<StructLayout> {
             reserved: u32,
         }),
         describe!(CompletedWork as IbdxnetCompletedWork { node_id: u16, fc_data: u16, bytes: u32, connection: u32 }),
-        describe!(CompletedWorkList as IbdxnetCompletedWorkList { count: u32, capacity: u32 }),
+        describe!(CompletedWorkList as IbdxnetCompletedWorkList {
+            count: u32,
+            capacity: u32,
+            seq: u32,
+            acked: u32,
+            prev_applied: u32,
+            reserved: u32,
+        }),
         describe!(IncomingEntry as IbdxnetIncomingEntry {
             source_node_id: u16,
             fc_data: u8,

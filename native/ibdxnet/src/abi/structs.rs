@@ -98,7 +98,15 @@ pub struct CompletedWork {
 
 /// Header of the completion list (engine → user); `count` entries of
 /// [`CompletedWork`] follow it directly, at most `capacity` (= the
-/// connection limit), one per node. 8 bytes + entries.
+/// connection limit), one per node. 24 bytes + entries.
+///
+/// The hand-over is idempotent: the engine numbers each hand-over (`seq`,
+/// also covering the [`PrevWorkResults`] handed with it); a user that
+/// acknowledges explicitly zeroes `bytes` and `fc_data` of each entry once
+/// applied, writes `seq` into `prev_applied` once it applied the previous
+/// package's results and into `acked` at the end. The engine clears both only
+/// when `acked == seq`; otherwise it hands the rest (the unapplied entries,
+/// merged with newer confirmations) again under the next number.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CompletedWorkList {
@@ -106,6 +114,14 @@ pub struct CompletedWorkList {
     pub count: u32,
     /// Room for entries.
     pub capacity: u32,
+    /// Number of this hand-over (engine → user).
+    pub seq: u32,
+    /// The last hand-over the user applied in full (user → engine).
+    pub acked: u32,
+    /// The last hand-over whose previous-package results the user applied (user → engine).
+    pub prev_applied: u32,
+    /// Zero.
+    pub reserved: u32,
 }
 
 /// One received buffer (engine → user). 24 bytes.
@@ -230,7 +246,7 @@ impl IbdxnetDeviceInfo {
 const _: () = assert!(std::mem::size_of::<NextWorkPackage>() == 16);
 const _: () = assert!(std::mem::size_of::<PrevWorkResults>() == 16);
 const _: () = assert!(std::mem::size_of::<CompletedWork>() == 12);
-const _: () = assert!(std::mem::size_of::<CompletedWorkList>() == 8);
+const _: () = assert!(std::mem::size_of::<CompletedWorkList>() == 24);
 const _: () = assert!(std::mem::size_of::<IncomingEntry>() == 24);
 const _: () = assert!(std::mem::size_of::<IncomingRingHeader>() == 16);
 // The device-info diagram, pinned.

@@ -331,6 +331,10 @@ impl EngineHandler for JniHandler {
         }
     }
 
+    fn acknowledges_handover(&self) -> bool {
+        true // EngineCallbacks.nextDataToSend acknowledges (CompletedWorkList.acknowledge)
+    }
+
     fn received(&self, ring: &IncomingRing) -> u32 {
         let args = [JValue::Long(ring.address() as i64).as_jni()];
         // SAFETY: this is the receive thread, the cell's owner (the engine

@@ -32,7 +32,18 @@ impl ThreadRole {
 pub trait EngineHandler: Send + Sync + 'static {
     /// Send thread, once per iteration: the outcome of the previous package
     /// and the confirmations since; returns the next package (flags 0 = none).
+    ///
+    /// If [`acknowledges_handover`](Self::acknowledges_handover) is true, the
+    /// engine clears `prev` and `completed` only once this call acknowledged
+    /// them ([`CompletedList::acknowledge`]); until then it hands what was not
+    /// marked applied again (and posts no package), so a call that fails
+    /// half-way loses and repeats nothing.
     fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage;
+    /// Whether `next_data_to_send` acknowledges each hand-over itself (see
+    /// there); false: every return counts as applied in full.
+    fn acknowledges_handover(&self) -> bool {
+        false
+    }
     /// Receive thread: new entries in `ring`; returns how many entries, from
     /// the front, were consumed (their buffers are returned later).
     fn received(&self, ring: &IncomingRing) -> u32;

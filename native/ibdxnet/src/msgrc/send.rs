@@ -92,6 +92,8 @@ pub(crate) struct SendThread<F: Fabric, H: EngineHandler> {
     draining: Vec<NodeSend<F>>,
     prev: Box<PrevWorkResults>,
     completed: CompletedList,
+    /// `handler.acknowledges_handover()`, read once.
+    explicit_ack: bool,
     batch: SendBatch,
     planned: Vec<InFlight>,
     wcs: Vec<WorkCompletion>,
@@ -108,6 +110,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
         doorbell: Arc<Doorbell>,
     ) -> Result<Self, crate::fabric::FabricError> {
         let max_inline = mgr.queues().caps.max_inline_data.min(cfg.max_inline);
+        let explicit_ack = handler.acknowledges_handover();
         Ok(SendThread {
             me: cfg.node_id.0,
             sq_size: cfg.sq_size,
@@ -122,6 +125,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             draining: Vec::new(),
             prev: Box::default(),
             completed: CompletedList::new(cfg.max_connections + 64)?,
+            explicit_ack,
             batch: SendBatch::with_capacity(64, 128),
             planned: Vec::with_capacity(64),
             wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
@@ -133,13 +137,24 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
     /// One loop iteration; returns the amount of work done (0 = idle).
     fn iterate(&mut self) -> usize {
         let t = self.clock.start();
+        self.completed.begin_handover();
         let next = self.handler.next_data_to_send(&self.prev, &self.completed);
         self.stats.timer(TimerId::SendUpcall).record_since(t);
-        *self.prev = PrevWorkResults::default();
-        self.completed.clear();
         let mut work = 0;
-        if next.flags & NWP_VALID != 0 {
-            work += self.send(&next);
+        if !self.explicit_ack || self.completed.acknowledged() {
+            *self.prev = PrevWorkResults::default();
+            self.completed.clear();
+            if next.flags & NWP_VALID != 0 {
+                work += self.send(&next);
+            }
+        } else {
+            // Not acknowledged (the user failed half-way): keep what it did not
+            // mark applied for the next hand-over (applied entries are zero, new
+            // confirmations merge into them); its package, decided on state not
+            // fully updated, is not posted (a failed call writes none anyway).
+            if self.completed.prev_applied() {
+                *self.prev = PrevWorkResults::default();
+            }
         }
         work += self.flush_pending();
         work += self.poll_completions();

@@ -96,6 +96,66 @@ impl CompletedList {
         true
     }
 
+    fn hdr_field(&self, offset: usize) -> *mut u32 {
+        // SAFETY: `offset` names a u32 field of the header at the region's start.
+        unsafe { self.region.ptr().add(offset) as *mut u32 }
+    }
+
+    /// Starts a hand-over: numbers it (the next `seq`) and returns the number.
+    pub fn begin_handover(&mut self) -> u32 {
+        let h = self.header_mut();
+        h.seq = h.seq.wrapping_add(1);
+        h.seq
+    }
+
+    /// True if the user acknowledged the current hand-over (`acked == seq`).
+    pub fn acknowledged(&self) -> bool {
+        let p = self.hdr_field(std::mem::offset_of!(CompletedWorkList, acked));
+        // SAFETY: inside the header; the user may have written it (volatile).
+        let acked = unsafe { std::ptr::read_volatile(p) };
+        acked == self.header().seq
+    }
+
+    /// True if the user applied the previous package's results of the current hand-over.
+    pub fn prev_applied(&self) -> bool {
+        let p = self.hdr_field(std::mem::offset_of!(CompletedWorkList, prev_applied));
+        // SAFETY: as in `acknowledged`.
+        let v = unsafe { std::ptr::read_volatile(p) };
+        v == self.header().seq
+    }
+
+    /// User side: the previous package's results of this hand-over are applied.
+    /// Hold no slice from [`entries`](Self::entries) across this call.
+    pub fn mark_prev_applied(&self) {
+        let seq = self.header().seq;
+        let p = self.hdr_field(std::mem::offset_of!(CompletedWorkList, prev_applied));
+        // SAFETY: inside the header; the send thread's up-call is the only user.
+        unsafe { std::ptr::write_volatile(p, seq) };
+    }
+
+    /// User side: entry `i` is applied (its numbers become zero, so handing it
+    /// again applies nothing). Hold no slice from `entries` across this call.
+    pub fn mark_applied(&self, i: usize) {
+        if i >= self.header().count as usize {
+            return;
+        }
+        // SAFETY: i < count ≤ capacity: inside the region; no reference to the
+        // entry is alive (see above).
+        unsafe {
+            let e = self.entries_ptr().add(i);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*e).bytes), 0);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*e).fc_data), 0);
+        }
+    }
+
+    /// User side: everything of this hand-over is applied.
+    pub fn acknowledge(&self) {
+        let seq = self.header().seq;
+        let p = self.hdr_field(std::mem::offset_of!(CompletedWorkList, acked));
+        // SAFETY: as in `mark_prev_applied`.
+        unsafe { std::ptr::write_volatile(p, seq) };
+    }
+
     /// Empties the list (cost proportional to its entries, not to 64 K nodes).
     pub fn clear(&mut self) {
         let nodes: Vec<u16> = self.entries().iter().map(|e| e.node_id).collect();

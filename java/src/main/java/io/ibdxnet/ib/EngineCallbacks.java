@@ -24,7 +24,11 @@ public interface EngineCallbacks {
     /**
      * Send thread: results of the previous package and the confirmations since;
      * write the next package into {@code nextAddress} (flags 0 = nothing to send).
-     * Returns {@link #OK}.
+     * Returns {@link #OK}. Mark each confirmation applied ({@link
+     * CompletedWorkList#markApplied}), the previous package's results too
+     * ({@link CompletedWorkList#markPrevApplied}), and acknowledge the whole
+     * hand-over last ({@link CompletedWorkList#acknowledge}): until then the
+     * engine hands the unapplied rest again and posts no package.
      */
     int nextDataToSend(long prevResultsAddress, long completedListAddress, long nextAddress);
 

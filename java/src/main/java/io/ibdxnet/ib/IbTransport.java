@@ -372,15 +372,25 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 wim.pushData(pn); // send queue full or not connected yet: try again later
             }
         }
+        // The hand-over is idempotent: what is applied is marked so, and only the
+        // acknowledgement at the end lets the engine clear it. An exception before
+        // it leaves the rest to the next call; nothing is applied twice.
+        completed.wrap(completedAddress);
+        completed.markPrevApplied();
         // After the previous package is accounted: nothing more is posted from these.
         retirement.settleRetired();
-        completed.wrap(completedAddress);
         for (int i = 0, n = completed.count(); i < n; i++) {
+            long bytes = completed.bytes(i);
+            if (bytes == 0) {
+                continue; // applied in an earlier call (or flow control only)
+            }
             Connection c = connections.get(completed.nodeId(i));
             if (c != null && c.connectionId == completed.connection(i)) {
-                c.orb.confirmed(completed.bytes(i));
+                c.orb.confirmed(bytes);
             }
+            completed.markApplied(i);
         }
+        completed.acknowledge();
         int node = wim.next();
         if (node < 0) {
             return OK;

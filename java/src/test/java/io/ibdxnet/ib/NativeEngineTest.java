@@ -27,7 +27,7 @@ public class NativeEngineTest {
         assertEquals(16, NativeLayout.of("IbdxnetNextWorkPackage").size);
         assertEquals(16, NativeLayout.of("IbdxnetPrevWorkResults").size);
         assertEquals(12, NativeLayout.of("IbdxnetCompletedWork").size);
-        assertEquals(8, NativeLayout.of("IbdxnetCompletedWorkList").size);
+        assertEquals(24, NativeLayout.of("IbdxnetCompletedWorkList").size);
         assertEquals(24, NativeLayout.of("IbdxnetIncomingEntry").size);
         assertEquals(16, NativeLayout.of("IbdxnetIncomingRingHeader").size);
         assertEquals(4, NativeLayout.of("IbdxnetNextWorkPackage").offset("offset", 4));

@@ -20,7 +20,7 @@ final class StreamCallbacks implements EngineCallbacks {
     private long ring;
     private int connection;
     private int ringSize;
-    private long written;
+    private volatile long written;
     private long posted;
     final AtomicLong confirmed = new AtomicLong();
     final AtomicLong received = new AtomicLong();
@@ -30,6 +30,25 @@ final class StreamCallbacks implements EngineCallbacks {
     private final CompletedWorkList completed = new CompletedWorkList();
     private final NextWorkPackage next = new NextWorkPackage();
     private final IncomingRing in = new IncomingRing();
+
+    /** Points in {@link #nextDataToSend} where {@link #faults} may throw. */
+    static final int FAULT_BEFORE = 0, FAULT_AFTER_PREV = 1, FAULT_AFTER_ENTRY = 2, FAULT_BEFORE_ACK = 3;
+    /** Test hook: called at each fault point; may throw. */
+    volatile java.util.function.IntConsumer faults;
+    /** Calls in which more was confirmed than posted (a confirmation applied twice). */
+    final AtomicLong overConfirmed = new AtomicLong();
+
+    private void fault(int point) {
+        java.util.function.IntConsumer f = faults;
+        if (f != null) {
+            f.accept(point);
+        }
+    }
+
+    /** Bytes written into the ring and not yet confirmed. */
+    long unconfirmed() {
+        return written - confirmed.get();
+    }
 
     StreamCallbacks(int me, long limit) {
         this.me = me;
@@ -53,21 +72,33 @@ final class StreamCallbacks implements EngineCallbacks {
         if (t < 0) {
             return OK;
         }
+        fault(FAULT_BEFORE);
         prev.wrap(prevAddr);
+        completed.wrap(completedAddr);
         if (prev.nodeId() == t) {
             posted += prev.bytesPosted();
         }
-        completed.wrap(completedAddr);
+        completed.markPrevApplied();
+        fault(FAULT_AFTER_PREV);
         for (int i = 0; i < completed.count(); i++) {
             if (completed.nodeId(i) == t) {
                 confirmed.addAndGet(completed.bytes(i));
+                completed.markApplied(i);
+                fault(FAULT_AFTER_ENTRY);
             }
         }
-        long back = Math.min(confirmed.get() + ringSize, limit);
-        while (written < back) {
-            Memory.putByte(ring + (written & (ringSize - 1)), pattern(me, t, written));
-            written++;
+        if (confirmed.get() > posted) {
+            overConfirmed.incrementAndGet(); // confirmed more than was ever posted: applied twice
         }
+        fault(FAULT_BEFORE_ACK);
+        completed.acknowledge();
+        long back = Math.min(confirmed.get() + ringSize, limit);
+        long w = written;
+        while (w < back) {
+            Memory.putByte(ring + (w & (ringSize - 1)), pattern(me, t, w));
+            w++;
+        }
+        written = w;
         if (written > posted) {
             // Names the connection: the engine posts only from that connection's ring.
             next.wrap(nextAddr).set(t, 0, posted & (ringSize - 1), written - posted, connection);
