@@ -11,10 +11,8 @@ import io.ibdxnet.metrics.NodeMetrics;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import javax.management.MBeanServer;
@@ -130,22 +128,6 @@ public class MetricsTest {
         assertTrue(SERVER.queryNames(new ObjectName("io.ibdxnet:type=Node,node=0,*"), null).isEmpty());
     }
 
-    /** Captures a JUL logger's records. */
-    private static final class Capture extends Handler {
-        final List<LogRecord> records = new CopyOnWriteArrayList<>();
-
-        @Override
-        public void publish(LogRecord r) {
-            records.add(r);
-        }
-
-        @Override
-        public void flush() {}
-
-        @Override
-        public void close() {}
-    }
-
     private static boolean statsThreadOf(int node) {
         for (Thread t : Thread.getAllStackTraces().keySet()) {
             if (t.getName().equals("dxnet-stats-" + node) && t.isAlive()) {
@@ -159,7 +141,7 @@ public class MetricsTest {
     public void theStatisticsLineIsOffByDefaultAndLoggedEveryInterval() throws Exception {
         assertEquals(0, new DXNetConfig(0).statsIntervalMs);
         Logger stats = Logger.getLogger(NodeMetrics.LOGGER); // strong reference: JUL holds loggers weakly
-        Capture lines = new Capture();
+        LogCapture lines = new LogCapture();
         stats.addHandler(lines);
         try {
             List<DXNet> off = TestSupport.mesh("loopback", 1, c -> {}, nodes);

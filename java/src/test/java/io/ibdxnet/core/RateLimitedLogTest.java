@@ -4,11 +4,10 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.LogCapture;
 import io.ibdxnet.TestSupport;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
@@ -23,21 +22,10 @@ public class RateLimitedLogTest {
     public final Timeout timeout = TestSupport.minutes(1);
 
     private final Logger logger = Logger.getLogger("io.ibdxnet.test.RateLimitedLogTest");
-    private final List<LogRecord> records = new CopyOnWriteArrayList<>();
     private final AtomicLong now = new AtomicLong(1_000_000_000L);
     private final RateLimitedLog log = new RateLimitedLog(logger, 1_000, now::get);
-    private final Handler handler = new Handler() {
-        @Override
-        public void publish(LogRecord r) {
-            records.add(r);
-        }
-
-        @Override
-        public void flush() {}
-
-        @Override
-        public void close() {}
-    };
+    private final LogCapture handler = new LogCapture();
+    private final List<LogRecord> records = handler.records;
 
     {
         logger.setUseParentHandlers(false);

@@ -6,15 +6,14 @@ import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assume.assumeTrue;
 
+import io.ibdxnet.LogCapture;
 import io.ibdxnet.TestSupport;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
@@ -29,36 +28,11 @@ public class NativeLogTest {
     @Rule
     public final Timeout timeout = TestSupport.minutes(2);
 
-    /** Captures what reaches a JUL logger. */
-    private static final class Capture extends Handler {
-        final List<LogRecord> records = new CopyOnWriteArrayList<>();
-
-        @Override
-        public void publish(LogRecord r) {
-            records.add(r);
-        }
-
-        @Override
-        public void flush() {}
-
-        @Override
-        public void close() {}
-
-        LogRecord find(String text) {
-            for (LogRecord r : records) {
-                if (r.getMessage() != null && r.getMessage().contains(text)) {
-                    return r;
-                }
-            }
-            return null;
-        }
-    }
-
     // Strong references: JUL holds its loggers weakly.
     private final Logger manager = Logger.getLogger("ibdxnet.con.manager");
     private final Logger stats = Logger.getLogger("ibdxnet.stats");
-    private final Capture managerRecords = new Capture();
-    private final Capture statsRecords = new Capture();
+    private final LogCapture managerRecords = new LogCapture();
+    private final LogCapture statsRecords = new LogCapture();
 
     @Before
     public void capture() {
