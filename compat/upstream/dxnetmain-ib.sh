@@ -21,8 +21,9 @@ mkdir "$work/jni"
 cp "$ROOT/target/release/libibdxnet.so" "$work/jni/"
 cp "$ROOT/compat/upstream/dxnetmain-ib.json" "$work/config.json"
 cd "$work" || exit 2
-# TCG's -cpu max advertises AVX levels it does not emulate faithfully (see tools/rxe-vm/java-in-vm.sh).
-[ "${RXE_VM:-}" = 1 ] && export JAVA_TOOL_OPTIONS="-XX:UseAVX=0"
+# TCG's -cpu max advertises AVX levels it does not emulate faithfully, and C2's
+# compilations cost more emulated time than they save (see tools/rxe-vm/java-in-vm.sh).
+[ "${RXE_VM:-}" = 1 ] && export JAVA_TOOL_OPTIONS="-XX:UseAVX=0 -XX:TieredStopAtLevel=1"
 J=(java -Xcheck:jni --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
 	"-Dlog4j.configurationFile=file:$ROOT/compat/upstream/log4j2.xml" -cp "$CP" de.hhu.bsinfo.dxnet.DXNetMain config.json 5000)
 export IBDXNET_FABRIC=verbs RUST_LOG=${RUST_LOG:-warn}

@@ -7,8 +7,10 @@
 set -u
 # TCG's `-cpu max` advertises AVX levels it does not emulate faithfully: JIT
 # code using them died with SIGILL/SIGSEGV in tiny compiled methods. Child
-# JVMs (the two-process test) inherit this through JAVA_TOOL_OPTIONS.
-export JAVA_TOOL_OPTIONS="-XX:UseAVX=0"
+# JVMs (the two-process test) inherit this through JAVA_TOOL_OPTIONS. C1 only:
+# C2's compilations cost more emulated time than they save in runs this short
+# (upstream's DXNetMain pair, messages, one A/B on a loaded host: 93 s, 150 s).
+export JAVA_TOOL_OPTIONS="-XX:UseAVX=0 -XX:TieredStopAtLevel=1"
 rm -f /tmp/hs_err_*.log
 # JAVA_EXTRA_OPTS: further JVM options for experiments (jit-stability.sh).
 # shellcheck disable=SC2086
