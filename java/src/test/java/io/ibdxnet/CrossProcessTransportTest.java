@@ -10,13 +10,9 @@ import static org.junit.Assert.fail;
 import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
 import io.ibdxnet.ib.NativeEngine;
-import java.io.File;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -42,16 +38,14 @@ public class CrossProcessTransportTest {
     @Rule
     public final Timeout timeout = new Timeout(240, TimeUnit.SECONDS);
 
-    private final List<Process> processes = new ArrayList<>();
+    @Rule
+    public final ChildJvm.Rule children = new ChildJvm.Rule();
     private DXNet node;
 
     @After
     public void cleanUp() {
         if (node != null) {
             node.close();
-        }
-        for (Process p : processes) {
-            p.destroyForcibly();
         }
     }
 
@@ -96,8 +90,7 @@ public class CrossProcessTransportTest {
             });
             System.out.println("peer ready on " + n.fabricName());
             quit.await();
-            Thread.sleep(200); // the answer leaves before the node closes
-            n.close();
+            n.close(); // an orderly close: the answer leaves first
             System.out.println("peer done");
         }
     }
@@ -114,28 +107,8 @@ public class CrossProcessTransportTest {
         }
     }
 
-    private Process peer(File log, String... args) throws IOException {
-        String classes = System.getProperty("test.classpath", System.getProperty("java.class.path"));
-        List<String> cmd = new ArrayList<>(Arrays.asList(System.getProperty("java.home") + "/bin/java", "-cp", classes,
-                "-Djava.library.path=" + System.getProperty("java.library.path"), Peer.class.getName()));
-        cmd.addAll(Arrays.asList(args));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
-        processes.add(p);
-        return p;
-    }
-
-    private static String read(File f) throws IOException {
-        return new String(Files.readAllBytes(f.toPath()), StandardCharsets.UTF_8);
-    }
-
-    private static void awaitOutput(Process p, File log, String text) throws Exception {
-        long end = System.nanoTime() + 120_000_000_000L;
-        while (!read(log).contains(text)) {
-            if (System.nanoTime() > end || !p.isAlive()) {
-                fail("no '" + text + "' from the peer: " + read(log));
-            }
-            Thread.sleep(20);
-        }
+    private ChildJvm peer(String... args) throws IOException {
+        return children.start(Peer.class, List.of(), Arrays.asList(args));
     }
 
     /** Both nodes with a default DXNetConfig: only node ids and addresses set. */
@@ -144,9 +117,8 @@ public class CrossProcessTransportTest {
         boolean rdma = !rdmaDevices().isEmpty();
         String a0 = "127.0.0.1:" + freePort();
         String a1 = "127.0.0.1:" + freePort();
-        File log = File.createTempFile("peer", ".log");
-        Process p = peer(log, "node.0=" + a0, "node.1=" + a1);
-        awaitOutput(p, log, "peer ready");
+        ChildJvm p = peer("node.0=" + a0, "node.1=" + a1);
+        p.awaitOutput("peer ready", 120_000);
         List<String> said = new CopyOnWriteArrayList<>();
         Logger choice = Logger.getLogger("io.ibdxnet.Transports");
         Handler h = new Handler() {
@@ -176,7 +148,7 @@ public class CrossProcessTransportTest {
         assertTrue(said.get(0), said.get(0).startsWith("INFO node 0: transport = auto: " + expected + ", because"));
         if (!rdma) {
             assertTrue(said.get(0), said.get(0).contains("no RDMA device"));
-            assertTrue(read(log), read(log).contains("peer ready on tcp"));
+            assertTrue(p.output(), p.output().contains("peer ready on tcp"));
         }
         int messages = 1000;
         for (int i = 0; i < messages; i++) {
@@ -187,8 +159,7 @@ public class CrossProcessTransportTest {
         assertEquals(1, r.getSource());
         BytesResponse count = node.sendSync(new BytesRequest(1, bytesOf(new long[] {-1})), 30_000);
         assertArrayEquals("messages the peer received", new long[] {messages}, longsOf(count.bytes));
-        assertTrue("peer did not finish: " + read(log), p.waitFor(30, TimeUnit.SECONDS));
-        assertEquals(read(log), 0, p.exitValue());
+        assertEquals(p.output(), 0, p.waitForExit(30_000));
     }
 
     /** transport = ib on the sim fabric in two processes: refused at once, by name. */
@@ -207,9 +178,8 @@ public class CrossProcessTransportTest {
     private void crossProcessSim(String fabric) throws Exception {
         String a0 = "127.0.0.1:" + freePort();
         String a1 = "127.0.0.1:" + freePort();
-        File log = File.createTempFile("peer", ".log");
-        Process p = peer(log, "transport=ib", "native.fabric=" + fabric, "native.listen=" + a1, "node.0=" + a0);
-        awaitOutput(p, log, "peer ready on sim");
+        ChildJvm p = peer("transport=ib", "native.fabric=" + fabric, "native.listen=" + a1, "node.0=" + a0);
+        p.awaitOutput("peer ready on sim", 120_000);
         DXNetConfig c = new DXNetConfig(0);
         c.transport = "ib";
         c.nativeConfig.put("fabric", fabric);
@@ -246,8 +216,7 @@ public class CrossProcessTransportTest {
         assertTrue("send failed only after " + sendMs + " ms", sendMs < connectTimeoutMs / 10);
         assertTrue("request failed only after " + requestMs + " ms", requestMs < connectTimeoutMs / 10);
         assertTrue("counted: " + node.transportStats(), node.transportStats().get("foreign_fabric") >= 1);
-        Thread.sleep(200); // anything misrouted would arrive here by now
-        assertEquals("messages this node sent to node 1 came back to itself", 0, toSelf.get());
+        TestSupport.assertHoldsFor("no message this node sent to node 1 came back to itself", 200, () -> toSelf.get() == 0);
     }
 
     private static List<String> rdmaDevices() throws Exception {

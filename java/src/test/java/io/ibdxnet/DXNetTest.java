@@ -1,5 +1,7 @@
 package io.ibdxnet;
 
+import static io.ibdxnet.TestSupport.assertHoldsFor;
+import static io.ibdxnet.TestSupport.awaitNodeThreadsGone;
 import static io.ibdxnet.TestSupport.bytesOf;
 import static io.ibdxnet.TestSupport.longsOf;
 import static io.ibdxnet.TestSupport.waitFor;
@@ -161,36 +163,6 @@ public class DXNetTest {
     }
 
     /** Something a sender thread does for one sequence number. */
-    interface SendStep {
-        void send(int thread, int seq) throws Exception;
-    }
-
-    /** Runs {@code threads} sender threads doing {@code step} for seq 0..perThread-1; rethrows the first failure. */
-    private static void runSenders(int threads, int perThread, SendStep step) throws Exception {
-        List<Thread> senders = new ArrayList<>();
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        for (int t = 0; t < threads; t++) {
-            final int id = t;
-            Thread th = new Thread(() -> {
-                try {
-                    for (int s = 0; s < perThread; s++) {
-                        step.send(id, s);
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            });
-            senders.add(th);
-            th.start();
-        }
-        for (Thread th : senders) {
-            th.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError(failure.get());
-        }
-    }
-
     @Test
     public void messagesFromManyThreadsArriveIntactAndInOrderPerThread() throws Exception {
         List<DXNet> n = start(2);
@@ -210,7 +182,7 @@ public class DXNetTest {
             received.incrementAndGet();
         });
         // Mostly small, some beyond a receive buffer, every 500th larger than the ring.
-        runSenders(threads, perThread, (id, seq) -> {
+        Senders.run(threads, perThread, (id, seq) -> {
             int size = seq % 500 == 499 ? 600_000 : seq % 10 == 0 ? 40_000 : (seq * 37) % 300;
             n.get(0).sendMessage(new DataMessage(1, id, seq, size));
         });
@@ -244,7 +216,7 @@ public class DXNetTest {
             received.incrementAndGet();
         });
         AtomicLong copies = new AtomicLong();
-        runSenders(threads, perThread, (id, seq) -> {
+        Senders.run(threads, perThread, (id, seq) -> {
             int size = seq % 250 == 249 ? 600_000 : seq % 10 == 0 ? 40_000 : (seq * 37) % 300;
             DataMessage m = new DataMessage(1, id, seq, size);
             if (seq % 3 != 0) {
@@ -321,11 +293,10 @@ public class DXNetTest {
             next[d.thread] = d.seq + 1;
             received.incrementAndGet();
         });
-        runSenders(threads, perThread, (id, seq) -> n.get(0).sendMessage(new DataMessage(1, id, seq, 8)));
+        Senders.run(threads, perThread, (id, seq) -> n.get(0).sendMessage(new DataMessage(1, id, seq, 8)));
         waitFor("all messages", () -> received.get() >= (long) threads * perThread || problem.get() != null);
         assertEquals(null, problem.get());
-        Thread.sleep(50);
-        assertEquals("no duplicates", (long) threads * perThread, received.get());
+        assertHoldsFor("no duplicates", 50, () -> received.get() == (long) threads * perThread);
         for (int t = 0; t < threads; t++) {
             assertEquals(perThread, next[t]);
         }
@@ -374,18 +345,16 @@ public class DXNetTest {
         n.get(0).setLossListener((node, bytes, reason) -> lossReports.add(node));
         AtomicReference<Throwable> senderError = new AtomicReference<>();
         AtomicLong sentToOne = new AtomicLong();
-        Thread sender = new Thread(() -> {
+        Senders sender = Senders.start("to-one", 1, (id, s) -> {
             try {
-                for (int s = 0; ; s++) {
-                    n.get(0).sendMessage(new DataMessage(1, 0, s, 1000));
-                    sentToOne.incrementAndGet();
-                }
+                n.get(0).sendMessage(new DataMessage(1, 0, s, 1000));
+                sentToOne.incrementAndGet();
             } catch (NetworkException e) {
                 senderError.set(e);
+                throw new Senders.Done();
             }
         });
-        sender.start();
-        Thread.sleep(100);
+        waitFor("node 1 handles messages", () -> handledByOne.get() > 0);
         n.get(1).close();
         sender.join(30_000);
         assertTrue("sender got no exception", senderError.get() instanceof NetworkException);
@@ -429,8 +398,7 @@ public class DXNetTest {
                 (long) n.get(0).transportStats().get("unconfirmed_bytes") > 0);
         n.get(1).close();
         waitFor("node 1's shutdown seen", () -> n.get(0).transportStats().get("peer_shutdowns") == 1);
-        Thread.sleep(50); // a loss event would come with the shutdown
-        assertEquals("[]", losses.toString());
+        assertHoldsFor("no loss event (one would come with the shutdown)", 50, losses::isEmpty);
         assertEquals(0L, (long) n.get(0).transportStats().getOrDefault("failures", 0L));
     }
 
@@ -449,7 +417,7 @@ public class DXNetTest {
             }
             final long r = round;
             waitFor("node 1 round " + round, () -> one.get() == 100 * r);
-            Thread.sleep(50); // idle: only idle connections are evicted
+            Thread.sleep(50); // a quiet moment: the scenario is "the connection to 1 went idle"
             for (int s = 0; s < 100; s++) {
                 n.get(0).sendMessage(new DataMessage(2, 0, s, 64));
             }
@@ -487,7 +455,7 @@ public class DXNetTest {
                 received.incrementAndGet();
             });
         }
-        runSenders(count, perSender, (id, seq) -> {
+        Senders.run(count, perSender, (id, seq) -> {
             // Bursts of 50 to one destination after another, with pauses: connections
             // go idle and are evicted while others are busy.
             int round = seq / burst;
@@ -537,45 +505,23 @@ public class DXNetTest {
     @Test
     public void shutdownWhileTrafficFlowsBothWays() throws Exception {
         List<DXNet> n = start(2);
+        AtomicLong handled = new AtomicLong();
         for (DXNet node : n) {
-            node.register(TYPE, DATA, m -> {});
+            node.register(TYPE, DATA, m -> handled.incrementAndGet());
         }
-        List<Thread> senders = new ArrayList<>();
-        AtomicReference<Throwable> unexpected = new AtomicReference<>();
-        for (int t = 0; t < 4; t++) {
+        Senders senders = Senders.start("both-ways", 4, (t, s) -> {
             DXNet from = n.get(t % 2);
-            Thread th = new Thread(() -> {
-                try {
-                    for (int s = 0; ; s++) {
-                        from.sendMessage(new DataMessage(1 - from.nodeId(), 0, s, s % 3000));
-                    }
-                } catch (NetworkException expected) {
-                    // closed under our feet: what the sender should see
-                } catch (Throwable e) {
-                    unexpected.compareAndSet(null, e);
-                }
-            });
-            senders.add(th);
-            th.start();
-        }
-        Thread.sleep(300);
+            try {
+                from.sendMessage(new DataMessage(1 - from.nodeId(), 0, s, s % 3000));
+            } catch (NetworkException expected) {
+                throw new Senders.Done(); // closed under our feet: what the sender should see
+            }
+        });
+        waitFor("traffic both ways", () -> handled.get() > 1_000);
         n.get(0).close();
         n.get(1).close();
-        for (Thread th : senders) {
-            th.join(20_000);
-            assertTrue("a sender hangs after close", !th.isAlive());
-        }
-        assertEquals(null, unexpected.get());
-        Thread.sleep(200);
-        List<String> left = new ArrayList<>();
-        for (Thread t : Thread.getAllStackTraces().keySet()) {
-            // ibdxnet-native-log belongs to the loaded library (one per JVM, README "The native log"), not to a node.
-            if ((t.getName().startsWith("dxnet-") || t.getName().startsWith("ibdxnet-"))
-                    && !t.getName().equals("ibdxnet-native-log")) {
-                left.add(t.getName());
-            }
-        }
-        assertEquals("threads left after close: " + left, 0, left.size());
+        senders.join(20_000); // a sender hanging after close, or any other exception, fails here
+        awaitNodeThreadsGone();
     }
 
     @Test

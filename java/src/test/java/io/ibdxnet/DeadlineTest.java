@@ -129,7 +129,9 @@ public class DeadlineTest {
             }
         });
         patient.start();
-        Thread.sleep(200); // it holds the connect lock now (on ib; on nio only briefly)
+        // It holds the connect lock now (on ib; on nio only briefly): a time, not a
+        // condition, as the connect waits in native code (its thread RUNNABLE).
+        Thread.sleep(200);
         long t0 = System.nanoTime();
         try {
             a.sendSync(new BytesRequest(UNREACHABLE, new byte[8]), 2_000);
@@ -278,7 +280,7 @@ public class DeadlineTest {
             }
         });
         sync.start();
-        Thread.sleep(200); // the synchronous send waits now
+        TestSupport.awaitWaiting(sync); // the synchronous send waits now
         release.countDown();
         sync.join();
         assertNull(syncFailure.get());

@@ -4,13 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import io.ibdxnet.app.DemoMain;
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
@@ -31,22 +25,11 @@ public class JvmWarningsTest {
     private static final String FLAG = "--enable-native-access=ALL-UNNAMED";
 
     private static String run(String transport, boolean withFlag) throws Exception {
-        String classes = System.getProperty("test.classpath", System.getProperty("java.class.path"));
-        List<String> cmd = new ArrayList<>(Arrays.asList(System.getProperty("java.home") + "/bin/java"));
-        if (withFlag) {
-            cmd.add(FLAG);
-        }
-        cmd.addAll(Arrays.asList("-cp", classes, "-Djava.library.path=" + System.getProperty("java.library.path"),
-                DemoMain.class.getName(), "--transport", transport, "--fabric", "sim",
-                "--messages", "2000", "--requests", "100", "--size", "64"));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (InputStream in = p.getInputStream()) {
-            in.transferTo(out);
-        }
-        assertTrue("demo did not end in 120 s", p.waitFor(120, TimeUnit.SECONDS));
-        String text = out.toString(StandardCharsets.UTF_8);
-        assertEquals("demo over " + transport + " failed:\n" + text, 0, p.exitValue());
+        List<String> jvm = withFlag ? List.of(FLAG) : List.of();
+        ChildJvm.Result r = ChildJvm.run(DemoMain.class, jvm, List.of("--transport", transport, "--fabric", "sim",
+                "--messages", "2000", "--requests", "100", "--size", "64"), 120_000);
+        String text = r.output;
+        assertEquals("demo over " + transport + " failed:\n" + text, 0, r.exit);
         return text;
     }
 

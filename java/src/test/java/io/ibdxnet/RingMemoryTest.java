@@ -4,11 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import io.ibdxnet.app.BytesMessage;
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
-import java.util.concurrent.TimeUnit;
+import java.util.List;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
@@ -26,16 +22,9 @@ public class RingMemoryTest {
 
     @Test
     public void aRingTheJvmCannotHoldFailsTheSendNamingTheKey() throws Exception {
-        String classes = System.getProperty("test.classpath", System.getProperty("java.class.path"));
-        Process p = new ProcessBuilder(Arrays.asList(System.getProperty("java.home") + "/bin/java",
-                "-XX:MaxDirectMemorySize=48m", "-cp", classes, Child.class.getName())).redirectErrorStream(true).start();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        try (InputStream in = p.getInputStream()) {
-            in.transferTo(out);
-        }
-        assertTrue("the child did not end in 60 s", p.waitFor(60, TimeUnit.SECONDS));
-        String text = out.toString(StandardCharsets.UTF_8);
-        assertEquals(text, 0, p.exitValue());
+        ChildJvm.Result r = ChildJvm.run(Child.class, List.of("-XX:MaxDirectMemorySize=48m"), List.of(), 60_000);
+        String text = r.output;
+        assertEquals(text, 0, r.exit);
         for (String transport : new String[] {"loopback", "nio"}) {
             assertTrue(text, text.contains(transport + ": NetworkException: the ring of the connection to node 1 "
                     + "(nioRingSize = 67108864) needs 67108864 bytes of direct memory; this JVM allows 50331648"));

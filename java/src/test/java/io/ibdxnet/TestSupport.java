@@ -4,6 +4,8 @@ import static org.junit.Assert.fail;
 
 import io.ibdxnet.internal.Transports;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.rules.Timeout;
@@ -29,9 +31,52 @@ public final class TestSupport {
     }
 
     /**
-     * Each test of a class gets at most {@code minutes}: a hung join fails the
-     * test (with the stuck thread's stack) instead of hanging CI.
+     * Checks {@code condition} every 2 ms for {@code ms}: for "nothing more
+     * arrives" after a test saw what it waited for. Fails at the first check
+     * that does not hold.
      */
+    public static void assertHoldsFor(String what, long ms, BooleanSupplier condition) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+        do {
+            if (!condition.getAsBoolean()) {
+                fail("no longer true: " + what);
+            }
+            Thread.sleep(2);
+        } while (System.nanoTime() < end);
+    }
+
+    /** Waits up to 10 s until {@code t} blocks, waits or parks (it reached the wait a test wants it in). */
+    public static void awaitWaiting(Thread t) throws InterruptedException {
+        waitFor(t.getName() + " waiting", 10_000, () -> {
+            Thread.State s = t.getState();
+            return s == Thread.State.WAITING || s == Thread.State.TIMED_WAITING || s == Thread.State.BLOCKED;
+        });
+    }
+
+    /**
+     * Waits up to 10 s until no thread of a node ({@code dxnet-*}, {@code ibdxnet-*})
+     * is alive; fails naming those left. The library's native-log drain
+     * (one per JVM, README "The native log") is not a node's.
+     */
+    public static void awaitNodeThreadsGone() throws InterruptedException {
+        List<String> left = new ArrayList<>();
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        do {
+            left.clear();
+            for (Thread t : Thread.getAllStackTraces().keySet()) {
+                String n = t.getName();
+                if ((n.startsWith("dxnet-") || n.startsWith("ibdxnet-")) && !n.equals("ibdxnet-native-log") && t.isAlive()) {
+                    left.add(n);
+                }
+            }
+            if (left.isEmpty()) {
+                return;
+            }
+            Thread.sleep(5);
+        } while (System.nanoTime() < end);
+        fail("threads left 10 s after close: " + left);
+    }
+
     /** Every thread's name, state and stack (for a test that found a stall). */
     public static String threadDump() {
         StringBuilder out = new StringBuilder();
@@ -45,6 +90,10 @@ public final class TestSupport {
         return out.toString();
     }
 
+    /**
+     * Each test of a class gets at most {@code minutes}: a hung join fails the
+     * test (with the stuck thread's stack) instead of hanging CI.
+     */
     public static Timeout minutes(int minutes) {
         return Timeout.builder().withTimeout(minutes, TimeUnit.MINUTES).withLookingForStuckThread(true).build();
     }

@@ -172,6 +172,12 @@ final class NioReactor {
     void pauseForTest(long ms) {
         pauseMs = ms;
         selector.wakeup();
+        // Back once the selector thread took the pause (it clears pauseMs then),
+        // so a test's next step happens during it.
+        long end = System.nanoTime() + 10_000_000_000L;
+        while (pauseMs != 0 && running && System.nanoTime() - end < 0) {
+            LockSupport.parkNanos(100_000);
+        }
     }
 
     /** Stops the selector thread; it tells open connections' peers that we shut down. */

@@ -330,7 +330,7 @@ public final class NioTransport implements Transport {
         reactor.drop(node, connection, reason);
     }
 
-    /** Test hook: the selector thread sleeps {@code ms} at its next turn, as if this process were paused. */
+    /** Test hook: the selector thread sleeps {@code ms} at its next turn, as if this process were paused; returns once it does. */
     void pauseForTest(long ms) {
         reactor.pauseForTest(ms);
     }

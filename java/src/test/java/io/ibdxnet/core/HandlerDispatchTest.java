@@ -190,7 +190,7 @@ public class HandlerDispatchTest {
             }
         });
         t.start();
-        Thread.sleep(50);
+        io.ibdxnet.TestSupport.awaitWaiting(t);
         d.shutdown();
         t.join(5_000);
         assertFalse(t.isAlive());

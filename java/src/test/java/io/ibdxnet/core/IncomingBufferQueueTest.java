@@ -165,7 +165,7 @@ public class IncomingBufferQueueTest {
             }
         });
         consumer.start();
-        Thread.sleep(100);
+        io.ibdxnet.TestSupport.awaitWaiting(consumer);
         q.wake();
         consumer.join(5_000);
         assertTrue("returned null within 5 s, not after the 10 s wait: " + waited[0], waited[0] > 0 && waited[0] < 5_000_000_000L);

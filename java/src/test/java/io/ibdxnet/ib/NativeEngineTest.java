@@ -8,6 +8,7 @@ import static org.junit.Assert.fail;
 
 import io.ibdxnet.TestSupport;
 import java.net.DatagramSocket;
+import java.util.List;
 import java.util.Map;
 import java.util.function.BooleanSupplier;
 import org.junit.Rule;
@@ -149,14 +150,9 @@ public class NativeEngineTest {
     public void exceptionsInBothUpcallsAreFoundByTheirZeroWithoutJniChecks() throws Exception {
         // A child JVM without -Xcheck:jni: only an up-call that returned 0 is
         // checked, so an escaped exception must show as that 0 (HotSpot's CHECK_0).
-        String classes = System.getProperty("test.classpath", System.getProperty("java.class.path"));
-        Process p = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-cp", classes,
-                "-Djava.library.path=" + System.getProperty("java.library.path"), UpcallExceptions.class.getName())
-                .redirectErrorStream(true).start();
-        byte[] out = p.getInputStream().readAllBytes();
-        assertTrue("child JVM timed out", p.waitFor(120, java.util.concurrent.TimeUnit.SECONDS));
-        String text = new String(out, java.nio.charset.StandardCharsets.UTF_8);
-        assertEquals(text, 0, p.exitValue());
+        io.ibdxnet.ChildJvm.Result r = io.ibdxnet.ChildJvm.run(UpcallExceptions.class, List.of(), List.of(), 120_000);
+        String text = r.output;
+        assertEquals(text, 0, r.exit);
         assertTrue(text, text.contains("upcall-exceptions-ok exceptions=" + 2 * UpcallExceptions.THROWS + " check_every=0"));
         assertFalse(text, text.contains("WARNING in native method"));
     }

@@ -1,5 +1,7 @@
 package io.ibdxnet.nio;
 
+import static io.ibdxnet.TestSupport.assertHoldsFor;
+import static io.ibdxnet.TestSupport.awaitNodeThreadsGone;
 import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
@@ -186,7 +188,7 @@ public class NioFailureTest {
             }
             // The selector thread logs after the sender learnt of the failure.
             waitFor("a warning", 5_000, () -> !warnings.isEmpty());
-            Thread.sleep(200);
+            assertHoldsFor("one warning for all failed connects", 200, () -> warnings.size() == 1);
         } finally {
             log.removeHandler(h);
         }
@@ -242,8 +244,7 @@ public class NioFailureTest {
         DXNet a = sender(r, 10_000); // the sender does not give up during the receiver's pause
         a.sendMessage(data(1, 100));
         waitFor("messages.get() == 1", 30_000, () -> messages.get() == 1);
-        r.pauseForTest(1_500);
-        Thread.sleep(100); // paused now
+        r.pauseForTest(1_500); // returns once paused
         for (int i = 0; i < 100; i++) {
             a.sendMessage(data(1, 100));
         }
@@ -266,7 +267,6 @@ public class NioFailureTest {
         a.sendMessage(data(1, 100));
         waitFor("messages.get() == 1", 30_000, () -> messages.get() == 1);
         r.pauseForTest(3_000);
-        Thread.sleep(100);
         for (int i = 0; i < 100; i++) {
             a.sendMessage(data(1, 1000));
         }
@@ -419,14 +419,7 @@ public class NioFailureTest {
             b.close();
             open.clear();
         }
-        Thread.sleep(200);
-        List<String> left = new ArrayList<>();
-        for (Thread t : Thread.getAllStackTraces().keySet()) {
-            if (t.getName().startsWith("dxnet-")) {
-                left.add(t.getName());
-            }
-        }
-        assertEquals("threads left: " + left, 0, left.size());
+        awaitNodeThreadsGone();
         assertTrue("threads grew from " + before + " to " + Thread.activeCount(), Thread.activeCount() <= before + 2);
     }
 

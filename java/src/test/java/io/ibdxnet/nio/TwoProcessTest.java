@@ -4,23 +4,22 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
+import io.ibdxnet.ChildJvm;
 import io.ibdxnet.DXNet;
 import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.Request;
 import io.ibdxnet.RequestTimeoutException;
 import io.ibdxnet.Response;
+import io.ibdxnet.Senders;
 import io.ibdxnet.TestSupport;
 import io.ibdxnet.app.BytesMessage;
 import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
 import io.ibdxnet.app.DemoMain;
-import java.io.File;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -54,16 +53,14 @@ public class TwoProcessTest {
     /** How soon a killed peer must fail senders and requests (the emulated VM needs far longer than the host). */
     private static final int DETECTION_MS = Integer.getInteger("test.failureDetectionMs", 10_000);
 
-    private final List<Process> processes = new ArrayList<>();
+    @Rule
+    public final ChildJvm.Rule children = new ChildJvm.Rule();
     private DXNet node;
 
     @After
     public void cleanUp() {
         if (node != null) {
             node.close();
-        }
-        for (Process p : processes) {
-            p.destroyForcibly();
         }
     }
 
@@ -73,53 +70,33 @@ public class TwoProcessTest {
         }
     }
 
-    /** Starts the demo in its own JVM; output goes to {@code log}. */
-    private Process demo(File log, String... args) throws IOException {
-        String classes = System.getProperty("test.classpath", System.getProperty("java.class.path"));
-        List<String> cmd = new ArrayList<>(Arrays.asList(
-                System.getProperty("java.home") + "/bin/java", "-cp", classes,
-                "-Djava.library.path=" + System.getProperty("java.library.path"), DemoMain.class.getName()));
-        cmd.addAll(Arrays.asList(args));
-        cmd.addAll(Arrays.asList("--timeout-ms", Integer.toString(TIMEOUT_MS)));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
-        processes.add(p);
-        return p;
-    }
+    /** JVM start-up in an emulated VM is slow. */
+    private static final long START_MS = 180_000;
 
-    private static String read(File f) throws IOException {
-        return new String(Files.readAllBytes(f.toPath()), StandardCharsets.UTF_8);
-    }
-
-    private static void awaitOutput(File log, String text) throws Exception {
-        long end = System.nanoTime() + 180_000_000_000L; // JVM start-up in an emulated VM is slow
-        while (!read(log).contains(text)) {
-            if (System.nanoTime() > end) {
-                fail("no '" + text + "' in: " + read(log));
-            }
-            Thread.sleep(20);
-        }
+    /** Starts the demo in its own JVM. */
+    private ChildJvm demo(String... args) throws IOException {
+        List<String> all = new ArrayList<>(Arrays.asList(args));
+        all.addAll(Arrays.asList("--timeout-ms", Integer.toString(TIMEOUT_MS)));
+        return children.start(DemoMain.class, List.of(), all);
     }
 
     @Test
     public void demoRunsAcrossTwoProcesses() throws Exception {
         String n0 = "127.0.0.1:" + freePort();
         String n1 = "127.0.0.1:" + freePort();
-        File recvLog = File.createTempFile("receiver", ".log");
-        File sendLog = File.createTempFile("sender", ".log");
-        Process receiver = demo(recvLog, "--transport", TRANSPORT, "--role", "receiver", "--node0", n0, "--node1", n1);
-        awaitOutput(recvLog, "waiting for node 0");
-        Process sender = demo(sendLog, "--transport", TRANSPORT, "--role", "sender", "--node0", n0, "--node1", n1,
+        ChildJvm receiver = demo("--transport", TRANSPORT, "--role", "receiver", "--node0", n0, "--node1", n1);
+        receiver.awaitOutput("waiting for node 0", START_MS);
+        ChildJvm sender = demo("--transport", TRANSPORT, "--role", "sender", "--node0", n0, "--node1", n1,
                 "--messages", Integer.toString(DEMO_MESSAGES), "--requests", "500");
-        assertTrue("sender did not finish: " + read(sendLog), sender.waitFor(300, TimeUnit.SECONDS));
-        String out = read(sendLog);
+        int sent = sender.waitForExit(300_000);
+        String out = sender.output();
         // A sender that failed never sent the receiver its quit request: say why.
-        assertEquals("sender failed: " + out, 0, sender.exitValue());
-        assertTrue("receiver did not finish: " + read(recvLog), receiver.waitFor(60, TimeUnit.SECONDS));
-        assertEquals(read(recvLog), 0, receiver.exitValue());
+        assertEquals("sender failed: " + out, 0, sent);
+        assertEquals(receiver.output(), 0, receiver.waitForExit(60_000));
         assertTrue(out, out.contains("messages: " + DEMO_MESSAGES + " x 64 B"));
         assertTrue(out, out.contains("request/response: 500 round trips"));
         assertTrue(out, out.contains("dropped messages: 0"));
-        assertTrue(read(recvLog), read(recvLog).contains("receiver: done"));
+        assertTrue(receiver.output(), receiver.output().contains("receiver: done"));
     }
 
     /** A request type the demo receiver does not know: it is never answered. */
@@ -228,13 +205,12 @@ public class TwoProcessTest {
         });
         String[] args = {"--transport", TRANSPORT, "--role", "sender", "--node0", n0, "--node1", "127.0.0.1:" + port1,
             "--threads", "1", "--requests", "10"};
-        File log = File.createTempFile("sender", ".log");
         List<String> first = new ArrayList<>(Arrays.asList(args));
         first.addAll(Arrays.asList("--size", Integer.toString(big), "--messages", "1000"));
-        Process sender = demo(log, first.toArray(new String[0]));
+        ChildJvm sender = demo(first.toArray(new String[0]));
         long end = System.nanoTime() + 180_000_000_000L;
         while (node.handlerBatchesQueued() < 1 || bigs.get() < 1) {
-            assertTrue("the big messages never arrived: " + read(log), System.nanoTime() < end && sender.isAlive());
+            assertTrue("the big messages never arrived: " + sender.output(), System.nanoTime() < end && sender.isAlive());
             Thread.sleep(20);
         }
         // Kill only once the sender is stuck inside a message: the coordinator
@@ -252,18 +228,16 @@ public class TwoProcessTest {
             } else if (q > 0 && System.nanoTime() - stableSince > 2_000_000_000L) {
                 break;
             }
-            assertTrue("the sender never got stuck inside a message: " + read(log), System.nanoTime() < end && sender.isAlive());
+            assertTrue("the sender never got stuck inside a message: " + sender.output(), System.nanoTime() < end && sender.isAlive());
             Thread.sleep(20);
         }
-        sender.destroyForcibly(); // SIGKILL
-        sender.waitFor(10, TimeUnit.SECONDS);
+        sender.kill(); // SIGKILL
         release.countDown();
-        File log2 = File.createTempFile("sender", ".log");
         List<String> second = new ArrayList<>(Arrays.asList(args));
         second.addAll(Arrays.asList("--size", Integer.toString(small), "--messages", "2000"));
-        Process again = demo(log2, second.toArray(new String[0]));
-        assertTrue("the restarted sender did not finish: " + read(log2), again.waitFor(300, TimeUnit.SECONDS));
-        assertEquals(read(log2), 0, again.exitValue());
+        ChildJvm again = demo(second.toArray(new String[0]));
+        int restarted = again.waitForExit(300_000);
+        assertEquals(again.output(), 0, restarted);
         java.util.Map<String, Long> s = node.transportStats();
         System.err.println("sender killed mid-message over " + TRANSPORT + ": " + bigs.get() + " whole 16 MB messages, "
                 + smalls.get() + " messages of the restarted sender, partial messages dropped "
@@ -274,7 +248,7 @@ public class TwoProcessTest {
         assertEquals(0L, (long) s.get("protocol_violations"));
     }
 
-    private static void signal(Process p, String signal) throws Exception {
+    private static void signal(ChildJvm p, String signal) throws Exception {
         assertEquals(0, new ProcessBuilder("kill", "-" + signal, Long.toString(p.pid())).inheritIO().start().waitFor());
     }
 
@@ -307,10 +281,9 @@ public class TwoProcessTest {
                 losses.incrementAndGet();
             }
         });
-        File log = File.createTempFile("receiver", ".log");
-        Process peer = demo(log, "--transport", TRANSPORT, "--role", "receiver", "--node0", "127.0.0.1:" + port0,
+        ChildJvm peer = demo("--transport", TRANSPORT, "--role", "receiver", "--node0", "127.0.0.1:" + port0,
                 "--node1", n1);
-        awaitOutput(log, "waiting for node 0");
+        peer.awaitOutput("waiting for node 0", START_MS);
         pingUntilReachable("peer");
         long sent = 0;
         int failed = 0;
@@ -336,8 +309,8 @@ public class TwoProcessTest {
             sent++;
         }
         node.sendSync(DemoMain.quitPing(1), TIMEOUT_MS); // handled after every data message (order)
-        assertTrue("the receiver did not quit", peer.waitFor(60, TimeUnit.SECONDS));
-        String out = read(log);
+        peer.waitForExit(60_000);
+        String out = peer.output();
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("receiver: done, (\\d+) data messages handled").matcher(out);
         assertTrue(out, m.find());
         long handled = Long.parseLong(m.group(1));
@@ -367,27 +340,23 @@ public class TwoProcessTest {
         node.registerMessageType((byte) 1, (byte) 3, BytesResponse.class);
         node.addNode(1, n1);
         String[] args = {"--transport", TRANSPORT, "--role", "receiver", "--node0", "127.0.0.1:" + port0, "--node1", n1};
-        File log = File.createTempFile("receiver", ".log");
-        Process peer = demo(log, args);
-        awaitOutput(log, "waiting for node 0");
+        ChildJvm peer = demo(args);
+        peer.awaitOutput("waiting for node 0", START_MS);
         pingUntilReachable("peer");
         CompletableFuture<Response> pending = node.sendAsync(new Unanswered(1));
         AtomicReference<Throwable> error = new AtomicReference<>();
-        Thread sender = new Thread(() -> {
+        Senders sender = Senders.start("to-peer", 1, (id, seq) -> {
             try {
-                while (true) {
-                    node.sendMessage(NioFailureTest.data(1, 1000));
-                }
+                node.sendMessage(NioFailureTest.data(1, 1000));
             } catch (NetworkException e) {
                 error.set(e);
+                throw new Senders.Done();
             }
         });
-        sender.start();
-        Thread.sleep(300);
+        TestSupport.waitFor("a stream to the peer", () -> sender.sent() > 100);
         long t0 = System.nanoTime();
-        peer.destroyForcibly(); // SIGKILL
-        sender.join(DETECTION_MS);
-        assertTrue("sender still running " + DETECTION_MS + " ms after the kill", !sender.isAlive());
+        peer.process().destroyForcibly(); // SIGKILL
+        sender.join(DETECTION_MS); // fails when the sender still runs DETECTION_MS after the kill
         assertTrue(String.valueOf(error.get()), error.get() instanceof NetworkException);
         long left = DETECTION_MS - (System.nanoTime() - t0) / 1_000_000;
         try {
@@ -400,9 +369,7 @@ public class TwoProcessTest {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         System.err.println("killed peer: sender and request failed within " + ms + " ms");
         // The peer comes back (a new process, a new instance): we reconnect on demand.
-        File log2 = File.createTempFile("receiver", ".log");
-        demo(log2, args);
-        awaitOutput(log2, "waiting for node 0");
+        demo(args).awaitOutput("waiting for node 0", START_MS);
         pingUntilReachable("restarted peer");
     }
 }
