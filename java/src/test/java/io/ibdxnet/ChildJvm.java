@@ -119,10 +119,24 @@ public final class ChildJvm {
 
     /** Waits until the output matches {@code p}; fails (with the output) at the timeout or when the child ended. */
     public Matcher awaitLine(Pattern p, long timeoutMs) throws Exception {
+        return awaitLineAfter(0, p, timeoutMs);
+    }
+
+    /** The number of characters the child printed so far: a starting point for {@link #awaitLineAfter}. */
+    public int outputLength() throws IOException {
+        return output().length();
+    }
+
+    /**
+     * Waits until the output after character {@code from} matches {@code p};
+     * fails (with the output) at the timeout or when the child ended.
+     */
+    public Matcher awaitLineAfter(int from, Pattern p, long timeoutMs) throws Exception {
         long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         while (true) {
             boolean alive = process.isAlive(); // before reading: the last output of an ended child counts
-            Matcher m = p.matcher(output());
+            String text = output();
+            Matcher m = p.matcher(text.substring(Math.min(from, text.length())));
             if (m.find()) {
                 return m;
             }
@@ -134,6 +148,19 @@ public final class ChildJvm {
             }
             Thread.sleep(10);
         }
+    }
+
+    /** Writes {@code line} to the child's standard input. */
+    public void tell(String line) throws IOException {
+        process.getOutputStream().write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        process.getOutputStream().flush();
+    }
+
+    /** {@link #tell}s {@code command}, then waits for {@code answer} in what the child prints after it. */
+    public Matcher ask(String command, Pattern answer, long timeoutMs) throws Exception {
+        int from = outputLength();
+        tell(command);
+        return awaitLineAfter(from, answer, timeoutMs);
     }
 
     /** The exit code; fails (and kills the child) when it runs longer than {@code timeoutMs}. */

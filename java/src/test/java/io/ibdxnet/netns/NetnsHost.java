@@ -1,5 +1,6 @@
 package io.ibdxnet.netns;
 
+import io.ibdxnet.ChildJvm;
 import java.io.File;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
@@ -9,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -161,12 +163,11 @@ public final class NetnsHost implements AutoCloseable {
     /**
      * Starts {@code main} of the test classpath in a JVM inside this
      * namespace, with {@code ulimit -n fdLimit} (a flood of sockets needs
-     * more than CI's default 1024), stdout and stderr into {@code log}.
+     * more than CI's default 1024), stdout and stderr into its log.
      * Killed by {@link #close}.
      */
-    public Process startJava(Class<?> main, int fdLimit, List<String> jvmArgs, List<String> args, File log)
-            throws IOException {
-        String classes = System.getProperty("test.classpath", System.getProperty("java.class.path"));
+    public ChildJvm startJava(Class<?> main, int fdLimit, List<String> jvmArgs, List<String> args) throws IOException {
+        String classes = ChildJvm.testClasspath();
         // "$0" "$@": the JVM's arguments pass through the shell unquoted and unchanged.
         List<String> cmd = new ArrayList<>(Arrays.asList("sh", "-c", "ulimit -n " + fdLimit + " && exec \"$0\" \"$@\"",
                 System.getProperty("java.home") + "/bin/java", "-cp", classes,
@@ -174,9 +175,9 @@ public final class NetnsHost implements AutoCloseable {
         cmd.addAll(jvmArgs);
         cmd.add(main.getName());
         cmd.addAll(args);
-        Process p = command(cmd).redirectErrorStream(true).redirectOutput(log).start();
-        processes.add(p);
-        return p;
+        ChildJvm c = ChildJvm.start(command(cmd).command(), Map.of());
+        processes.add(c.process());
+        return c;
     }
 
     /** Kills what was started here (and anything left in the namespace), then deletes it and its links. */

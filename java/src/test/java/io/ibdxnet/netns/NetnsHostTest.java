@@ -3,8 +3,8 @@ package io.ibdxnet.netns;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.ChildJvm;
 import io.ibdxnet.TestSupport;
-import java.io.File;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.concurrent.TimeUnit;
@@ -27,35 +27,20 @@ public class NetnsHostTest {
         try (NetnsHost a = NetnsHost.create(); NetnsHost b = NetnsHost.create()) {
             name = a.name();
             String[] ab = NetnsHost.link(a, b);
-            File log = File.createTempFile("probe", ".log");
-            log.deleteOnExit();
-            Process listener = a.startJava(TcpProbe.class, 1024, Collections.emptyList(), Arrays.asList(ab[0]), log);
-            Matcher port = awaitLine(log, Pattern.compile("listening (\\d+)"));
+            ChildJvm listener = a.startJava(TcpProbe.class, 1024, Collections.emptyList(), Arrays.asList(ab[0]));
+            Matcher port = listener.awaitLine(Pattern.compile("listening (\\d+)"), 30_000);
             // bash's /dev/tcp: a connector without another JVM.
             Process connector = b.command(Arrays.asList("bash", "-c", "exec 3<>/dev/tcp/" + ab[0] + "/" + port.group(1)))
                     .redirectErrorStream(true).start();
             assertTrue(connector.waitFor(10, TimeUnit.SECONDS));
             assertEquals(0, connector.exitValue());
-            assertTrue(listener.waitFor(10, TimeUnit.SECONDS));
-            assertEquals(ab[1], awaitLine(log, Pattern.compile("peer (\\S+)")).group(1));
+            listener.waitForExit(10_000);
+            assertEquals(ab[1], listener.awaitLine(Pattern.compile("peer (\\S+)"), 30_000).group(1));
             assertTrue("the addresses are in the documentation ranges: " + ab[0] + " " + ab[1],
                     ab[0].startsWith("198.51.100.") || ab[0].startsWith("192.0.2."));
         }
         Process list = new ProcessBuilder("ip", "netns", "list").redirectErrorStream(true).start();
         String names = new String(list.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         assertTrue("closed namespace " + name + " still listed: " + names, !names.contains(name + " ") && !names.contains(name + "\n"));
-    }
-
-    /** Waits up to 30 s for a line of {@code log} matching {@code p}. */
-    public static Matcher awaitLine(File log, Pattern p) throws Exception {
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            Matcher m = p.matcher(NetnsHost.read(log));
-            if (m.find()) {
-                return m;
-            }
-            assertTrue("no " + p + " in: " + NetnsHost.read(log), System.nanoTime() < end);
-            Thread.sleep(10);
-        }
     }
 }

@@ -2,14 +2,12 @@ package io.ibdxnet.nio;
 
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.ChildJvm;
 import io.ibdxnet.TestSupport;
 import io.ibdxnet.netns.IdleSocketFlood;
 import io.ibdxnet.netns.NetnsHost;
-import io.ibdxnet.netns.NetnsHostTest;
 import io.ibdxnet.netns.NetnsNode;
-import java.io.File;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -101,16 +99,16 @@ public class IdleFloodAdmissionTest {
         String[] vh = from == Flood.PEERS_HOST ? vk : NetnsHost.link(v, h);
         Node victim = new Node(v, "victim", "0", "0.0.0.0:" + PORT, keyArg, "1=" + vk[1] + ":" + PORT);
         long victimStart = System.nanoTime();
-        File floodLog = log("flood");
+        ChildJvm flooder = null;
         if (from != Flood.NONE) {
-            h.startJava(IdleSocketFlood.class, 8192, jvm(), Arrays.asList(vh[0], Integer.toString(PORT),
-                    Integer.toString(SOCKETS), Integer.toString(REOPEN_MS)), floodLog);
+            flooder = h.startJava(IdleSocketFlood.class, 8192, jvm(), Arrays.asList(vh[0], Integer.toString(PORT),
+                    Integer.toString(SOCKETS), Integer.toString(REOPEN_MS)));
             // Flooding: every socket was opened at least once, and for a while.
             long floodStart = System.nanoTime();
-            awaitFlood(floodLog);
+            awaitFlood(flooder);
             Thread.sleep(Math.max(0, 1_000 - (System.nanoTime() - floodStart) / 1_000_000));
         }
-        String flood = lastFloodLine(floodLog);
+        String flood = lastFloodLine(flooder);
         // The first start, then a restart (SIGKILL, a new process): both measured before judging.
         List<Matcher> pings = new ArrayList<>();
         for (int start = 1; start <= 2; start++) {
@@ -119,7 +117,7 @@ public class IdleFloodAdmissionTest {
             System.out.println("figure " + mode + " start " + start + ": " + m.group() + " | " + flood);
             pings.add(m);
             peer.kill();
-            flood = lastFloodLine(floodLog);
+            flood = lastFloodLine(flooder);
         }
         Matcher stats = victim.ask("stats", Pattern.compile("stats \\{.*\\}"));
         System.out.println("figure " + mode + " victim: " + stats.group());
@@ -144,7 +142,7 @@ public class IdleFloodAdmissionTest {
         // Thousands of refusals, one warning per kind per second at most.
         long seconds = (System.nanoTime() - victimStart) / 1_000_000_000L + 1;
         for (String kind : new String[] {"refused at accept", "closed for a newer connection"}) {
-            long lines = countLines(NetnsHost.read(victim.log), kind);
+            long lines = countLines(victim.process.output(), kind);
             System.out.println("figure " + mode + " victim log: " + lines + " warnings '" + kind + "' in " + seconds + " s");
             assertTrue(lines + " warnings '" + kind + "' in " + seconds + " s", lines <= seconds);
         }
@@ -179,31 +177,27 @@ public class IdleFloodAdmissionTest {
         return Arrays.asList("-Xmx256m", "-XX:MaxDirectMemorySize=1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
     }
 
-    private static File log(String name) throws IOException {
-        File f = File.createTempFile("admission-" + name, ".log");
-        f.deleteOnExit();
-        return f;
-    }
-
-    private static void awaitFlood(File log) throws Exception {
+    private static void awaitFlood(ChildJvm flooder) throws Exception {
         Pattern p = Pattern.compile("flood open=(\\d+) connects=(\\d+)");
-        long end = System.nanoTime() + 30_000_000_000L;
-        while (true) {
-            Matcher m = p.matcher(NetnsHost.read(log));
-            long connects = 0;
-            while (m.find()) {
-                connects = Long.parseLong(m.group(2));
+        TestSupport.waitFor("the flood opened every socket", 30_000, () -> {
+            try {
+                Matcher m = p.matcher(flooder.output());
+                long connects = 0;
+                while (m.find()) {
+                    connects = Long.parseLong(m.group(2));
+                }
+                return connects >= SOCKETS;
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
             }
-            if (connects >= SOCKETS) {
-                return;
-            }
-            assertTrue("the flood did not start: " + NetnsHost.read(log), System.nanoTime() < end);
-            Thread.sleep(20);
-        }
+        });
     }
 
-    private static String lastFloodLine(File log) throws IOException {
-        String[] lines = NetnsHost.read(log).split("\n");
+    private static String lastFloodLine(ChildJvm flooder) throws IOException {
+        if (flooder == null) {
+            return "no flood line";
+        }
+        String[] lines = flooder.output().split("\n");
         for (int i = lines.length - 1; i >= 0; i--) {
             if (lines[i].startsWith("flood ")) {
                 return lines[i];
@@ -214,36 +208,21 @@ public class IdleFloodAdmissionTest {
 
     /** A {@link NetnsNode} process. */
     private final class Node {
-        final Process process;
-        final File log;
-        private final OutputStream in;
+        final ChildJvm process;
 
         Node(NetnsHost where, String name, String... args) throws Exception {
-            log = log(name);
             process = where.startJava(NetnsNode.class, 4096, jvm(), Arrays.asList(args[0], "nio", args[1], args[2],
-                    args[3]), log);
-            in = process.getOutputStream();
-            NetnsHostTest.awaitLine(log, Pattern.compile("ready \\d+"));
+                    args[3]));
+            process.awaitLine(Pattern.compile("ready \\d+"), 30_000);
         }
 
         /** Writes {@code command}, returns the first line after it that matches {@code answer}. */
         Matcher ask(String command, Pattern answer) throws Exception {
-            int from = NetnsHost.read(log).length();
-            in.write((command + "\n").getBytes(StandardCharsets.UTF_8));
-            in.flush();
-            long end = System.nanoTime() + 10_000_000_000L;
-            while (true) {
-                Matcher m = answer.matcher(NetnsHost.read(log).substring(from));
-                if (m.find()) {
-                    return m;
-                }
-                assertTrue("no " + answer + " after '" + command + "' in: " + NetnsHost.read(log), System.nanoTime() < end);
-                Thread.sleep(10);
-            }
+            return process.ask(command, answer, 10_000);
         }
 
         void kill() throws InterruptedException {
-            process.destroyForcibly().waitFor();
+            process.kill();
         }
     }
 }

@@ -3,13 +3,10 @@ package io.ibdxnet.nio;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.ChildJvm;
 import io.ibdxnet.FairnessTest;
 import io.ibdxnet.TestSupport;
 import io.ibdxnet.netns.NetnsHost;
-import java.io.File;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -49,35 +46,7 @@ public class NeverReadingPeerTest {
         return h;
     }
 
-    private static File log(String name) throws Exception {
-        File f = Files.createTempFile("never-reads-" + name, ".log").toFile();
-        f.deleteOnExit();
-        return f;
-    }
-
-    /** The first match of {@code pattern} in {@code log} after character {@code from}, waiting up to 2 minutes. */
-    private static Matcher await(File log, int from, Pattern pattern) throws Exception {
-        long end = System.nanoTime() + 120_000_000_000L;
-        while (true) {
-            String text = NetnsHost.read(log);
-            Matcher m = pattern.matcher(text.substring(Math.min(from, text.length())));
-            if (m.find()) {
-                return m;
-            }
-            if (System.nanoTime() > end) {
-                throw new AssertionError("no " + pattern + " in " + log + ":\n" + text);
-            }
-            Thread.sleep(20);
-        }
-    }
-
-    private static Matcher ask(Process p, File log, String command, Pattern answer) throws Exception {
-        int from = NetnsHost.read(log).length();
-        OutputStream in = p.getOutputStream();
-        in.write((command + "\n").getBytes(StandardCharsets.UTF_8));
-        in.flush();
-        return await(log, from, answer);
-    }
+    private static final long WAIT_MS = 120_000;
 
     private static final Pattern MEASURED =
             Pattern.compile("MEASURED p50=(-?\\d+) p99=(-?\\d+) count=(\\d+) failures=(\\d+) slow_back=(\\d+)");
@@ -95,27 +64,22 @@ public class NeverReadingPeerTest {
         for (int i = 0; i < 4; i++) {
             serverArgs.add((i + 2) + "=" + toGood[1] + ":" + (40_002 + i));
         }
-        File serverLog = log("node");
-        Process server = node.startJava(FairnessPeer.class, 1024, List.of("-Xmx512m"), serverArgs, serverLog);
-        await(serverLog, 0, Pattern.compile("READY"));
-        File honestLog = log("honest");
-        Process honest = good.startJava(FairnessPeer.class, 1024, List.of("-Xmx512m"),
-                List.of("honest", "2", "4", toGood[1], "40002", toGood[0] + ":" + port), honestLog);
-        await(honestLog, 0, Pattern.compile("READY"));
-        ask(honest, honestLog, "measure 1000", MEASURED); // warm up
-        Matcher alone = ask(honest, honestLog, "measure " + FairnessTest.PHASE_MS * 3 / 2, MEASURED);
-        File badLog = log("peer");
-        bad.startJava(FairnessPeer.class, 1024, List.of("-Xmx256m"), List.of("flood", "1", toBad[1] + ":40001",
-                "0=" + toBad[0] + ":" + port, "--", "0", String.valueOf(2 + FairnessTest.PHASE_MS * 3 / 1000), "20"), badLog);
+        ChildJvm server = node.startJava(FairnessPeer.class, 1024, List.of("-Xmx512m"), serverArgs);
+        server.awaitLine(Pattern.compile("READY"), WAIT_MS);
+        ChildJvm honest = good.startJava(FairnessPeer.class, 1024, List.of("-Xmx512m"),
+                List.of("honest", "2", "4", toGood[1], "40002", toGood[0] + ":" + port));
+        honest.awaitLine(Pattern.compile("READY"), WAIT_MS);
+        honest.ask("measure 1000", MEASURED, WAIT_MS); // warm up
+        Matcher alone = honest.ask("measure " + FairnessTest.PHASE_MS * 3 / 2, MEASURED, WAIT_MS);
+        ChildJvm flooder = bad.startJava(FairnessPeer.class, 1024, List.of("-Xmx256m"), List.of("flood", "1", toBad[1] + ":40001",
+                "0=" + toBad[0] + ":" + port, "--", "0", String.valueOf(2 + FairnessTest.PHASE_MS * 3 / 1000), "20"));
         Thread.sleep(1_500); // its first replies fill its socket: from now on the node's replies find its window full
-        Matcher beside = ask(honest, honestLog, "measure " + FairnessTest.PHASE_MS * 3, MEASURED);
-        String flooded = await(badLog, 0, Pattern.compile("FLOODED.*")).group();
-        int from = NetnsHost.read(serverLog).length();
-        OutputStream in = server.getOutputStream();
-        in.write("quit\n".getBytes(StandardCharsets.UTF_8));
-        in.flush();
-        String stats = await(serverLog, from, Pattern.compile("STATS.*")).group();
-        String inway = await(serverLog, from, Pattern.compile("INWAY.*")).group();
+        Matcher beside = honest.ask("measure " + FairnessTest.PHASE_MS * 3, MEASURED, WAIT_MS);
+        String flooded = flooder.awaitLine(Pattern.compile("FLOODED.*"), WAIT_MS).group();
+        int from = server.outputLength();
+        server.tell("quit");
+        String stats = server.awaitLineAfter(from, Pattern.compile("STATS.*"), WAIT_MS).group();
+        String inway = server.awaitLineAfter(from, Pattern.compile("INWAY.*"), WAIT_MS).group();
         long p99Alone = Long.parseLong(alone.group(2));
         long p99Beside = Long.parseLong(beside.group(2));
         String figures = String.format("honest RTT p50/p99 alone %s/%d µs, beside a peer that never reads %s/%d µs "
