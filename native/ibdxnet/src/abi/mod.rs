@@ -18,6 +18,7 @@
 //! reads offsets), but it costs nothing to raise it then too.
 
 pub mod constants;
+pub mod counters;
 pub mod layout;
 pub mod structs;
 

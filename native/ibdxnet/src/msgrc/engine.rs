@@ -76,7 +76,6 @@ fn counters<F: Fabric>(
     let mut m = stats.entries();
     m.extend(mgr.stats_map());
     m.push(("free_buffers", pool.available() as u64));
-    m.push(("receive_buffers", u64::from(pool.count())));
     m.push(("posted_buffers", u64::from(pool.posted())));
     m.push(("recv_pool_slabs", u64::from(pool.slabs_registered())));
     m.push(("recv_pool_bytes", pool.registered_bytes()));
@@ -174,6 +173,8 @@ impl<F: Fabric> Engine<F> {
             mgr.add_node(id, addr).map_err(|source| ConfigError::StartNode { id, source })?;
         }
         let stats = Arc::new(EngineStats::default());
+        // Release: a reader that finds the table (after `start` returned) sees it.
+        stats.receive_buffers.store(u64::from(pool.count()), Ordering::Release);
         let running = Arc::new(AtomicBool::new(true));
         let (send_doorbell, recv_doorbell) = (Arc::new(Doorbell::new()?), Arc::new(Doorbell::new()?));
         // Who wakes whom: connection changes and the user's new data (see
@@ -255,6 +256,13 @@ impl<F: Fabric> Engine<F> {
     /// Counters.
     pub fn stats(&self) -> &EngineStats {
         &self.stats
+    }
+
+    /// The statistics, shared: whoever keeps this keeps the counters table
+    /// readable after the engine is gone (the JNI engine slot does, for Java's
+    /// `NativeCounters`).
+    pub fn stats_shared(&self) -> Arc<EngineStats> {
+        self.stats.clone()
     }
     /// False once the engine stopped (shutdown or a thread failure).
     pub fn is_running(&self) -> bool {
