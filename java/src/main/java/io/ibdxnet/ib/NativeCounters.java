@@ -13,6 +13,13 @@ import java.util.Map;
  * returns the last values and never touches freed memory.
  */
 public final class NativeCounters {
+    /**
+     * The one counter Java needs by name (the pool's size, for the core's
+     * budget): its slot, looked up once; {@link NativeLayout#requireAll()}
+     * makes a library without it fail at engine start, naming it.
+     */
+    static final int RECEIVE_BUFFERS = NativeLayout.counters().require("receive_buffers");
+
     private final long address;
     private final NativeLayout.Counters descriptor;
 

@@ -17,8 +17,6 @@ public final class NativeEngine implements AutoCloseable {
     private static final int RETURN_BUFFER_NOT_IN_USE = (int) NativeLayout.constant("RETURN_BUFFER_NOT_IN_USE");
     /** Where the send thread's sleep word has its flag (the native layout says). */
     private static final long SLEEPING = NativeLayout.of("IbdxnetSleepWord").offset("sleeping", 4);
-    /** The one counter Java needs by name: the pool's size (looked up once; a library without it fails at start). */
-    private static final int RECEIVE_BUFFERS = NativeLayout.counters().require("receive_buffers");
     private long handle;
     private final int ringSize;
     /** The send thread's sleep word: 1 while it sleeps (see {@link #wakeSendThread}). */
@@ -40,7 +38,7 @@ public final class NativeEngine implements AutoCloseable {
 
     /** The engine's receive buffers (the pool behind its shared receive queue). */
     public long receiveBuffers() {
-        return counters.get(RECEIVE_BUFFERS);
+        return counters.get(NativeCounters.RECEIVE_BUFFERS);
     }
 
     /**

@@ -159,7 +159,7 @@ public final class NativeLayout {
      */
     static void requireAll() {
         Class<?>[] readers = {NodeEvents.class, NativeEngine.class, NextWorkPackage.class, PrevWorkResults.class,
-            CompletedWorkList.class, IncomingRing.class};
+            CompletedWorkList.class, IncomingRing.class, NativeCounters.class};
         for (Class<?> c : readers) {
             try {
                 Class.forName(c.getName(), true, c.getClassLoader());
