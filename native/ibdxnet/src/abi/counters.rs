@@ -9,31 +9,7 @@
 //! describes every counter once); this module fixes their shape and the
 //! descriptor's format.
 
-use std::sync::atomic::AtomicU64;
-
-/// Bytes from one slot to the next: a cache line.
-pub const COUNTER_STRIDE: usize = 64;
-
-/// One counter in the shared table: a 64-bit value alone on its cache line.
-/// Written by the engine with relaxed (monotonic counters) or release
-/// (gauges) stores; Java reads it with a volatile load.
-#[repr(C, align(64))]
-#[derive(Debug, Default)]
-pub struct CounterSlot {
-    /// The value (offset 0 of the slot).
-    pub value: AtomicU64,
-}
-
-impl std::ops::Deref for CounterSlot {
-    type Target = AtomicU64;
-    fn deref(&self) -> &AtomicU64 {
-        &self.value
-    }
-}
-
-const _: () = assert!(std::mem::size_of::<CounterSlot>() == COUNTER_STRIDE);
-const _: () = assert!(std::mem::align_of::<CounterSlot>() == COUNTER_STRIDE);
-const _: () = assert!(std::mem::offset_of!(CounterSlot, value) == 0);
+pub use crate::sys::counter::{CounterSlot, COUNTER_STRIDE};
 
 /// What a slot's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -485,7 +485,7 @@ extern "system" fn stats<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong)
         let s = with_native!(engine(handle)?, |n| {
             let mut s = String::new();
             // The counters table's entries are read in place (`countersAddress`).
-            let in_table = |k: &str| crate::msgrc::stats::COUNTERS.iter().any(|c| c.name == k);
+            let in_table = crate::msgrc::stats::in_table;
             for (k, v) in n.engine.stats_map().into_iter().filter(|(k, _)| !in_table(k)) {
                 s += &format!("{k}={v}\n");
             }

@@ -15,6 +15,10 @@ use std::sync::atomic::Ordering;
 
 use super::timers::Timer;
 use crate::abi::counters::{CounterKind, CounterSlot, SlotDesc, COUNTER_STRIDE};
+use crate::con::auth::{AuthStats, AUTH_COUNTERS};
+use crate::con::stats::CON_COUNTERS;
+use crate::con::ConStats;
+use crate::sys::counter::Holds;
 
 /// Engine counters: first the shared table's slots (in the order of
 /// [`COUNTERS`]), then the timers (not shared: see [`descriptor_text`]).
@@ -46,6 +50,11 @@ pub struct EngineStats {
     pub recv_sleeps: CounterSlot,
     /// Receive buffers in the pool (set once at start).
     pub receive_buffers: CounterSlot,
+    /// The connection manager's counters ([`CON_COUNTERS`]); its
+    /// `ConManager::stats` is this part.
+    pub con: ConStats,
+    /// The authentication layer's counters ([`AUTH_COUNTERS`]).
+    pub auth: AuthStats,
     /// The operation timers, by [`TimerId`] (each written by one thread).
     pub timers: [Timer; TIMER_COUNT],
 }
@@ -116,21 +125,54 @@ pub static COUNTERS: &[Counter] = &[
     counter!(gauge receive_buffers, "receive buffers in the pool (fixed at start)"),
 ];
 
+impl Holds<ConStats> for EngineStats {
+    fn part(&self) -> &ConStats {
+        &self.con
+    }
+}
+
+impl Holds<AuthStats> for EngineStats {
+    fn part(&self) -> &AuthStats {
+        &self.auth
+    }
+}
+
+/// The shared table's slots in order: [`COUNTERS`], then the connection
+/// manager's ([`CON_COUNTERS`]) and the authentication layer's
+/// ([`AUTH_COUNTERS`]) counters, each with its slot in `s`.
+pub fn table_slots(s: &EngineStats) -> Vec<(SlotDesc, &CounterSlot)> {
+    let mut v: Vec<(SlotDesc, &CounterSlot)> =
+        COUNTERS.iter().map(|c| (SlotDesc { name: c.name, kind: c.kind, doc: c.doc }, c.slot(s))).collect();
+    let count = CounterKind::Counter;
+    v.extend(CON_COUNTERS.iter().map(|c| (SlotDesc { name: c.name, kind: count, doc: c.doc }, (c.get)(&s.con))));
+    v.extend(AUTH_COUNTERS.iter().map(|c| (SlotDesc { name: c.name, kind: count, doc: c.doc }, (c.get)(&s.auth))));
+    v
+}
+
+/// True if `name` is a slot of the shared table.
+pub fn in_table(name: &str) -> bool {
+    COUNTERS.iter().any(|c| c.name == name)
+        || CON_COUNTERS.iter().any(|c| c.name == name)
+        || AUTH_COUNTERS.iter().any(|c| c.name == name)
+}
+
 /// The shared table's descriptor ([`crate::abi::counters::descriptor_text`]
-/// of [`COUNTERS`]); Java reads it with the layouts, once. The timers are not
-/// in the table: their percentiles are computed from a histogram when read
-/// (no fixed value to load), so they stay on the statistics map.
+/// of [`table_slots`]); Java reads it with the layouts, once. The timers are
+/// not in the table: their percentiles are computed from a histogram when
+/// read (no fixed value to load), so they stay on the statistics map.
 pub fn descriptor_text() -> String {
-    let slots: Vec<SlotDesc> = COUNTERS.iter().map(|c| SlotDesc { name: c.name, kind: c.kind, doc: c.doc }).collect();
+    let s = EngineStats::default();
+    let slots: Vec<SlotDesc> = table_slots(&s).into_iter().map(|(d, _)| d).collect();
     crate::abi::counters::descriptor_text(&slots)
 }
 
 /// The table's slots are the first fields of `EngineStats`, one cache line
 /// each, before the timers.
-const _: () = assert!(std::mem::offset_of!(EngineStats, timers) == COUNTER_COUNT * COUNTER_STRIDE);
+const _: () = assert!(std::mem::offset_of!(EngineStats, timers) == TABLE_SLOTS * COUNTER_STRIDE);
 
-/// Number of slots in the shared table (`COUNTERS.len()`, checked by a test).
-pub const COUNTER_COUNT: usize = 12;
+/// Number of slots in the shared table (checked by a test against
+/// [`table_slots`]).
+pub const TABLE_SLOTS: usize = 12 + 20 + 7;
 
 /// One timed operation: its name, the thread that times it, what it covers,
 /// and its keys in the statistics map (`timer_<name>_<figure>`, in the order
@@ -273,35 +315,48 @@ mod tests {
     /// own cache line, and the descriptor lists them in that order.
     #[test]
     fn descriptor_matches_the_table() {
-        assert_eq!(COUNTERS.len(), COUNTER_COUNT);
         let s = EngineStats::default();
+        let slots = table_slots(&s);
+        assert_eq!(slots.len(), TABLE_SLOTS);
         let base = &s as *const EngineStats as usize;
-        let mut offsets: Vec<usize> = Vec::new();
-        for (i, c) in COUNTERS.iter().enumerate() {
-            let at = c.slot(&s) as *const CounterSlot as usize - base;
-            assert_eq!(at, i * COUNTER_STRIDE, "{} is slot {i}", c.name);
-            assert_eq!(at % 64, 0, "{} starts a cache line", c.name);
-            offsets.push(at);
-            c.slot(&s).store(1000 + i as u64, Ordering::Relaxed);
+        let mut names: Vec<&str> = Vec::new();
+        for (i, (d, slot)) in slots.iter().enumerate() {
+            let at = *slot as *const CounterSlot as usize - base;
+            assert_eq!(at, i * COUNTER_STRIDE, "{} is slot {i}", d.name);
+            assert_eq!(at % 64, 0, "{} starts a cache line", d.name);
+            assert!(in_table(d.name), "{}", d.name);
+            names.push(d.name);
+            slot.store(1000 + i as u64, Ordering::Relaxed);
         }
-        offsets.dedup();
-        assert_eq!(offsets.len(), COUNTER_COUNT, "no two counters share a slot");
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TABLE_SLOTS, "every counter exactly one slot");
+        for c in COUNTERS {
+            assert_eq!(slots.iter().filter(|(d, _)| d.name == c.name).count(), 1, "{}", c.name);
+        }
         assert_eq!(std::mem::align_of::<EngineStats>(), 64);
-        for (i, c) in COUNTERS.iter().enumerate() {
+        for (i, (_, slot)) in slots.iter().enumerate() {
             // What Java does: load at base + i * stride.
             // SAFETY: `base + i * COUNTER_STRIDE` is slot i of `s` (asserted
             // above), an aligned, initialised AtomicU64 that `s` keeps alive.
             let v = unsafe { &*((base + i * COUNTER_STRIDE) as *const std::sync::atomic::AtomicU64) };
-            assert_eq!(v.load(Ordering::Relaxed), c.value(&s));
+            assert_eq!(v.load(Ordering::Relaxed), slot.load(Ordering::Relaxed));
         }
         let text = descriptor_text();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], format!("counters {COUNTER_COUNT} 64 0"));
-        assert_eq!(lines.len(), COUNTER_COUNT + 1);
-        for (i, c) in COUNTERS.iter().enumerate() {
-            assert_eq!(lines[i + 1], format!("counter {i} {} {} {}", c.name, c.kind.word(), c.doc));
+        assert_eq!(lines[0], format!("counters {TABLE_SLOTS} 64 0"));
+        assert_eq!(lines.len(), TABLE_SLOTS + 1);
+        for (i, (d, _)) in slots.iter().enumerate() {
+            assert_eq!(lines[i + 1], format!("counter {i} {} {} {}", d.name, d.kind.word(), d.doc));
         }
         assert!(text.contains("counter 11 receive_buffers gauge "), "{text}");
+        assert!(text.contains("counter 18 connections_created counter "), "{text}");
+        // A ConManager counting into the table writes these very slots.
+        let shared = std::sync::Arc::new(EngineStats::default());
+        let con: crate::sys::counter::Part<ConStats> = crate::sys::counter::Part::of(shared.clone());
+        con.created.fetch_add(5, Ordering::Relaxed);
+        let slots = table_slots(&shared);
+        assert_eq!(slots.iter().find(|(d, _)| d.name == "connections_created").unwrap().1.load(Ordering::Relaxed), 5);
     }
 
     /// The README's statistics table is [`markdown_table`]; with

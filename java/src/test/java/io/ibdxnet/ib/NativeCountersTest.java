@@ -37,6 +37,8 @@ public class NativeCountersTest {
         }
         assertEquals("gauge", d.kind(d.require("receive_buffers")));
         assertEquals("counter", d.kind(d.require("bytes_sent")));
+        assertEquals("counter", d.kind(d.require("packets_in")));
+        assertEquals("counter", d.kind(d.require("auth_challenges")));
     }
 
     /** A counter Java needs and the library does not describe fails by name, when looked up (at start). */
@@ -112,6 +114,10 @@ public class NativeCountersTest {
         assertEquals(limit, eb.counters().get(slot(cb, "bytes_sent")));
         assertEquals(limit, ca.get(slot(ca, "bytes_received")));
         assertTrue(ca.get(wrs) > 0);
+        // The connection manager counts in the same table.
+        assertTrue(ca.get(slot(ca, "connections_created")) + cb.get(slot(cb, "connections_created")) >= 1);
+        assertTrue(ca.get(slot(ca, "packets_out")) > 0 && cb.get(slot(cb, "packets_in")) > 0);
+        assertEquals(0, ca.get(slot(ca, "dropped_unauthenticated")));
         assertEquals(0, ca.get(slot(ca, "errors")) + cb.get(slot(cb, "errors")));
         // stats() (what IbTransport and the MBeans read) has the table's values under the same names.
         Map<String, Long> s = ea.stats();
