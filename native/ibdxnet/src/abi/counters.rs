@@ -2,8 +2,8 @@
 //! one [`CounterSlot`] per counter, each on its own cache line so the engine
 //! threads that write neighbouring counters do not share a line, and the
 //! descriptor that tells Java how many slots there are, how far apart, and
-//! each slot's name, kind and meaning (the `counter` lines of
-//! [`super::table_text`]).
+//! each slot's name, kind and meaning (lines the `layouts` native appends
+//! to [`super::table_text`]).
 //!
 //! The slots themselves are declared by their owner (`msgrc::stats`, which
 //! describes every counter once); this module fixes their shape and the
