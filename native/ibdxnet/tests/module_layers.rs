@@ -12,7 +12,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("fabric", &["util"]),
     ("sys", &["fabric", "util"]),
     ("con", &["fabric", "sys", "util"]),
-    ("abi", &["fabric", "con"]),
+    ("abi", &["fabric", "con", "sys"]),
     ("msgrc", &["con", "abi", "fabric", "sys", "util"]),
     ("driver", &["msgrc", "con", "abi", "fabric", "sys", "util"]),
     ("loopback", &["driver", "msgrc", "con", "abi", "fabric", "sys", "util"]),

@@ -4,7 +4,9 @@
 //! the natives' results take ([`constants`]).
 //!
 //! Java hard-codes neither offsets nor constants: the `layouts` native hands
-//! it [`table_text`], which it parses once (`io.ibdxnet.ib.NativeLayout`);
+//! it [`table_text`] followed by the counters table's descriptor
+//! ([`counters::descriptor_text`] of `msgrc::stats`), which it parses once
+//! (`io.ibdxnet.ib.NativeLayout`);
 //! a struct, field or constant the jar needs and the library does not
 //! report fails with an error naming it.
 //!
@@ -13,11 +15,13 @@
 //! jar refuses a library built with another (`NativeLibrary.checkLibraryVersion`,
 //! called from `JNI_OnLoad` before anything is registered). Raise it with any
 //! change to: a native's name or signature (`jni/natives.rs`), a callback's
-//! (`EngineCallbacks`), a shared struct, a constant's name or meaning, or the
-//! format of [`table_text`]. A changed offset alone does not need it (Java
+//! (`EngineCallbacks`), a shared struct, a constant's name or meaning, the
+//! format of [`table_text`] or of the counters descriptor, or which entries
+//! the counters table holds (the `stats` native leaves them out). A changed offset alone does not need it (Java
 //! reads offsets), but it costs nothing to raise it then too.
 
 pub mod constants;
+pub mod counters;
 pub mod layout;
 pub mod structs;
 

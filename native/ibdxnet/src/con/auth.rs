@@ -50,6 +50,8 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::sys::counter::{CounterSlot, Part};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -108,29 +110,61 @@ impl AuthProblem {
 }
 
 /// Counters of the authentication layer.
+/// One cache-line slot each, in the order of [`AUTH_COUNTERS`].
+#[repr(C)]
 #[derive(Debug, Default)]
 pub struct AuthStats {
     /// Packets whose MAC did not verify, unsealed packets at a node with a
     /// key, and sealed packets at a node without one.
-    pub dropped_unauthenticated: AtomicU64,
+    pub dropped_unauthenticated: CounterSlot,
     /// Sealed packets seen before (sequence window), of a retired instance,
     /// or answering a challenge that is stale or was never issued.
-    pub dropped_replayed: AtomicU64,
+    pub dropped_replayed: CounterSlot,
     /// Sealed packets of an admitted instance whose sequence number is more
     /// than [`MAX_AHEAD`] beyond the highest accepted (refused; the window
     /// does not move).
-    pub dropped_ahead: AtomicU64,
+    pub dropped_ahead: CounterSlot,
     /// Sealed packets of an instance not admitted yet: dropped and answered
     /// with a challenge (the peer repeats them once admitted).
-    pub dropped_unverified: AtomicU64,
+    pub dropped_unverified: CounterSlot,
     /// Challenges sent.
-    pub challenges_sent: AtomicU64,
+    pub challenges_sent: CounterSlot,
     /// Instances admitted after answering a challenge.
-    pub instances_admitted: AtomicU64,
+    pub instances_admitted: CounterSlot,
     /// Windows of admitted instances reset by a correct answer to a
     /// re-synchronisation challenge.
-    pub resyncs: AtomicU64,
+    pub resyncs: CounterSlot,
 }
+
+/// One counter of [`AuthStats`]: its name in the statistics map, what it
+/// counts, and its slot.
+pub struct AuthCounter {
+    /// Key in the statistics map.
+    pub name: &'static str,
+    /// What it counts (one line).
+    pub doc: &'static str,
+    /// Its slot in an `AuthStats`.
+    pub get: fn(&AuthStats) -> &CounterSlot,
+}
+
+macro_rules! auth_counter {
+    ($name:ident, $field:ident, $doc:literal) => {
+        AuthCounter { name: stringify!($name), doc: $doc, get: |s| &s.$field }
+    };
+}
+
+/// Every counter of [`AuthStats`], in the order of its fields (the one
+/// place their names are spelled).
+#[rustfmt::skip]
+pub static AUTH_COUNTERS: &[AuthCounter] = &[
+    auth_counter!(dropped_unauthenticated, dropped_unauthenticated, "packets whose MAC did not verify, or sealed/unsealed against our key setting"),
+    auth_counter!(dropped_replayed, dropped_replayed, "sealed packets seen before, of a retired instance, or answering a stale challenge"),
+    auth_counter!(dropped_ahead, dropped_ahead, "sealed packets too far ahead of the sequence window"),
+    auth_counter!(dropped_unverified, dropped_unverified, "sealed packets of an instance not admitted yet (answered with a challenge)"),
+    auth_counter!(auth_challenges, challenges_sent, "challenges sent"),
+    auth_counter!(auth_instances_admitted, instances_admitted, "instances admitted after answering a challenge"),
+    auth_counter!(auth_resyncs, resyncs, "sequence windows reset by a correct re-synchronisation answer"),
+];
 
 /// What to do with a received packet.
 #[derive(Debug, PartialEq, Eq)]
@@ -245,8 +279,8 @@ pub struct Auth {
     peers: Mutex<HashMap<NodeId, Peer>>,
     /// Per node: the last problem seen, when, and when it was last logged.
     problems: Mutex<HashMap<NodeId, ProblemSeen>>,
-    /// Counters.
-    pub stats: AuthStats,
+    /// Counters (in an engine: slots of its counters table).
+    pub stats: Part<AuthStats>,
 }
 
 impl std::fmt::Debug for Auth {
@@ -264,6 +298,11 @@ fn mac_of(key: &[u8], data: &[u8]) -> HmacSha256 {
 impl Auth {
     /// Authentication with `key`, or none.
     pub fn new(key: Option<AuthKey>) -> Auth {
+        Auth::with_stats(key, Part::default())
+    }
+
+    /// As [`Auth::new`], counting in `stats`.
+    pub fn with_stats(key: Option<AuthKey>, stats: Part<AuthStats>) -> Auth {
         let mut nonce_secret = [0u8; 32];
         crate::util::random_bytes(&mut nonce_secret);
         Auth {
@@ -273,7 +312,7 @@ impl Auth {
             last_seq: Mutex::new(HashMap::new()),
             peers: Mutex::new(HashMap::new()),
             problems: Mutex::new(HashMap::new()),
-            stats: AuthStats::default(),
+            stats,
         }
     }
 
@@ -497,18 +536,8 @@ impl Auth {
     }
 
     /// The counters by name, for the statistics map.
-    pub fn stats_map(&self) -> [(&'static str, u64); 7] {
-        let s = &self.stats;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        [
-            ("dropped_unauthenticated", l(&s.dropped_unauthenticated)),
-            ("dropped_replayed", l(&s.dropped_replayed)),
-            ("dropped_ahead", l(&s.dropped_ahead)),
-            ("dropped_unverified", l(&s.dropped_unverified)),
-            ("auth_challenges", l(&s.challenges_sent)),
-            ("auth_instances_admitted", l(&s.instances_admitted)),
-            ("auth_resyncs", l(&s.resyncs)),
-        ]
+    pub fn stats_map(&self) -> Vec<(&'static str, u64)> {
+        AUTH_COUNTERS.iter().map(|c| (c.name, (c.get)(&self.stats).load(Ordering::Relaxed))).collect()
     }
 }
 

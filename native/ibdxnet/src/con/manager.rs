@@ -25,6 +25,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::auth::Auth;
+use super::auth::AuthStats;
 use super::config::ConConfig;
 use super::connection::Connection;
 use super::error::ConError;
@@ -33,6 +34,7 @@ use super::node::{NodeError, NodeId, NodeTable};
 use super::proto::{Body, MAX_PACKET};
 use super::stats::ConStats;
 use crate::fabric::{Fabric, QpCaps};
+use crate::sys::counter::Part;
 use crate::sys::doorbell::Doorbell;
 use crate::sys::queue::IndexQueue;
 use crate::util::lock;
@@ -99,8 +101,8 @@ pub struct ConManager<F: Fabric> {
     /// Per node: (our queue pair, bytes handled beyond the last confirmation),
     /// told to the peer in our `Leave` when we shut down.
     handled_on_leave: Mutex<HashMap<NodeId, (u32, u64)>>,
-    /// Counters.
-    pub stats: ConStats,
+    /// Counters (in an engine: slots of its counters table).
+    pub stats: Part<ConStats>,
     /// Sealing and checking of packets (pre-shared key), see [`super::auth`].
     auth: Auth,
     /// When the manager started (the base of `last_received_ms`).
@@ -149,6 +151,19 @@ impl<F: Fabric> ConManager<F> {
         events: EventSink,
         socket: UdpSocket,
     ) -> std::io::Result<Self> {
+        Self::with_counters(cfg, queues, events, socket, Part::default(), Part::default())
+    }
+
+    /// As [`ConManager::with_socket`], counting in `stats` and `auth_stats`
+    /// (the engine's counters table).
+    pub fn with_counters(
+        cfg: ConConfig,
+        queues: Arc<QueueSet<F>>,
+        events: EventSink,
+        socket: UdpSocket,
+        stats: Part<ConStats>,
+        auth_stats: Part<AuthStats>,
+    ) -> std::io::Result<Self> {
         socket.set_read_timeout(Some(MAX_SLEEP))?;
         let local_addr = socket.local_addr()?;
         Ok(ConManager {
@@ -170,8 +185,8 @@ impl<F: Fabric> ConManager<F> {
             drop_every: AtomicU32::new(0),
             forged_imm_source: AtomicU32::new(u32::MAX),
             handled_on_leave: Mutex::new(HashMap::new()),
-            stats: ConStats::default(),
-            auth: Auth::new(cfg.auth_key.clone()),
+            stats,
+            auth: Auth::with_stats(cfg.auth_key.clone(), auth_stats),
             epoch: Instant::now(),
             last_received_ms: (0..=u16::MAX).map(|_| AtomicU64::new(0)).collect(),
             recent_closes: RecentCloses::default(),

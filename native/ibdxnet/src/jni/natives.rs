@@ -20,7 +20,7 @@ use crate::con::{Connection, NodeId};
 use crate::fabric::sim::SimFabric;
 use crate::fabric::verbs::VerbsFabric;
 use crate::fabric::{Fabric, FabricKind};
-use crate::msgrc::{Engine, EngineConfig};
+use crate::msgrc::{Engine, EngineConfig, EngineStats};
 use crate::util::lock;
 
 /// An engine on either fabric, with the connections Java holds handles to
@@ -90,12 +90,21 @@ macro_rules! with_native {
 /// and `destroy` closes the slot, waits until the leases drain and only then
 /// shuts the engine down and frees it. A call after that is refused with
 /// `EngineClosedException`, never a use after free.
+///
+/// The slot also keeps the engine's statistics, whose first fields are the
+/// counters table Java reads in place (`NativeCounters`, at
+/// `countersAddress`): never freed with it, so a read after `destroy` (or
+/// racing it) loads the last values from live memory. That keeps the
+/// statistics (`EngineStats`, a few KiB with the timers' histograms) of
+/// every engine ever created.
 struct Slot {
     /// [`CLOSED`] | number of leases held.
     state: AtomicU64,
     /// The engine; null once `destroy` took it (after [`CLOSED`] was set and
     /// the leases drained).
     engine: AtomicPtr<AnyEngine>,
+    /// The engine's statistics; outlives the engine (see above).
+    stats: Arc<EngineStats>,
 }
 
 /// In [`Slot::state`]: no new lease is granted.
@@ -159,9 +168,18 @@ fn text<'l>(env: &mut JNIEnv<'l>, s: String) -> Result<jstring, Throw> {
     Ok(env.new_string(s)?.into_raw())
 }
 
-/// The shared structs' layout and the constants ([`abi::table_text`]).
+/// The shared structs' layout and the constants ([`abi::table_text`]), then
+/// the counters table's descriptor ([`crate::msgrc::stats::descriptor_text`]).
 extern "system" fn layouts_text<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
-    guarded(&mut env, std::ptr::null_mut(), |env| text(env, abi::table_text()))
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        text(env, abi::table_text() + &crate::msgrc::stats::descriptor_text())
+    })
+}
+
+/// The address of the engine's counters table (slot 0). Valid for the life
+/// of the process, also after `destroy`: the handle's slot keeps it.
+extern "system" fn counters_address<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jlong {
+    guarded(&mut env, 0, |_| Ok(Arc::as_ptr(&slot(handle)?.stats) as jlong))
 }
 
 extern "system" fn default_config<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> jstring {
@@ -205,8 +223,9 @@ extern "system" fn create<'l>(
             FabricKind::Verbs => AnyEngine::Verbs(start(cfg, handler)?),
             _ => AnyEngine::Sim(start(cfg, handler)?),
         };
+        let stats = with_native!(&any, |n| n.engine.stats_shared());
         let engine = AtomicPtr::new(Box::into_raw(Box::new(any)));
-        let slot: &'static Slot = Box::leak(Box::new(Slot { state: AtomicU64::new(0), engine }));
+        let slot: &'static Slot = Box::leak(Box::new(Slot { state: AtomicU64::new(0), engine, stats }));
         Ok(slot as *const Slot as jlong)
     })
 }
@@ -465,7 +484,9 @@ extern "system" fn stats<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong)
     guarded(&mut env, std::ptr::null_mut(), |env| {
         let s = with_native!(engine(handle)?, |n| {
             let mut s = String::new();
-            for (k, v) in n.engine.stats_map() {
+            // The counters table's entries are read in place (`countersAddress`).
+            let in_table = crate::msgrc::stats::in_table;
+            for (k, v) in n.engine.stats_map().into_iter().filter(|(k, _)| !in_table(k)) {
                 s += &format!("{k}={v}\n");
             }
             s += &format!(
@@ -556,6 +577,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("peerFlowUnit", "(JII)J", peer_flow_unit as *mut c_void),
         m("returnBuffer", "(JI)I", return_buffer as *mut c_void),
         m("stats", "(J)Ljava/lang/String;", stats as *mut c_void),
+        m("countersAddress", "(J)J", counters_address as *mut c_void),
         m("logStart", "(I)Z", log_start as *mut c_void),
         m("logLevel", "(I)V", log_level as *mut c_void),
         m("logDrain", "(I)[Ljava/lang/String;", log_drain as *mut c_void),

@@ -19,6 +19,7 @@ use super::stats::EngineStats;
 use super::stats_print::{self, StatsPrinter};
 use crate::con::{ConConfig, ConError, ConManager, Connection, EventSink, NodeError, NodeEvent, NodeId, QueueSet};
 use crate::fabric::{Fabric, FabricError, QpCaps};
+use crate::sys::counter::Part;
 use crate::sys::doorbell::Doorbell;
 
 /// Why an engine could not start.
@@ -76,7 +77,6 @@ fn counters<F: Fabric>(
     let mut m = stats.entries();
     m.extend(mgr.stats_map());
     m.push(("free_buffers", pool.available() as u64));
-    m.push(("receive_buffers", u64::from(pool.count())));
     m.push(("posted_buffers", u64::from(pool.posted())));
     m.push(("recv_pool_slabs", u64::from(pool.slabs_registered())));
     m.push(("recv_pool_bytes", pool.registered_bytes()));
@@ -167,13 +167,17 @@ impl<F: Fabric> Engine<F> {
             let h = handler.clone();
             Arc::new(move |e: NodeEvent| h.node_event(e)) as EventSink
         };
-        let mgr = Arc::new(ConManager::with_socket(con_config(&cfg), queues, events, socket)?);
+        let stats = Arc::new(EngineStats::default());
+        // Release: a reader that finds the table (after `start` returned) sees it.
+        stats.receive_buffers.store(u64::from(pool.count()), Ordering::Release);
+        // The manager counts in the engine's table (which Java reads in place).
+        let (con_stats, auth_stats) = (Part::of(stats.clone()), Part::of(stats.clone()));
+        let mgr = Arc::new(ConManager::with_counters(con_config(&cfg), queues, events, socket, con_stats, auth_stats)?);
         // Before the job thread reads the socket: packets that peers sent
         // while this engine started (queued in the socket) find them.
         for &(id, addr) in cfg.nodes.iter().filter(|n| n.0 != cfg.node_id) {
             mgr.add_node(id, addr).map_err(|source| ConfigError::StartNode { id, source })?;
         }
-        let stats = Arc::new(EngineStats::default());
         let running = Arc::new(AtomicBool::new(true));
         let (send_doorbell, recv_doorbell) = (Arc::new(Doorbell::new()?), Arc::new(Doorbell::new()?));
         // Who wakes whom: connection changes and the user's new data (see
@@ -255,6 +259,13 @@ impl<F: Fabric> Engine<F> {
     /// Counters.
     pub fn stats(&self) -> &EngineStats {
         &self.stats
+    }
+
+    /// The statistics, shared: whoever keeps this keeps the counters table
+    /// readable after the engine is gone (the JNI engine slot does, for Java's
+    /// `NativeCounters`).
+    pub fn stats_shared(&self) -> Arc<EngineStats> {
+        self.stats.clone()
     }
     /// False once the engine stopped (shutdown or a thread failure).
     pub fn is_running(&self) -> bool {

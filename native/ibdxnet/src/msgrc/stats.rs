@@ -2,39 +2,59 @@
 //! send and receive threads, described once: [`COUNTERS`] names each
 //! counter and says what it counts, [`TIMERS`] each timed operation of the
 //! engine threads, [`TIMER_FIGURES`] the figures of a timer. The statistics
-//! map ([`super::Engine::stats_map`], which Java reads), the print thread
-//! and the README's table are all read from these tables.
+//! map ([`super::Engine::stats_map`]), the print thread, the README's table
+//! and the counters table Java reads in place (its descriptor,
+//! [`descriptor_text`]) are all read from these tables.
+//!
+//! The counters are the slots of that table: [`EngineStats`] is
+//! `#[repr(C)]` and starts with one [`CounterSlot`] (a cache line) per entry
+//! of [`COUNTERS`], in that order, so Java reads counter `i` at
+//! `address + i * COUNTER_STRIDE` (`io.ibdxnet.ib.NativeCounters`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::timers::Timer;
+use crate::abi::counters::{CounterKind, CounterSlot, SlotDesc, COUNTER_STRIDE};
+use crate::con::auth::{AuthStats, AUTH_COUNTERS};
+use crate::con::stats::CON_COUNTERS;
+use crate::con::ConStats;
+use crate::sys::counter::Holds;
 
-/// Engine counters.
+/// Engine counters: first the shared table's slots (in the order of
+/// [`COUNTERS`]), then the timers (not shared: see [`descriptor_text`]).
+#[repr(C)]
 #[derive(Debug, Default)]
 pub struct EngineStats {
     /// Send WRs posted.
-    pub wrs_sent: AtomicU64,
+    pub wrs_sent: CounterSlot,
     /// Payload bytes posted.
-    pub bytes_sent: AtomicU64,
+    pub bytes_sent: CounterSlot,
     /// Payload bytes received.
-    pub bytes_received: AtomicU64,
+    pub bytes_received: CounterSlot,
     /// Receive completions.
-    pub messages_received: AtomicU64,
+    pub messages_received: CounterSlot,
     /// Failed completions and polls.
-    pub errors: AtomicU64,
+    pub errors: CounterSlot,
     /// Threads that ended by a panic.
-    pub thread_panics: AtomicU64,
+    pub thread_panics: CounterSlot,
     /// Messages whose immediate data named another node than the one of
     /// their queue pair (each closes that connection).
-    pub protocol_violations: AtomicU64,
+    pub protocol_violations: CounterSlot,
     /// Loop iterations of the send thread.
-    pub send_iterations: AtomicU64,
+    pub send_iterations: CounterSlot,
     /// Times the send thread blocked until woken.
-    pub send_sleeps: AtomicU64,
+    pub send_sleeps: CounterSlot,
     /// Loop iterations of the receive thread.
-    pub recv_iterations: AtomicU64,
+    pub recv_iterations: CounterSlot,
     /// Times the receive thread blocked until woken.
-    pub recv_sleeps: AtomicU64,
+    pub recv_sleeps: CounterSlot,
+    /// Receive buffers in the pool (set once at start).
+    pub receive_buffers: CounterSlot,
+    /// The connection manager's counters ([`CON_COUNTERS`]); its
+    /// `ConManager::stats` is this part.
+    pub con: ConStats,
+    /// The authentication layer's counters ([`AUTH_COUNTERS`]).
+    pub auth: AuthStats,
     /// The operation timers, by [`TimerId`] (each written by one thread).
     pub timers: [Timer; TIMER_COUNT],
 }
@@ -54,14 +74,16 @@ impl EngineStats {
     }
 }
 
-/// One counter of [`EngineStats`]: its name in the statistics map and what
-/// it counts.
+/// One counter of [`EngineStats`]: its name in the statistics map (and in
+/// the shared table's descriptor), its kind and what it counts.
 pub struct Counter {
     /// Key in the statistics map (the field's name).
     pub name: &'static str,
+    /// Counter (only grows) or gauge.
+    pub kind: CounterKind,
     /// What it counts.
     pub doc: &'static str,
-    get: fn(&EngineStats) -> &AtomicU64,
+    get: fn(&EngineStats) -> &CounterSlot,
 }
 
 impl Counter {
@@ -69,15 +91,24 @@ impl Counter {
     pub fn value(&self, s: &EngineStats) -> u64 {
         (self.get)(s).load(Ordering::Relaxed)
     }
+
+    /// Its slot in `s`.
+    pub fn slot<'s>(&self, s: &'s EngineStats) -> &'s CounterSlot {
+        (self.get)(s)
+    }
 }
 
 macro_rules! counter {
     ($field:ident, $doc:literal) => {
-        Counter { name: stringify!($field), doc: $doc, get: |s| &s.$field }
+        Counter { name: stringify!($field), kind: CounterKind::Counter, doc: $doc, get: |s| &s.$field }
+    };
+    (gauge $field:ident, $doc:literal) => {
+        Counter { name: stringify!($field), kind: CounterKind::Gauge, doc: $doc, get: |s| &s.$field }
     };
 }
 
-/// Every counter of [`EngineStats`], in the order of the statistics map.
+/// Every counter of [`EngineStats`], in the order of the statistics map and
+/// of the fields (slot `i` of the shared table is `COUNTERS[i]`).
 #[rustfmt::skip]
 pub static COUNTERS: &[Counter] = &[
     counter!(wrs_sent, "send work requests posted"),
@@ -91,7 +122,57 @@ pub static COUNTERS: &[Counter] = &[
     counter!(send_sleeps, "times the send thread blocked until woken"),
     counter!(recv_iterations, "loop iterations of the receive thread"),
     counter!(recv_sleeps, "times the receive thread blocked until woken"),
+    counter!(gauge receive_buffers, "receive buffers in the pool (fixed at start)"),
 ];
+
+impl Holds<ConStats> for EngineStats {
+    fn part(&self) -> &ConStats {
+        &self.con
+    }
+}
+
+impl Holds<AuthStats> for EngineStats {
+    fn part(&self) -> &AuthStats {
+        &self.auth
+    }
+}
+
+/// The shared table's slots in order: [`COUNTERS`], then the connection
+/// manager's ([`CON_COUNTERS`]) and the authentication layer's
+/// ([`AUTH_COUNTERS`]) counters, each with its slot in `s`.
+pub fn table_slots(s: &EngineStats) -> Vec<(SlotDesc, &CounterSlot)> {
+    let mut v: Vec<(SlotDesc, &CounterSlot)> =
+        COUNTERS.iter().map(|c| (SlotDesc { name: c.name, kind: c.kind, doc: c.doc }, c.slot(s))).collect();
+    let count = CounterKind::Counter;
+    v.extend(CON_COUNTERS.iter().map(|c| (SlotDesc { name: c.name, kind: count, doc: c.doc }, (c.get)(&s.con))));
+    v.extend(AUTH_COUNTERS.iter().map(|c| (SlotDesc { name: c.name, kind: count, doc: c.doc }, (c.get)(&s.auth))));
+    v
+}
+
+/// True if `name` is a slot of the shared table.
+pub fn in_table(name: &str) -> bool {
+    COUNTERS.iter().any(|c| c.name == name)
+        || CON_COUNTERS.iter().any(|c| c.name == name)
+        || AUTH_COUNTERS.iter().any(|c| c.name == name)
+}
+
+/// The shared table's descriptor ([`crate::abi::counters::descriptor_text`]
+/// of [`table_slots`]); Java reads it with the layouts, once. The timers are
+/// not in the table: their percentiles are computed from a histogram when
+/// read (no fixed value to load), so they stay on the statistics map.
+pub fn descriptor_text() -> String {
+    let s = EngineStats::default();
+    let slots: Vec<SlotDesc> = table_slots(&s).into_iter().map(|(d, _)| d).collect();
+    crate::abi::counters::descriptor_text(&slots)
+}
+
+/// The table's slots are the first fields of `EngineStats`, one cache line
+/// each, before the timers.
+const _: () = assert!(std::mem::offset_of!(EngineStats, timers) == TABLE_SLOTS * COUNTER_STRIDE);
+
+/// Number of slots in the shared table (checked by a test against
+/// [`table_slots`]).
+pub const TABLE_SLOTS: usize = 12 + 20 + 7;
 
 /// One timed operation: its name, the thread that times it, what it covers,
 /// and its keys in the statistics map (`timer_<name>_<figure>`, in the order
@@ -227,6 +308,55 @@ mod tests {
                 assert_eq!(*k, format!("timer_{}_{suffix}", t.name));
             }
         }
+    }
+
+    /// The descriptor matches the table: every counter has exactly one
+    /// slot, slot `i` is `COUNTERS[i]` at `i * COUNTER_STRIDE`, each on its
+    /// own cache line, and the descriptor lists them in that order.
+    #[test]
+    fn descriptor_matches_the_table() {
+        let s = EngineStats::default();
+        let slots = table_slots(&s);
+        assert_eq!(slots.len(), TABLE_SLOTS);
+        let base = &s as *const EngineStats as usize;
+        let mut names: Vec<&str> = Vec::new();
+        for (i, (d, slot)) in slots.iter().enumerate() {
+            let at = *slot as *const CounterSlot as usize - base;
+            assert_eq!(at, i * COUNTER_STRIDE, "{} is slot {i}", d.name);
+            assert_eq!(at % 64, 0, "{} starts a cache line", d.name);
+            assert!(in_table(d.name), "{}", d.name);
+            names.push(d.name);
+            slot.store(1000 + i as u64, Ordering::Relaxed);
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TABLE_SLOTS, "every counter exactly one slot");
+        for c in COUNTERS {
+            assert_eq!(slots.iter().filter(|(d, _)| d.name == c.name).count(), 1, "{}", c.name);
+        }
+        assert_eq!(std::mem::align_of::<EngineStats>(), 64);
+        for (i, (_, slot)) in slots.iter().enumerate() {
+            // What Java does: load at base + i * stride.
+            // SAFETY: `base + i * COUNTER_STRIDE` is slot i of `s` (asserted
+            // above), an aligned, initialised AtomicU64 that `s` keeps alive.
+            let v = unsafe { &*((base + i * COUNTER_STRIDE) as *const std::sync::atomic::AtomicU64) };
+            assert_eq!(v.load(Ordering::Relaxed), slot.load(Ordering::Relaxed));
+        }
+        let text = descriptor_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("counters {TABLE_SLOTS} 64 0"));
+        assert_eq!(lines.len(), TABLE_SLOTS + 1);
+        for (i, (d, _)) in slots.iter().enumerate() {
+            assert_eq!(lines[i + 1], format!("counter {i} {} {} {}", d.name, d.kind.word(), d.doc));
+        }
+        assert!(text.contains("counter 11 receive_buffers gauge "), "{text}");
+        assert!(text.contains("counter 18 connections_created counter "), "{text}");
+        // A ConManager counting into the table writes these very slots.
+        let shared = std::sync::Arc::new(EngineStats::default());
+        let con: crate::sys::counter::Part<ConStats> = crate::sys::counter::Part::of(shared.clone());
+        con.created.fetch_add(5, Ordering::Relaxed);
+        let slots = table_slots(&shared);
+        assert_eq!(slots.iter().find(|(d, _)| d.name == "connections_created").unwrap().1.load(Ordering::Relaxed), 5);
     }
 
     /// The README's statistics table is [`markdown_table`]; with

@@ -1,6 +1,7 @@
 //! Operating system and concurrency helpers.
 
 pub mod affinity;
+pub mod counter;
 pub mod doorbell;
 pub mod parking;
 pub mod queue;

@@ -309,8 +309,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     /** The engine's receive buffers (its pool behind the shared receive queue). */
     @Override
     public int receiveBuffers() {
-        Long n = engine.stats().get("receive_buffers");
-        return n == null ? Integer.MAX_VALUE : (int) Math.min(Integer.MAX_VALUE, n);
+        return (int) Math.min(Integer.MAX_VALUE, engine.receiveBuffers());
     }
 
     /** The incoming ring is shared by every source: a refused entry would stop them all. */

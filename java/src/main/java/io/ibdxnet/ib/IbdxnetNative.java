@@ -70,7 +70,11 @@ final class IbdxnetNative {
     /** The constants RETURN_BUFFER_OK, _UNKNOWN or _NOT_IN_USE (see {@link NativeLayout}). */
     static native int returnBuffer(long handle, int bufferId);
 
+    /** What is not in the counters table, as key=value lines. */
     static native String stats(long handle);
+
+    /** The engine's counters table (see {@link NativeCounters}); valid after {@code destroy} too. */
+    static native long countersAddress(long handle);
 
     /**
      * The calling thread drains the native log from now on, at {@code level}

@@ -21,11 +21,24 @@ public final class NativeEngine implements AutoCloseable {
     private final int ringSize;
     /** The send thread's sleep word: 1 while it sleeps (see {@link #wakeSendThread}). */
     private final long sendSleepWord;
+    /** The engine's counters, read in place (valid after close too). */
+    private final NativeCounters counters;
 
     private NativeEngine(long handle) {
         this.handle = handle;
         this.ringSize = IbdxnetNative.ringSize(handle);
         this.sendSleepWord = IbdxnetNative.sendSleepWord(handle) + SLEEPING;
+        this.counters = new NativeCounters(IbdxnetNative.countersAddress(handle), NativeLayout.counters());
+    }
+
+    /** The engine's counters table; readable after {@link #close()} (the last values). */
+    public NativeCounters counters() {
+        return counters;
+    }
+
+    /** The engine's receive buffers (the pool behind its shared receive queue). */
+    public long receiveBuffers() {
+        return counters.get(NativeCounters.RECEIVE_BUFFERS);
     }
 
     /**
@@ -222,10 +235,16 @@ public final class NativeEngine implements AutoCloseable {
         }
     }
 
-    /** Native counters as key=value pairs. */
+    /**
+     * Native statistics by name: the counters table ({@link #counters()}),
+     * then what the library computes when asked (connection manager, buffer
+     * pool gauges, timers, up-call state) as key=value text.
+     */
     public Map<String, Long> stats() {
         Map<String, Long> out = new LinkedHashMap<>();
-        for (String line : IbdxnetNative.stats(handle()).split("\n")) {
+        String rest = IbdxnetNative.stats(handle());
+        counters.putAll(out);
+        for (String line : rest.split("\n")) {
             int eq = line.indexOf('=');
             if (eq > 0) {
                 String v = line.substring(eq + 1);

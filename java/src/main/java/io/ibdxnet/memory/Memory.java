@@ -72,6 +72,11 @@ public final class Memory {
         U.putIntVolatile(null, address, v);
     }
 
+    /** A volatile read of an 8-byte aligned long. */
+    public static long getLongVolatile(long address) {
+        return U.getLongVolatile(null, address);
+    }
+
     /** Copies {@code n} bytes from native memory to {@code dst[dstIndex..]}. */
     public static void copy(long src, byte[] dst, int dstIndex, int n) {
         Objects.checkFromIndexSize(dstIndex, n, dst.length);

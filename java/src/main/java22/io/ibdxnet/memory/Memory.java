@@ -36,6 +36,7 @@ public final class Memory {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     // Volatile accesses need the aligned layout (a misaligned address throws).
     private static final VarHandle INT_ALIGNED = ValueLayout.JAVA_INT.varHandle();
+    private static final VarHandle LONG_ALIGNED = ValueLayout.JAVA_LONG.varHandle();
 
     private Memory() {}
 
@@ -79,6 +80,11 @@ public final class Memory {
     /** A volatile write of a 4-byte aligned int. */
     public static void putIntVolatile(long address, int v) {
         INT_ALIGNED.setVolatile(ALL, address, v);
+    }
+
+    /** A volatile read of an 8-byte aligned long. */
+    public static long getLongVolatile(long address) {
+        return (long) LONG_ALIGNED.getVolatile(ALL, address);
     }
 
     /** Copies {@code n} bytes from native memory to {@code dst[dstIndex..]}. */

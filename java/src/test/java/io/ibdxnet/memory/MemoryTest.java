@@ -73,6 +73,12 @@ public class MemoryTest {
     }
 
     @Test
+    public void volatileLongsAtAlignedAddresses() {
+        Memory.putLong(mem + 8, 0x1122334455667788L);
+        assertEquals(0x1122334455667788L, Memory.getLongVolatile(mem + 8));
+    }
+
+    @Test
     public void copiesToAndFromArraysAtAnIndex() {
         byte[] src = new byte[20];
         for (int i = 0; i < src.length; i++) {
