@@ -7,6 +7,7 @@ import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
+import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.TransportListener;
 import java.io.Closeable;
 import java.io.IOException;
@@ -40,7 +41,6 @@ import java.util.logging.Logger;
 final class NioReactor {
     private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
-    private static final long IDLE_POLL_NANOS = 50_000;
     /**
      * The kernel's queue of connections waiting for accept (capped by
      * net.core.somaxconn). The admission empties it at once, so depth costs
@@ -75,6 +75,8 @@ final class NioReactor {
     private final NioHousekeeping housekeeping;
     private final NioAdmission admission;
     private final RateLimitedLog acceptLog = new RateLimitedLog(LOG, 1_000);
+    /** The idle loop's yield before it blocks in select (selector thread only). */
+    private final IdleStrategy idleWait = IdleStrategy.beforeBlocking();
 
     // Shared with senders and the core (any thread).
     final NioCounters counters = new NioCounters();
@@ -194,6 +196,7 @@ final class NioReactor {
         try {
             while (running) {
                 if (pauseMs > 0) {
+                    // A test's simulated process pause (pauseForTest), not a back-off: it sleeps to the end.
                     long end = System.nanoTime() + pauseMs * 1_000_000L;
                     pauseMs = 0;
                     while (System.nanoTime() - end < 0) {
@@ -209,12 +212,11 @@ final class NioReactor {
                     housekeeping.run(now);
                     nextHousekeeping = now + HOUSEKEEPING_NANOS;
                 }
-                // Idle: poll without blocking for a moment (cheap to wake), then block
-                // in select (a sender's wakeup costs a system call).
+                // Idle: poll without blocking for a moment, yielding (cheap to wake),
+                // then block in select (a sender's wakeup costs a system call).
                 int ready = selector.selectNow();
-                long idle = System.nanoTime();
-                while (ready == 0 && !stalled && toConnect.isEmpty() && wim.isEmpty() && System.nanoTime() - idle < IDLE_POLL_NANOS) {
-                    Thread.yield();
+                idleWait.reset();
+                while (ready == 0 && !stalled && toConnect.isEmpty() && wim.isEmpty() && idleWait.idle()) {
                     ready = selector.selectNow();
                 }
                 if (ready == 0) {
