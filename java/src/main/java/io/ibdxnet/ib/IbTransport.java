@@ -90,37 +90,18 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
     }
 
-    /**
-     * Starts the native engine. {@code nativeConfig} overrides the engine's
-     * defaults ({@link NativeEngine#defaults()}).
-     */
-    public IbTransport(Map<String, String> nativeConfig, long flowControlWindow, double flowControlThreshold,
-            int connectTimeoutMs, TransportListener listener) throws IbException {
-        this.confirmations = new Confirmations(Confirmations.unit(flowControlWindow, flowControlThreshold));
+    /** Starts the native engine with {@code settings}' table ({@link IbSettings#engineTable}). */
+    public IbTransport(IbSettings settings, TransportListener listener) throws IbException {
+        this.confirmations = new Confirmations(settings.flowControlUnit);
         for (int i = 0; i < incomingConnection.length(); i++) {
             incomingConnection.set(i, NextWorkPackage.CONNECTION_NONE); // no bytes from any node yet
         }
         this.listener = listener;
-        this.window = flowControlWindow;
-        this.connectTimeoutMs = connectTimeoutMs;
-        this.engine = NativeEngine.start(withFlowUnit(nativeConfig, confirmations.unit()), this);
+        this.window = settings.flowControlWindow;
+        this.connectTimeoutMs = settings.connectTimeoutMs;
+        this.engine = NativeEngine.start(settings.engineTable(), this);
         this.releaser = engine::returnBuffer;
-        this.maxFrame = FlowWindow.largestFrame(engine.ringSize(), flowControlWindow, confirmations.unit());
-    }
-
-    /**
-     * {@code config} with {@code flow_control_unit}: our unit goes to each peer
-     * in the connection exchange, and it confirms our bytes in it.
-     */
-    private static Map<String, String> withFlowUnit(Map<String, String> config, long unit) {
-        String given = config.get("flow_control_unit");
-        if (given != null && !given.trim().equals(Long.toString(unit))) {
-            throw new IllegalArgumentException("native.flow_control_unit = '" + given.trim() + "' contradicts flowControlWindow"
-                    + " × flowControlThreshold = " + unit + ": it is set from them; give only those");
-        }
-        Map<String, String> out = new java.util.LinkedHashMap<>(config);
-        out.put("flow_control_unit", Long.toString(unit));
-        return out;
+        this.maxFrame = FlowWindow.largestFrame(engine.ringSize(), settings.flowControlWindow, settings.flowControlUnit);
     }
 
     @Override
