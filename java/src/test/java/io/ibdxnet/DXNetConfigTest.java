@@ -77,7 +77,7 @@ public class DXNetConfigTest {
         assertNull(c.listen);
         c.validate();
         // The nio transport's settings are the configuration's, not a second set of defaults.
-        io.ibdxnet.nio.NioTransport.Settings s = Transports.nioSettings(c);
+        io.ibdxnet.nio.NioSettings s = Transports.nioSettings(c);
         assertEquals(c.nioRingSize, s.ringSize);
         assertEquals(c.idleTimeoutMs, s.idleTimeoutMs);
         assertEquals(c.flowControlWindow, s.flowControlWindow);

@@ -7,6 +7,7 @@ import io.ibdxnet.ib.IbException;
 import io.ibdxnet.ib.IbSettings;
 import io.ibdxnet.ib.IbTransport;
 import io.ibdxnet.loopback.LoopbackTransport;
+import io.ibdxnet.nio.NioSettings;
 import io.ibdxnet.nio.NioTransport;
 import io.ibdxnet.transport.AuthKey;
 import io.ibdxnet.transport.Transport;
@@ -49,7 +50,7 @@ public final class Transports {
             case "ib":
                 return openIb(ib, listener, config);
             case "nio":
-                NioTransport.Settings s = nioSettings(config);
+                NioSettings s = nioSettings(config);
                 s.listenHost = host;
                 s.listenPort = port;
                 s.authKey = AuthKey.load(config.authKeyFile); // the file, else the environment variable, or null
@@ -123,8 +124,8 @@ public final class Transports {
     }
 
     /** The NIO transport's settings from {@code c} (listen address and key are set by the caller). */
-    public static NioTransport.Settings nioSettings(DXNetConfig c) {
-        NioTransport.Settings s = new NioTransport.Settings();
+    public static NioSettings nioSettings(DXNetConfig c) {
+        NioSettings s = new NioSettings();
         s.nodeId = c.nodeId;
         s.flowControlWindow = c.flowControlWindow;
         s.flowControlThreshold = c.flowControlThreshold;

@@ -39,7 +39,7 @@ import java.util.logging.Logger;
  * tables marked as shared.
  */
 final class NioReactor {
-    private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
+    private static final Logger LOG = NioLog.LOG;
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
     /**
      * The kernel's queue of connections waiting for accept (capped by
@@ -64,7 +64,7 @@ final class NioReactor {
         }
     }
 
-    private final NioTransport.Settings settings;
+    private final NioSettings settings;
     private final TransportListener listener;
     private final NioHandshake handshake;
     private final Map<Integer, InetSocketAddress> nodes;
@@ -96,7 +96,7 @@ final class NioReactor {
     private int nextId = 1;
     private long nextHousekeeping;
 
-    NioReactor(NioTransport.Settings settings, TransportListener listener, NioHandshake handshake,
+    NioReactor(NioSettings settings, TransportListener listener, NioHandshake handshake,
             Map<Integer, InetSocketAddress> nodes, DirectBufferPool pool) throws NetworkException {
         this.settings = settings;
         this.listener = listener;
@@ -105,7 +105,17 @@ final class NioReactor {
         this.confirmations = new Confirmations(Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold));
         this.conns = new NioConnections(settings, listener, handshake, confirmations, counters, () -> running);
         this.reader = new NioRecordReader(pool, listener, counters);
-        this.housekeeping = new NioHousekeeping(this, conns, settings, handshake);
+        this.housekeeping = new NioHousekeeping(new NioHousekeeping.ChannelIo() {
+            @Override
+            public void flush(NioChannel c, long now) {
+                NioReactor.this.flush(c, now);
+            }
+
+            @Override
+            public void read(NioChannel c, long now) throws IOException {
+                NioReactor.this.read(c, now);
+            }
+        }, conns, settings, handshake);
         this.admission = new NioAdmission(settings.nodeId, handshake, settings.checkPeerAddress);
         InetSocketAddress listen = new InetSocketAddress(settings.listenHost, settings.listenPort);
         if (listen.isUnresolved()) {
