@@ -2,7 +2,6 @@ package io.ibdxnet;
 
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.core.HandlerDispatch;
-import io.ibdxnet.core.IdleYield;
 import io.ibdxnet.core.IncomingBufferQueue;
 import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.internal.CoreCounters;
@@ -15,6 +14,7 @@ import io.ibdxnet.internal.MessageTypes;
 import io.ibdxnet.internal.PendingRequests;
 import io.ibdxnet.internal.ResponseTypes;
 import io.ibdxnet.internal.Transports;
+import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
@@ -394,7 +394,7 @@ public final class DXNet implements AutoCloseable {
             throw e;
         }
         CompletableFuture<Response> f = p.future;
-        IdleYield.until(f::isDone); // a parked requester costs its response a wake-up
+        IdleStrategy.until(f::isDone); // a parked requester costs its response a wake-up
         try {
             @SuppressWarnings("unchecked") // the receive path completes it only with an instance of p.expected, R's class
             R r = (R) f.get();

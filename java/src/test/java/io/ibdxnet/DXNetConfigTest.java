@@ -77,7 +77,7 @@ public class DXNetConfigTest {
         assertNull(c.listen);
         c.validate();
         // The nio transport's settings are the configuration's, not a second set of defaults.
-        io.ibdxnet.nio.NioTransport.Settings s = Transports.nioSettings(c);
+        io.ibdxnet.nio.NioSettings s = Transports.nioSettings(c);
         assertEquals(c.nioRingSize, s.ringSize);
         assertEquals(c.idleTimeoutMs, s.idleTimeoutMs);
         assertEquals(c.flowControlWindow, s.flowControlWindow);
@@ -292,6 +292,27 @@ public class DXNetConfigTest {
         } finally {
             log.removeHandler(h);
         }
+    }
+
+    /**
+     * The native keys are checked once, as the ib transport's settings
+     * ({@code IbSettings}), whichever transport the node uses: a misspelt one
+     * from a file fails the start on nio, and on auto where it resolves to nio
+     * (no RDMA device here), with the file and the engine's wording, without
+     * asking the native library.
+     */
+    @Test
+    public void aBadNativeKeyIsReportedWhateverTheTransport() throws Exception {
+        for (String transport : new String[] {"nio", "auto", "loopback"}) {
+            Path f = write(transport + "-native.conf", "nodeId=1\ntransport=" + transport + "\nlisten=127.0.0.1:0\nnative.sq_sise=8\n");
+            String e = refusal("native.sq_sise on " + transport, () -> DXNet.start(f).close());
+            assertEquals(transport, f + ": unknown configuration key 'native.sq_sise' (did you mean 'native.sq_size'?)", e);
+        }
+        DXNetConfig c = new DXNetConfig(1);
+        c.transport = "nio";
+        c.nativeConfig.put("flow_control_unit", "64");
+        String e = refusal("flow_control_unit on nio", () -> Transports.ibSettings(c, "127.0.0.1:0"));
+        assertTrue(e, e.startsWith("native.flow_control_unit = '64' contradicts"));
     }
 
     /** The receive pool, allocated at start, is bounded as a whole: the message names both keys and the bound. */

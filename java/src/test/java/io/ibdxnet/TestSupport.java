@@ -113,7 +113,7 @@ public final class TestSupport {
     }
 
     /** A bare NIO transport's settings from {@code c}, as DXNet would make them. */
-    public static io.ibdxnet.nio.NioTransport.Settings nioSettings(DXNetConfig c) {
+    public static io.ibdxnet.nio.NioSettings nioSettings(DXNetConfig c) {
         return Transports.nioSettings(c);
     }
 

@@ -1,5 +1,6 @@
 package io.ibdxnet.bench;
 
+import io.ibdxnet.nio.NioSettings;
 import io.ibdxnet.nio.NioTransport;
 import io.ibdxnet.transport.AuthKey;
 import io.ibdxnet.transport.TransportListener;
@@ -79,8 +80,8 @@ public final class NioConnectCost {
         }
     }
 
-    private static NioTransport.Settings settings(int nodeId, AuthKey key) {
-        NioTransport.Settings s = new NioTransport.Settings();
+    private static NioSettings settings(int nodeId, AuthKey key) {
+        NioSettings s = new NioSettings();
         s.nodeId = nodeId;
         s.listenHost = "127.0.0.1";
         s.listenPort = 0;

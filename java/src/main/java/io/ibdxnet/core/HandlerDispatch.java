@@ -1,5 +1,6 @@
 package io.ibdxnet.core;
 
+import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.NodeId;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -247,7 +248,7 @@ public final class HandlerDispatch {
         }
     }
 
-    /** The pool's queue: an idle handler thread yields for a moment before it blocks ({@link IdleYield}). */
+    /** The pool's queue: an idle handler thread yields for a moment before it blocks ({@link IdleStrategy#beforeBlocking}). */
     private static final class YieldingQueue extends LinkedBlockingQueue<Runnable> {
         private static final long serialVersionUID = 1L;
         /** Made once: a method reference per take would allocate per batch. */
@@ -255,7 +256,7 @@ public final class HandlerDispatch {
 
         @Override
         public Runnable take() throws InterruptedException {
-            Runnable r = IdleYield.poll(pollNow);
+            Runnable r = IdleStrategy.poll(pollNow);
             return r != null ? r : super.take();
         }
     }

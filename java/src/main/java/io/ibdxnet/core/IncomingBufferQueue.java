@@ -1,6 +1,7 @@
 package io.ibdxnet.core;
 
 import io.ibdxnet.memory.Memory;
+import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.Transport;
@@ -231,12 +232,12 @@ public final class IncomingBufferQueue {
      * The next buffer, round-robin across sources, waiting up to
      * {@code timeoutMs}; null if none came. One consumer thread only; it then
      * calls {@link #finished} or {@link #giveBack}. Yields for a moment before
-     * blocking ({@link IdleYield}).
+     * blocking ({@link IdleStrategy#beforeBlocking}).
      */
     public IncomingBuffer poll(long timeoutMs) throws InterruptedException {
         // Yield only right after work: a consumer whose last wait timed out
         // blocks at once (an idle node must not yield 50 µs per timeout).
-        IncomingBuffer b = timedOut ? take(0) : IdleYield.poll(takeNow);
+        IncomingBuffer b = timedOut ? take(0) : IdleStrategy.poll(takeNow);
         if (b == null) {
             b = take(TimeUnit.MILLISECONDS.toNanos(timeoutMs));
         }

@@ -85,7 +85,8 @@ final class IbRetirement {
         c.orderly = !failed;
         c.orb.close();
         // Writers bail out of reserve on close; wait for those mid-copy
-        // before the native ring can be released.
+        // before the native ring can be released. Not a back-off (no IdleStrategy):
+        // a bounded spin on copies already under way, ending within microseconds.
         while (c.writers.get() > 0) {
             Thread.onSpinWait();
         }

@@ -5,6 +5,7 @@ import io.ibdxnet.NetworkException;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.ConnectLocks;
 import io.ibdxnet.transport.FlowWindow;
+import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.OutgoingRingBuffer;
@@ -89,37 +90,18 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
     }
 
-    /**
-     * Starts the native engine. {@code nativeConfig} overrides the engine's
-     * defaults ({@link NativeEngine#defaults()}).
-     */
-    public IbTransport(Map<String, String> nativeConfig, long flowControlWindow, double flowControlThreshold,
-            int connectTimeoutMs, TransportListener listener) throws IbException {
-        this.confirmations = new Confirmations(Confirmations.unit(flowControlWindow, flowControlThreshold));
+    /** Starts the native engine with {@code settings}' table ({@link IbSettings#engineTable}). */
+    public IbTransport(IbSettings settings, TransportListener listener) throws IbException {
+        this.confirmations = new Confirmations(settings.flowControlUnit);
         for (int i = 0; i < incomingConnection.length(); i++) {
             incomingConnection.set(i, NextWorkPackage.CONNECTION_NONE); // no bytes from any node yet
         }
         this.listener = listener;
-        this.window = flowControlWindow;
-        this.connectTimeoutMs = connectTimeoutMs;
-        this.engine = NativeEngine.start(withFlowUnit(nativeConfig, confirmations.unit()), this);
+        this.window = settings.flowControlWindow;
+        this.connectTimeoutMs = settings.connectTimeoutMs;
+        this.engine = NativeEngine.start(settings.engineTable(), this);
         this.releaser = engine::returnBuffer;
-        this.maxFrame = FlowWindow.largestFrame(engine.ringSize(), flowControlWindow, confirmations.unit());
-    }
-
-    /**
-     * {@code config} with {@code flow_control_unit}: our unit goes to each peer
-     * in the connection exchange, and it confirms our bytes in it.
-     */
-    private static Map<String, String> withFlowUnit(Map<String, String> config, long unit) {
-        String given = config.get("flow_control_unit");
-        if (given != null && !given.trim().equals(Long.toString(unit))) {
-            throw new IllegalArgumentException("native.flow_control_unit = '" + given.trim() + "' contradicts flowControlWindow"
-                    + " × flowControlThreshold = " + unit + ": it is set from them; give only those");
-        }
-        Map<String, String> out = new java.util.LinkedHashMap<>(config);
-        out.put("flow_control_unit", Long.toString(unit));
-        return out;
+        this.maxFrame = FlowWindow.largestFrame(engine.ringSize(), settings.flowControlWindow, settings.flowControlUnit);
     }
 
     @Override
@@ -235,24 +217,26 @@ public final class IbTransport implements Transport, EngineCallbacks {
     @Override
     public void send(int node, byte[] header, byte[] payload, int offset, int length, long deadlineNanos) throws NetworkException {
         RingConnection.checkFrame(header, length, maxFrame);
+        IdleStrategy wait = null;
         while (true) {
             Connection c = connection(node, deadlineNanos);
             if (c.write(header, payload, offset, length, deadlineNanos, !closing)) {
                 return; // the connection told the send thread (published)
             }
-            awaitSuccessor(node, c, deadlineNanos);
+            wait = awaitSuccessor(node, c, deadlineNanos, wait);
         }
     }
 
     @Override
     public void reserve(int node, int length, long deadlineNanos, RingRecord record) throws NetworkException {
         RingConnection.checkFrame(length, maxFrame);
+        IdleStrategy wait = null;
         while (true) {
             Connection c = connection(node, deadlineNanos);
             if (c.reserve(length, deadlineNanos, !closing, record)) {
                 return;
             }
-            awaitSuccessor(node, c, deadlineNanos);
+            wait = awaitSuccessor(node, c, deadlineNanos, wait);
         }
     }
 
@@ -278,16 +262,22 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     /**
      * {@code c} was closed in order before we wrote: the next connection takes
-     * the frame (after what the closed one still held). Waits a moment while
+     * the frame (after what the closed one still held). Waits a moment
+     * ({@link IdleStrategy#parkingOnly}, made on the first wait) while
      * {@code c} is still the node's.
+     *
+     * @return the wait's strategy, for the next call of the same send
      */
-    private void awaitSuccessor(int node, Connection c, long deadlineNanos) throws NetworkException {
-        if (connections.get(node) == c) {
-            if (System.nanoTime() - deadlineNanos > 0) {
-                throw new NetworkException(FailureReason.TIMEOUT, "send to node " + node + " timed out waiting for its new connection");
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(20_000);
+    private IdleStrategy awaitSuccessor(int node, Connection c, long deadlineNanos, IdleStrategy wait) throws NetworkException {
+        if (connections.get(node) != c) {
+            return wait;
         }
+        if (System.nanoTime() - deadlineNanos > 0) {
+            throw new NetworkException(FailureReason.TIMEOUT, "send to node " + node + " timed out waiting for its new connection");
+        }
+        IdleStrategy w = wait != null ? wait : IdleStrategy.parkingOnly();
+        w.idle();
+        return w;
     }
 
     /**
@@ -499,6 +489,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
     private void close(boolean tellHandled) {
         // The engine's shutdown reports disconnects; they must not call back into it.
         closing = true;
+        // Not a back-off (no IdleStrategy): a bounded spin on work already under
+        // way (a wake-up call, a copy into a ring), ending within microseconds.
         while (wakers.get() > 0) {
             Thread.onSpinWait(); // a wake-up of the send thread is finishing
         }

@@ -15,7 +15,7 @@ import java.util.Map;
 public final class NativeCounters {
     /**
      * The one counter Java needs by name (the pool's size, for the core's
-     * budget): its slot, looked up once; {@link NativeLayout#requireAll()}
+     * budget): its slot, looked up once; {@link NativeLayout#requireAll}
      * makes a library without it fail at engine start, naming it.
      */
     static final int RECEIVE_BUFFERS = NativeLayout.counters().require("receive_buffers");

@@ -81,7 +81,9 @@ public final class NativeEngine implements AutoCloseable {
 
     /** Starts an engine; {@code config} holds key=value overrides of {@link #defaults()}. */
     public static NativeEngine start(Map<String, String> config, EngineCallbacks callbacks) throws IbException {
-        NativeLayout.requireAll(); // a library without an offset or constant we use fails here, by name
+        // A library without an offset or constant we use fails here, by name: every reader of the layout.
+        NativeLayout.requireAll(NodeEvents.class, NativeEngine.class, NextWorkPackage.class, PrevWorkResults.class,
+                CompletedWorkList.class, IncomingRing.class, NativeCounters.class);
         StringBuilder text = new StringBuilder();
         for (Map.Entry<String, String> e : config.entrySet()) {
             text.append(e.getKey()).append('=').append(e.getValue()).append('\n');

@@ -9,7 +9,7 @@ import java.util.Map;
  * their fields and the natives' results take. Java hard-codes neither an
  * offset nor such a constant: the classes of this package look theirs up here
  * once, in their static initialisers (checking field sizes), and
- * {@link #requireAll()} makes them all do so before an engine starts.
+ * {@link #requireAll} makes them all do so before an engine starts.
  */
 public final class NativeLayout {
     /** One struct: size, alignment and fields (offset, size). */
@@ -153,13 +153,12 @@ public final class NativeLayout {
     }
 
     /**
-     * Initialises every class of this package that reads an offset or a
-     * constant, so a library that lacks one fails here, with the name, rather
-     * than in a callback on a native thread (where the exception is only logged).
+     * Initialises {@code readers}, the classes of this package that read an
+     * offset or a constant (the engine names them), so a library that lacks one
+     * fails here, with the name, rather than in a callback on a native thread
+     * (where the exception is only logged).
      */
-    static void requireAll() {
-        Class<?>[] readers = {NodeEvents.class, NativeEngine.class, NextWorkPackage.class, PrevWorkResults.class,
-            CompletedWorkList.class, IncomingRing.class, NativeCounters.class};
+    static void requireAll(Class<?>... readers) {
         for (Class<?> c : readers) {
             try {
                 Class.forName(c.getName(), true, c.getClassLoader());

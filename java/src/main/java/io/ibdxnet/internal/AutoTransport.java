@@ -1,9 +1,9 @@
 package io.ibdxnet.internal;
 
 import io.ibdxnet.ib.IbException;
+import io.ibdxnet.ib.IbSettings;
 import io.ibdxnet.ib.NativeEngine;
 import java.util.List;
-import java.util.Map;
 
 /**
  * What {@code transport = auto} becomes on this host, and why: {@code ib} on
@@ -20,11 +20,11 @@ public final class AutoTransport {
         this.reason = reason;
     }
 
-    /** Decides from {@code nativeConfig}'s {@code fabric} and the host's RDMA devices. */
-    static AutoTransport choose(Map<String, String> nativeConfig) {
-        String fabric = nativeConfig.get("fabric");
-        if (fabric != null && !fabric.trim().equalsIgnoreCase("auto")) {
-            return new AutoTransport("ib", "because native.fabric = " + fabric.trim() + " names a fabric of the native engine");
+    /** Decides from the ib settings' {@code fabric} and the host's RDMA devices. */
+    static AutoTransport choose(IbSettings ib) {
+        String fabric = ib.fabric;
+        if (fabric != null && !fabric.equalsIgnoreCase("auto")) {
+            return new AutoTransport("ib", "because native.fabric = " + fabric + " names a fabric of the native engine");
         }
         List<String> devices;
         try {

@@ -2,7 +2,7 @@ package io.ibdxnet.internal;
 
 import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.transport.Backoff;
+import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.WaitList;
 import java.util.ArrayDeque;
@@ -111,13 +111,13 @@ public final class DeferredSends {
             return;
         }
         long target = l.queued;
-        Backoff backoff = new Backoff();
+        IdleStrategy backoff = IdleStrategy.waiter();
         while (l.done - target < 0) {
             if (System.nanoTime() - deadlineNanos > 0) {
                 throw new NetworkException(FailureReason.TIMEOUT, "send to node " + node + " timed out behind " + (target - l.done)
                         + " async sends deferred before it");
             }
-            backoff.pause(l.waiters, () -> l.done - target >= 0);
+            backoff.idle(l.waiters, () -> l.done - target >= 0);
         }
     }
 

@@ -41,6 +41,14 @@ public final class NativeKeys {
         return out;
     }
 
+    /** Every key of the native engine, as the Java side knows them ({@link #mismatches} is empty for the library's). */
+    public static Set<String> all() {
+        Set<String> out = setByJava();
+        out.addAll(DERIVED);
+        out.addAll(NATIVE_ONLY);
+        return Collections.unmodifiableSet(out);
+    }
+
     /**
      * What does not match between the library's keys and this
      * classification: an empty string when every native key is covered once

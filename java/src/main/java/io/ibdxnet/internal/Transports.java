@@ -4,9 +4,10 @@ import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.ib.IbException;
+import io.ibdxnet.ib.IbSettings;
 import io.ibdxnet.ib.IbTransport;
-import io.ibdxnet.ib.NativeEngine;
 import io.ibdxnet.loopback.LoopbackTransport;
+import io.ibdxnet.nio.NioSettings;
 import io.ibdxnet.nio.NioTransport;
 import io.ibdxnet.transport.AuthKey;
 import io.ibdxnet.transport.Transport;
@@ -34,9 +35,11 @@ public final class Transports {
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("listen = '" + listen + "': the port is not a number");
         }
+        // Built (and so checked) whatever transport is used: a wrong native key fails the start on nio too.
+        IbSettings ib = ibSettings(config, listen);
         String transport = config.transport;
         if (transport.equals("auto")) {
-            AutoTransport choice = AutoTransport.choose(config.nativeConfig);
+            AutoTransport choice = AutoTransport.choose(ib);
             LOG.info("node " + config.nodeId + ": transport = auto: " + choice.transport + ", " + choice.reason);
             transport = choice.transport;
         }
@@ -45,9 +48,9 @@ public final class Transports {
         }
         switch (transport) {
             case "ib":
-                return openIb(config, listener, listen);
+                return openIb(ib, listener, config);
             case "nio":
-                NioTransport.Settings s = nioSettings(config);
+                NioSettings s = nioSettings(config);
                 s.listenHost = host;
                 s.listenPort = port;
                 s.authKey = AuthKey.load(config.authKeyFile); // the file, else the environment variable, or null
@@ -61,11 +64,11 @@ public final class Transports {
     }
 
     /**
-     * {@code native.*} keys do nothing for nio and loopback: misspelt ones
-     * fail as they would on ib (when the library can say which keys exist),
-     * and the rest are reported once, so a setting that does not apply is
-     * never silently dropped. {@code native.fabric} = auto is what chose
-     * the transport: not reported.
+     * {@code native.*} keys do nothing for nio and loopback: their names were
+     * checked ({@link #ibSettings}, misspelt ones fail as on ib), and they are
+     * reported once, so a setting that does not apply is never silently
+     * dropped. {@code native.fabric} = auto is what chose the transport: not
+     * reported.
      */
     private static void checkUnusedNativeKeys(DXNetConfig config, String transport) {
         java.util.List<String> unused = new java.util.ArrayList<>();
@@ -74,25 +77,10 @@ public final class Transports {
                 unused.add(e.getKey());
             }
         }
-        if (unused.isEmpty()) {
-            return;
+        if (!unused.isEmpty()) {
+            LOG.warning("node " + config.nodeId + ": transport " + transport + " does not use native."
+                    + String.join(", native.", unused) + " (keys of the ib transport's engine)");
         }
-        java.util.Set<String> known = null;
-        try {
-            known = NativeEngine.defaults().keySet();
-        } catch (LinkageError e) { // no library here: the names cannot be checked, only reported
-            LOG.fine("native keys not checked: " + e.getMessage());
-        }
-        if (known != null) {
-            for (String k : unused) {
-                if (!known.contains(k)) {
-                    throw new IllegalArgumentException("native." + k + " is not a key of the native engine (keys: "
-                            + String.join(", ", known) + ")");
-                }
-            }
-        }
-        LOG.warning("node " + config.nodeId + ": transport " + transport + " does not use native."
-                + String.join(", native.", unused) + " (keys of the ib transport's engine)");
     }
 
     /** The configured listen address, else the node's own node-table entry (port only), else any port. */
@@ -107,12 +95,26 @@ public final class Transports {
         return "0.0.0.0:0";
     }
 
-    private static Transport openIb(DXNetConfig config, TransportListener listener, String listen) throws NetworkException {
-        Map<String, String> nativeConfig = config.nativeSettings(listen);
-        int connectTimeoutMs = Integer.parseInt(nativeConfig.get("connect_timeout_ms"));
+    /**
+     * The ib transport's settings from {@code c}: the one place the
+     * configuration becomes the native engine's key/value table
+     * ({@link DXNetConfig#nativeSettings}, with the flow control unit), checked
+     * for every key ({@link IbSettings}); an error names the file.
+     *
+     * @param listen the listen address (used when {@code c} names none)
+     */
+    public static IbSettings ibSettings(DXNetConfig c, String listen) {
         try {
-            return new IbTransport(nativeConfig, config.flowControlWindow, config.flowControlThreshold,
-                    connectTimeoutMs, listener);
+            return new IbSettings(c.nativeSettings(listen), c.flowControlWindow, c.flowControlThreshold, NativeKeys.all());
+        } catch (IllegalArgumentException e) {
+            throw c.source() == null ? e : new IllegalArgumentException(c.source() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static Transport openIb(IbSettings settings, TransportListener listener, DXNetConfig config)
+            throws NetworkException {
+        try {
+            return new IbTransport(settings, listener);
         } catch (IllegalArgumentException e) {
             // The engine refused a native key (named native.<key>): say which file it came from.
             throw config.source() == null ? e : new IllegalArgumentException(config.source() + ": " + e.getMessage(), e);
@@ -122,8 +124,8 @@ public final class Transports {
     }
 
     /** The NIO transport's settings from {@code c} (listen address and key are set by the caller). */
-    public static NioTransport.Settings nioSettings(DXNetConfig c) {
-        NioTransport.Settings s = new NioTransport.Settings();
+    public static NioSettings nioSettings(DXNetConfig c) {
+        NioSettings s = new NioSettings();
         s.nodeId = c.nodeId;
         s.flowControlWindow = c.flowControlWindow;
         s.flowControlThreshold = c.flowControlThreshold;

@@ -2,8 +2,6 @@ package io.ibdxnet.loopback;
 
 import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.core.IdleYield;
-import io.ibdxnet.transport.Backoff;
 import io.ibdxnet.transport.NodeId;
 import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.transport.WriteInterestManager;
@@ -12,6 +10,7 @@ import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.DirectMemory;
 import io.ibdxnet.transport.FlowWindow;
+import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
 import io.ibdxnet.transport.RingRecord;
@@ -38,6 +37,11 @@ public final class LoopbackTransport implements Transport {
     private static final AtomicInteger NEXT_PORT = new AtomicInteger(1);
     private static final AtomicInteger NEXT_CONNECTION = new AtomicInteger();
     private static final int NODES = NodeId.COUNT;
+    /**
+     * The idle pump's sleep after its {@link IdleStrategy#until} phase: a
+     * sender's unpark ends it; the bound only limits what a missed unpark costs.
+     */
+    private static final long SLEEP_BOUND_NS = 50_000_000L;
 
     private final int nodeId;
     private final int port;
@@ -256,7 +260,7 @@ public final class LoopbackTransport implements Transport {
         // Nodes whose receiver could not take everything: looked at again after a pause.
         // The pause grows while they stay refused (a held source may wait for seconds).
         java.util.List<Connection> stalled = new java.util.ArrayList<>();
-        Backoff stallWait = Backoff.parkingOnly();
+        IdleStrategy stallWait = IdleStrategy.parkingOnly();
         long movedBefore = 0;
         while (running) {
             int node = wim.next();
@@ -275,7 +279,7 @@ public final class LoopbackTransport implements Transport {
                 movedBefore = bytesSent.get();
                 sleeping = true; // a sender with new data ends the pause (as below)
                 if (wim.isEmpty()) {
-                    stallWait.pause();
+                    stallWait.idle();
                 }
                 sleeping = false;
                 for (Connection c : stalled) {
@@ -287,13 +291,14 @@ public final class LoopbackTransport implements Transport {
             }
             stallWait.reset();
             // Idle: yield for a moment (cheap to wake), then sleep (a sender unparks us).
-            IdleYield.until(() -> !wim.isEmpty());
+            IdleStrategy.until(() -> !wim.isEmpty());
             // Senders write, then read `sleeping`; we write it, then read the
             // queue: one of us sees the other, so the long park loses nothing
-            // (it only bounds how long a missed unpark could cost).
+            // (it only bounds how long a missed unpark could cost). Not a back-off:
+            // the block after the strategy, ended by the sender's unpark.
             sleeping = true;
             if (wim.isEmpty()) {
-                LockSupport.parkNanos(50_000_000);
+                LockSupport.parkNanos(SLEEP_BOUND_NS);
             }
             sleeping = false;
         }

@@ -38,7 +38,7 @@ final class NioAdmission {
     private final int nodeId;
     private final NioHandshake handshake;
     private final boolean checkAddress;
-    private final RateLimitedLog log = new RateLimitedLog(Logger.getLogger(NioTransport.class.getName()), 1_000);
+    private final RateLimitedLog log = new RateLimitedLog(NioLog.LOG, 1_000);
     /** Per source address: its channels still in their handshake, oldest first (ended ones leave lazily). */
     private final Map<InetAddress, ArrayDeque<NioChannel>> pending = new HashMap<>();
     /** Channels in {@link #pending}, ended ones not yet purged included. */

@@ -22,10 +22,10 @@ import java.util.logging.Logger;
  */
 final class NioConnections {
     static final int NODES = io.ibdxnet.transport.NodeId.COUNT;
-    private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
+    private static final Logger LOG = NioLog.LOG;
 
     private final RateLimitedLog failureLog = new RateLimitedLog(LOG, 1_000);
-    private final NioTransport.Settings settings;
+    private final NioSettings settings;
     private final TransportListener listener;
     private final NioHandshake handshake;
     private final Confirmations confirmations;
@@ -44,7 +44,7 @@ final class NioConnections {
     /** Per node: {instance, id} of the last incoming connection that ended with a goodbye. */
     private final Map<Integer, long[]> goodbyes = new HashMap<>();
 
-    NioConnections(NioTransport.Settings settings, TransportListener listener, NioHandshake handshake,
+    NioConnections(NioSettings settings, TransportListener listener, NioHandshake handshake,
             Confirmations confirmations, NioCounters counters, BooleanSupplier running) {
         this.settings = settings;
         this.listener = listener;

@@ -11,12 +11,21 @@ import java.util.concurrent.TimeUnit;
  * the least recently used outgoing connection when there are too many.
  */
 final class NioHousekeeping {
-    private final NioReactor reactor;
+    /** What housekeeping asks of the selector thread's I/O (the reactor, which owns this). */
+    interface ChannelIo {
+        /** Writes what {@code c} has. */
+        void flush(NioChannel c, long now);
+
+        /** Reads what {@code c} has. */
+        void read(NioChannel c, long now) throws IOException;
+    }
+
+    private final ChannelIo reactor;
     private final NioConnections conns;
-    private final NioTransport.Settings settings;
+    private final NioSettings settings;
     private final NioHandshake handshake;
 
-    NioHousekeeping(NioReactor reactor, NioConnections conns, NioTransport.Settings settings, NioHandshake handshake) {
+    NioHousekeeping(ChannelIo reactor, NioConnections conns, NioSettings settings, NioHandshake handshake) {
         this.reactor = reactor;
         this.conns = conns;
         this.settings = settings;

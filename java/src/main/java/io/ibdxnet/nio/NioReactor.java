@@ -7,6 +7,7 @@ import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
+import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.TransportListener;
 import java.io.Closeable;
 import java.io.IOException;
@@ -38,9 +39,8 @@ import java.util.logging.Logger;
  * tables marked as shared.
  */
 final class NioReactor {
-    private static final Logger LOG = Logger.getLogger(NioTransport.class.getName());
+    private static final Logger LOG = NioLog.LOG;
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
-    private static final long IDLE_POLL_NANOS = 50_000;
     /**
      * The kernel's queue of connections waiting for accept (capped by
      * net.core.somaxconn). The admission empties it at once, so depth costs
@@ -64,7 +64,7 @@ final class NioReactor {
         }
     }
 
-    private final NioTransport.Settings settings;
+    private final NioSettings settings;
     private final TransportListener listener;
     private final NioHandshake handshake;
     private final Map<Integer, InetSocketAddress> nodes;
@@ -75,6 +75,8 @@ final class NioReactor {
     private final NioHousekeeping housekeeping;
     private final NioAdmission admission;
     private final RateLimitedLog acceptLog = new RateLimitedLog(LOG, 1_000);
+    /** The idle loop's yield before it blocks in select (selector thread only). */
+    private final IdleStrategy idleWait = IdleStrategy.beforeBlocking();
 
     // Shared with senders and the core (any thread).
     final NioCounters counters = new NioCounters();
@@ -94,7 +96,7 @@ final class NioReactor {
     private int nextId = 1;
     private long nextHousekeeping;
 
-    NioReactor(NioTransport.Settings settings, TransportListener listener, NioHandshake handshake,
+    NioReactor(NioSettings settings, TransportListener listener, NioHandshake handshake,
             Map<Integer, InetSocketAddress> nodes, DirectBufferPool pool) throws NetworkException {
         this.settings = settings;
         this.listener = listener;
@@ -103,7 +105,17 @@ final class NioReactor {
         this.confirmations = new Confirmations(Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold));
         this.conns = new NioConnections(settings, listener, handshake, confirmations, counters, () -> running);
         this.reader = new NioRecordReader(pool, listener, counters);
-        this.housekeeping = new NioHousekeeping(this, conns, settings, handshake);
+        this.housekeeping = new NioHousekeeping(new NioHousekeeping.ChannelIo() {
+            @Override
+            public void flush(NioChannel c, long now) {
+                NioReactor.this.flush(c, now);
+            }
+
+            @Override
+            public void read(NioChannel c, long now) throws IOException {
+                NioReactor.this.read(c, now);
+            }
+        }, conns, settings, handshake);
         this.admission = new NioAdmission(settings.nodeId, handshake, settings.checkPeerAddress);
         InetSocketAddress listen = new InetSocketAddress(settings.listenHost, settings.listenPort);
         if (listen.isUnresolved()) {
@@ -200,6 +212,7 @@ final class NioReactor {
         try {
             while (running) {
                 if (pauseMs > 0) {
+                    // A test's simulated process pause (pauseForTest), not a back-off: it sleeps to the end.
                     long end = System.nanoTime() + pauseMs * 1_000_000L;
                     pauseMs = 0;
                     while (System.nanoTime() - end < 0) {
@@ -215,12 +228,11 @@ final class NioReactor {
                     housekeeping.run(now);
                     nextHousekeeping = now + HOUSEKEEPING_NANOS;
                 }
-                // Idle: poll without blocking for a moment (cheap to wake), then block
-                // in select (a sender's wakeup costs a system call).
+                // Idle: poll without blocking for a moment, yielding (cheap to wake),
+                // then block in select (a sender's wakeup costs a system call).
                 int ready = selector.selectNow();
-                long idle = System.nanoTime();
-                while (ready == 0 && !stalled && toConnect.isEmpty() && wim.isEmpty() && System.nanoTime() - idle < IDLE_POLL_NANOS) {
-                    Thread.yield();
+                idleWait.reset();
+                while (ready == 0 && !stalled && toConnect.isEmpty() && wim.isEmpty() && idleWait.idle()) {
                     ready = selector.selectNow();
                 }
                 if (ready == 0) {

@@ -39,37 +39,7 @@ import java.util.concurrent.TimeoutException;
  * touches no socket itself.
  */
 public final class NioTransport implements Transport {
-    /**
-     * Settings of one transport instance; the factory beside {@code DXNet}
-     * fills them from the configuration (this package sits below it).
-     */
-    public static final class Settings {
-        public int nodeId;
-        public String listenHost = "0.0.0.0";
-        public int listenPort;
-        public long flowControlWindow;
-        public double flowControlThreshold;
-        public int connectTimeoutMs;
-        public int maxConnections;
-        public int bufferSize;
-        public int bufferCount;
-        public int ringSize;
-        public int keepAliveMs;
-        public int idleTimeoutMs;
-        /** Accept a hello only from an address the node table gives for the claimed node. */
-        public boolean checkPeerAddress;
-        /** The pre-shared key, or null: with one, connections start with a mutual challenge–response. */
-        public AuthKey authKey;
-        /** An incoming connection's whole handshake (hello, and the proof when keyed) must end within this. */
-        public int helloTimeoutMs = 2_000;
-
-        /** The incoming handshake's deadline: {@link #helloTimeoutMs}, never more than {@link #connectTimeoutMs}. */
-        int handshakeDeadlineMs() {
-            return Math.min(helloTimeoutMs, connectTimeoutMs);
-        }
-    }
-
-    private final Settings settings;
+    private final NioSettings settings;
     private final NioHandshake handshake;
     private final NioReactor reactor;
     private final NioConnections conns;
@@ -77,7 +47,7 @@ public final class NioTransport implements Transport {
     private final ConnectLocks connectLocks = new ConnectLocks();
     private final int maxFrame;
 
-    public NioTransport(Settings settings, TransportListener listener) throws NetworkException {
+    public NioTransport(NioSettings settings, TransportListener listener) throws NetworkException {
         this.settings = settings;
         this.maxFrame = FlowWindow.largestFrame(settings.ringSize, settings.flowControlWindow,
                 Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold));

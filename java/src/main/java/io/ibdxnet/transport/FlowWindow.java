@@ -54,7 +54,7 @@ public final class FlowWindow {
 
     /** Waits until {@code bytes} fit into the window, until {@code deadlineNanos}. */
     public void acquire(int bytes, long deadlineNanos, int node, Liveness connection) throws NetworkException {
-        Backoff backoff = null;
+        IdleStrategy backoff = null;
         while (true) {
             long seen = unconfirmed.get();
             if (seen + bytes <= window || seen <= 0) {
@@ -72,9 +72,9 @@ public final class FlowWindow {
                 throw new NetworkException(FailureReason.TIMEOUT, "flow control window to node " + node + " stayed full");
             }
             if (backoff == null) {
-                backoff = new Backoff();
+                backoff = IdleStrategy.waiter();
             }
-            backoff.pause(waiters, () -> fits(bytes));
+            backoff.idle(waiters, () -> fits(bytes));
         }
     }
 

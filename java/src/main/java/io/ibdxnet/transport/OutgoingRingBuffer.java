@@ -81,7 +81,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         if (length < ALIGN || size > capacity) {
             throw new IllegalArgumentException("cannot reserve " + length + " bytes in a ring of " + capacity);
         }
-        Backoff backoff = null;
+        IdleStrategy backoff = null;
         while (true) {
             if (closed) {
                 return CLOSED;
@@ -94,7 +94,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
                 continue;
             }
             if (backoff == null) {
-                backoff = new Backoff();
+                backoff = IdleStrategy.waiter();
             }
             if (backoff.parking()) {
                 if (Thread.interrupted()) {
@@ -104,7 +104,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
                     throw new java.util.concurrent.TimeoutException("send ring full: nothing confirmed in time");
                 }
             }
-            backoff.pause(waiters, () -> closed || reserved + size - front <= capacity);
+            backoff.idle(waiters, () -> closed || reserved + size - front <= capacity);
         }
     }
 

@@ -45,7 +45,7 @@ public class NioAdmissionTest {
 
     /** A bare transport as node 1 on 127.0.0.1 (it drops what it receives); a long connect timeout. */
     private NioTransport node(int helloTimeoutMs, boolean checkAddress) throws Exception {
-        NioTransport.Settings s = TestSupport.nioSettings(new DXNetConfig(1));
+        NioSettings s = TestSupport.nioSettings(new DXNetConfig(1));
         s.listenHost = "127.0.0.1";
         s.connectTimeoutMs = 20_000;
         s.helloTimeoutMs = helloTimeoutMs;

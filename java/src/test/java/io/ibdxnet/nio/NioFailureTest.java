@@ -292,7 +292,7 @@ public class NioFailureTest {
 
     /** A bare NIO transport as node 1 that counts the messages it receives (knows node 0 at 127.0.0.1). */
     private NioTransport countingReceiver(int idleTimeoutMs, AtomicLong messages) throws Exception {
-        NioTransport.Settings rs = io.ibdxnet.TestSupport.nioSettings(new io.ibdxnet.DXNetConfig(1));
+        NioSettings rs = io.ibdxnet.TestSupport.nioSettings(new io.ibdxnet.DXNetConfig(1));
         rs.nodeId = 1;
         rs.listenHost = "127.0.0.1";
         rs.keepAliveMs = 100;

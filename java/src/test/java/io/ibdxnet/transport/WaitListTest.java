@@ -99,23 +99,4 @@ public class WaitListTest {
         }
         fail("in five tries the confirmation never unparked the parked sender");
     }
-
-    @Test
-    public void aLongWaitsParksGrowFromTheFirstToTheLongest() throws Exception {
-        Backoff b = Backoff.parkingOnly();
-        assertTrue(b.parking());
-        long t0 = System.nanoTime();
-        b.pause();
-        assertEquals("a short wait polls", Backoff.FIRST_PARK_NS, b.nextParkNs());
-        while (System.nanoTime() - t0 < Backoff.PATIENCE_NS) {
-            b.pause();
-        }
-        for (int i = 0; i < 20; i++) {
-            b.pause();
-        }
-        assertEquals(Backoff.MAX_PARK_NS, b.nextParkNs());
-        b.reset();
-        assertEquals(Backoff.FIRST_PARK_NS, b.nextParkNs());
-        assertTrue(!new Backoff().parking());
-    }
 }
