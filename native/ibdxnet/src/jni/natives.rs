@@ -192,6 +192,18 @@ extern "system" fn default_config<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>) -> js
     })
 }
 
+/// Checks `key=value` lines the way `create` would (the engine's parser, its
+/// ranges and the rules relating keys) without starting anything: a node on
+/// nio or loopback refuses a bad `native.*` value too. Keys not given keep
+/// their defaults; an `IllegalArgumentException` names the key.
+extern "system" fn check_config<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, config: JString<'l>) {
+    guarded(&mut env, (), |env| {
+        let text: String = env.get_string(&config)?.into();
+        let mut cfg = EngineConfig::new(NodeId(0), "0.0.0.0:5730".parse().expect("valid"));
+        cfg.apply_keys(&text, "native.").map_err(|e| Throw::arg(e.to_string()))
+    })
+}
+
 fn start<F: Fabric>(cfg: EngineConfig, handler: Arc<JniHandler>) -> Result<Native<F>, Throw> {
     let engine = Engine::<F>::start(cfg, handler.clone()).map_err(|e| match e {
         // A bad configuration (including a device, port or listen address
@@ -558,6 +570,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
     let methods = [
         m("layouts", "()Ljava/lang/String;", layouts_text as *mut c_void),
         m("defaultConfig", "()Ljava/lang/String;", default_config as *mut c_void),
+        m("checkConfig", "(Ljava/lang/String;)V", check_config as *mut c_void),
         m("create", "(Ljava/lang/String;Lio/ibdxnet/ib/EngineCallbacks;Z)J", create as *mut c_void),
         m("destroy", "(J)V", destroy as *mut c_void),
         m("localPort", "(J)I", local_port as *mut c_void),

@@ -261,6 +261,24 @@ public class DXNetConfigTest {
     }
 
     /** native.* keys on nio are checked by name and reported as unused, not dropped silently (issue 21, bug 4). */
+    /** Values too, not only names: the engine's parser checks them on nio and loopback as it would on ib. */
+    @Test
+    public void badNativeValuesAreRefusedWhateverTheTransport() throws Exception {
+        String[][] cases = {{"sq_size", "abc", "native.sq_size"}, {"sq_size", "0", "native.sq_size"},
+            {"signal_interval", "4096", "native.signal_interval"}};
+        for (String transport : new String[] {"nio", "loopback"}) {
+            for (String[] c : cases) {
+                DXNetConfig config = new DXNetConfig(0);
+                config.transport = transport;
+                config.listen = "127.0.0.1:0";
+                config.nativeConfig.put("sq_size", "256");
+                config.nativeConfig.put(c[0], c[1]);
+                String e = refusal(transport + ": native." + c[0] + " = " + c[1], () -> DXNet.start(config).close());
+                assertTrue(transport + ": " + e, e.contains(c[2]));
+            }
+        }
+    }
+
     @Test
     public void nativeKeysOnNioAreCheckedAndReported() throws Exception {
         DXNetConfig c = new DXNetConfig(0);

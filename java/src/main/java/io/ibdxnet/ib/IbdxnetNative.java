@@ -21,6 +21,9 @@ final class IbdxnetNative {
     /** Every configuration key with its default, as key=value lines. */
     static native String defaultConfig();
 
+    /** Checks key=value lines as {@link #create} would, starting nothing; an IllegalArgumentException names the key. */
+    static native void checkConfig(String config);
+
     /** {@code checkEveryUpcall}: see {@link NativeEngine#checkEveryUpcall()}. */
     static native long create(String config, EngineCallbacks callbacks, boolean checkEveryUpcall) throws IbException;
 

@@ -79,6 +79,21 @@ public final class NativeEngine implements AutoCloseable {
         return names.isEmpty() ? java.util.Collections.emptyList() : java.util.Arrays.asList(names.split("\n"));
     }
 
+    /**
+     * Checks {@code config} (key=value overrides of {@link #defaults()}) with
+     * the engine's own parser, ranges and cross-key rules, as {@link #start}
+     * would, without starting anything.
+     *
+     * @throws IllegalArgumentException naming the key as {@code native.<key>}
+     */
+    public static void checkConfig(Map<String, String> config) {
+        StringBuilder text = new StringBuilder();
+        for (Map.Entry<String, String> e : config.entrySet()) {
+            text.append(e.getKey()).append('=').append(e.getValue()).append('\n');
+        }
+        IbdxnetNative.checkConfig(text.toString());
+    }
+
     /** Starts an engine; {@code config} holds key=value overrides of {@link #defaults()}. */
     public static NativeEngine start(Map<String, String> config, EngineCallbacks callbacks) throws IbException {
         // A library without an offset or constant we use fails here, by name: every reader of the layout.

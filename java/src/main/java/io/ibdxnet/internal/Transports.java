@@ -6,6 +6,7 @@ import io.ibdxnet.NetworkException;
 import io.ibdxnet.ib.IbException;
 import io.ibdxnet.ib.IbSettings;
 import io.ibdxnet.ib.IbTransport;
+import io.ibdxnet.ib.NativeEngine;
 import io.ibdxnet.loopback.LoopbackTransport;
 import io.ibdxnet.nio.NioSettings;
 import io.ibdxnet.nio.NioTransport;
@@ -65,12 +66,24 @@ public final class Transports {
 
     /**
      * {@code native.*} keys do nothing for nio and loopback: their names were
-     * checked ({@link #ibSettings}, misspelt ones fail as on ib), and they are
+     * checked ({@link #ibSettings}, misspelt ones fail as on ib), their values
+     * are checked here by the engine's parser (when the library loads), and they are
      * reported once, so a setting that does not apply is never silently
      * dropped. {@code native.fabric} = auto is what chose the transport: not
      * reported.
      */
     private static void checkUnusedNativeKeys(DXNetConfig config, String transport) {
+        if (!config.nativeConfig.isEmpty()) {
+            try {
+                // Their values too, by the engine's parser, when the library loads here.
+                NativeEngine.checkConfig(config.nativeConfig);
+            } catch (IllegalArgumentException e) {
+                throw config.source() == null ? e : new IllegalArgumentException(config.source() + ": " + e.getMessage(), e);
+            } catch (LinkageError e) {
+                LOG.info("node " + config.nodeId + ": values of native.* keys not checked (the native library does not "
+                        + "load here: " + e + ")");
+            }
+        }
         java.util.List<String> unused = new java.util.ArrayList<>();
         for (Map.Entry<String, String> e : config.nativeConfig.entrySet()) {
             if (!(e.getKey().equals("fabric") && e.getValue().trim().equalsIgnoreCase("auto"))) {
