@@ -621,7 +621,7 @@ public final class DXNetConfig {
         }
         s.append("| `node.<id>` | host:port | — | | the node table: where node `<id>` listens (nio) or its connection "
                 + "manager (ib) |\n");
-        s.append("| `native.<key>` | | | | a key of the native engine (table below), for transport `ib`; on `nio` and `loopback` a misspelt key fails the start and the others are logged as unused |\n");
+        s.append("| `native.<key>` | | | | a key of the native engine (table below), for transport `ib`; on `nio` and `loopback` a misspelt key or a bad value fails the start as on `ib` (values are checked by the engine's parser where the library loads) and the others are logged as unused |\n");
         return s.toString();
     }
 }
