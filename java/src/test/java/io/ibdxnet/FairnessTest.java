@@ -6,7 +6,6 @@ import static org.junit.Assert.assertTrue;
 import io.ibdxnet.app.BytesMessage;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
@@ -40,14 +39,12 @@ public class FairnessTest {
     public static final long PHASE_MS = Long.parseLong(System.getenv().getOrDefault("IBDXNET_FAIRNESS_MS", "2000"));
 
     private final List<DXNet> nodes = new ArrayList<>();
-    private final List<Thread> threads = new ArrayList<>();
-    private final AtomicBoolean stop = new AtomicBoolean();
+    private final List<Senders> streams = new ArrayList<>();
 
     @After
     public void closeAll() throws InterruptedException {
-        stop.set(true);
-        for (Thread t : threads) {
-            t.join(20_000);
+        for (Senders s : streams) {
+            s.close();
         }
         for (DXNet n : nodes) {
             n.close();
@@ -70,24 +67,17 @@ public class FairnessTest {
      * the test ends: {@code perMs} every millisecond, or flat out (0).
      */
     private void stream(DXNet from, int perMs) {
-        Thread t = new Thread(() -> {
-            byte[] payload = new byte[64];
-            while (!stop.get()) {
-                for (int i = 0; i < (perMs == 0 ? 1_000 : perMs) && !stop.get(); i++) {
-                    try {
-                        from.sendMessage(new BytesMessage(0, payload));
-                    } catch (NetworkException e) {
-                        // flat out against a slow consumer: the window stayed full for sendTimeoutMs; go on
-                    }
-                }
-                if (perMs > 0) {
-                    LockSupport.parkNanos(1_000_000);
-                }
+        byte[] payload = new byte[64];
+        streams.add(Senders.start("stream-" + from.nodeId(), 1, (id, seq) -> {
+            try {
+                from.sendMessage(new BytesMessage(0, payload));
+            } catch (NetworkException e) {
+                // flat out against a slow consumer: the window stayed full for sendTimeoutMs; go on
             }
-        }, "stream-" + from.nodeId());
-        t.setDaemon(true);
-        t.start();
-        threads.add(t);
+            if (perMs > 0 && seq % perMs == perMs - 1) {
+                LockSupport.parkNanos(1_000_000);
+            }
+        }));
     }
 
     private static long sum(AtomicLongArray a, int... indexes) {

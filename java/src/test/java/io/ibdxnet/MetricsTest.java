@@ -11,7 +11,6 @@ import io.ibdxnet.metrics.NodeMetrics;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
@@ -41,22 +40,6 @@ public class MetricsTest {
         return (Long) SERVER.getAttribute(name, attribute);
     }
 
-    /** Sends from node 0 to node 1 until stopped. */
-    private static Thread traffic(DXNet from, AtomicBoolean stop) {
-        Thread t = new Thread(() -> {
-            try {
-                while (!stop.get()) {
-                    from.sendMessage(new BytesMessage(1, new byte[256]));
-                }
-            } catch (NetworkException e) {
-                // The node closed under it.
-            }
-        }, "metrics-test-traffic");
-        t.setDaemon(true);
-        t.start();
-        return t;
-    }
-
     @Test
     public void aCounterGrowsWhileTrafficFlowsAndCloseUnregisters() throws Exception {
         List<DXNet> mesh = TestSupport.mesh("loopback", 2, c -> {}, nodes);
@@ -68,10 +51,14 @@ public class MetricsTest {
         assertTrue(SERVER.isRegistered(core));
         assertTrue(SERVER.isRegistered(transport));
         assertTrue(SERVER.isRegistered(NodeMetrics.name(1, "loopback", 1)));
-        AtomicBoolean stop = new AtomicBoolean();
-        Thread t = traffic(mesh.get(0), stop);
-        try {
-            waitFor("traffic", () -> received.get() > 10);
+        try (Senders traffic = Senders.start("metrics-test-traffic", 1, (id, seq) -> {
+            try {
+                mesh.get(0).sendMessage(new BytesMessage(1, new byte[256]));
+            } catch (NetworkException e) {
+                throw new Senders.Done(); // the node closed under it
+            }
+        })) {
+            waitFor("traffic", () -> traffic.sent() > 10 && received.get() > 10);
             long first = read(transport, "bytes_sent");
             waitFor("bytes_sent grows in the MBean", () -> {
                 try {
@@ -80,9 +67,6 @@ public class MetricsTest {
                     throw new AssertionError(e);
                 }
             });
-        } finally {
-            stop.set(true);
-            t.join();
         }
         assertEquals(0L, read(core, "messages_dropped"));
         assertTrue(SERVER.getMBeanInfo(core).getAttributes().length > 5);
