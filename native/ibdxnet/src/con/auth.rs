@@ -136,22 +136,10 @@ pub struct AuthStats {
     pub resyncs: CounterSlot,
 }
 
-/// One counter of [`AuthStats`]: its name in the statistics map, what it
-/// counts, and its slot.
-pub struct AuthCounter {
-    /// Key in the statistics map.
-    pub name: &'static str,
-    /// What it counts (one line).
-    pub doc: &'static str,
-    /// Its slot in an `AuthStats`.
-    pub get: fn(&AuthStats) -> &CounterSlot,
-}
+/// One counter of [`AuthStats`].
+pub type AuthCounter = crate::sys::counter::CounterDesc<AuthStats>;
 
-macro_rules! auth_counter {
-    ($name:ident, $field:ident, $doc:literal) => {
-        AuthCounter { name: stringify!($name), doc: $doc, get: |s| &s.$field }
-    };
-}
+use crate::sys::counter::counter_desc as auth_counter;
 
 /// Every counter of [`AuthStats`], in the order of its fields (the one
 /// place their names are spelled).

@@ -62,22 +62,10 @@ pub struct ConStats {
     pub job_wakeups: CounterSlot,
 }
 
-/// One counter of [`ConStats`]: its name in the statistics map, what it
-/// counts, and its slot.
-pub struct ConCounter {
-    /// Key in the statistics map.
-    pub name: &'static str,
-    /// What it counts (one line).
-    pub doc: &'static str,
-    /// Its slot in a `ConStats`.
-    pub get: fn(&ConStats) -> &CounterSlot,
-}
+/// One counter of [`ConStats`].
+pub type ConCounter = crate::sys::counter::CounterDesc<ConStats>;
 
-macro_rules! con_counter {
-    ($name:ident, $field:ident, $doc:literal) => {
-        ConCounter { name: stringify!($name), doc: $doc, get: |s| &s.$field }
-    };
-}
+use crate::sys::counter::counter_desc as con_counter;
 
 /// Every counter of [`ConStats`], in the order of its fields.
 #[rustfmt::skip]

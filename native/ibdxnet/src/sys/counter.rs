@@ -30,6 +30,27 @@ const _: () = assert!(std::mem::size_of::<CounterSlot>() == COUNTER_STRIDE);
 const _: () = assert!(std::mem::align_of::<CounterSlot>() == COUNTER_STRIDE);
 const _: () = assert!(std::mem::offset_of!(CounterSlot, value) == 0);
 
+/// One counter of a group of slots `S` (the connection manager's, the
+/// authentication layer's): its name in the statistics map and the shared
+/// table's descriptor, what it counts, and its slot in an `S`.
+pub struct CounterDesc<S: 'static> {
+    /// Key in the statistics map.
+    pub name: &'static str,
+    /// What it counts (one line).
+    pub doc: &'static str,
+    /// Its slot in an `S`.
+    pub get: fn(&S) -> &CounterSlot,
+}
+
+/// `counter_desc!(name, field, "doc")`: the [`CounterDesc`] of `field`,
+/// named `name` in the statistics map.
+macro_rules! counter_desc {
+    ($name:ident, $field:ident, $doc:literal) => {
+        $crate::sys::counter::CounterDesc { name: stringify!($name), doc: $doc, get: |s| &s.$field }
+    };
+}
+pub(crate) use counter_desc;
+
 /// Something that holds a `T` for as long as it lives.
 pub trait Holds<T>: Send + Sync {
     /// The `T` it holds.
