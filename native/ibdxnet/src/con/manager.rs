@@ -287,6 +287,10 @@ impl<F: Fabric> ConManager<F> {
         }
         let start = Instant::now();
         loop {
+            // The change count before looking: a change after this point wakes
+            // the wait below at once (before, a connection established between
+            // the look and the wait was seen only at the 50 ms poll).
+            let seen = *lock(&self.changed.0);
             if !self.running.load(Ordering::Acquire) {
                 return Err(ConError::ShutDown);
             }
@@ -311,9 +315,9 @@ impl<F: Fabric> ConManager<F> {
                 return Err(ConError::Timeout { node, waited });
             }
             let (m, cv) = &self.changed;
-            let g = lock(m);
             let wait = (timeout - waited).min(Duration::from_millis(50));
-            drop(cv.wait_timeout(g, wait).unwrap_or_else(|p| p.into_inner()));
+            let g = lock(m);
+            drop(cv.wait_timeout_while(g, wait, |n| *n == seen).unwrap_or_else(|p| p.into_inner()));
         }
     }
 
