@@ -134,3 +134,76 @@ fn nodes_in_one_process_reach_the_full_mesh_quickly() {
         assert!(took < BOUND, "{n} nodes: full mesh after {took:?}, bound {BOUND:?}");
     }
 }
+
+/// Connection churn without data: 16 nodes with room for 4 connections
+/// each connect to one node after another (the idle ones are evicted, in
+/// two-phase closes). Every connect succeeds, every close completes (none
+/// runs into its deadline), and once the churn stops the control plane
+/// falls silent (no packets bouncing between finished closes).
+#[test]
+fn connection_churn_completes_every_close_and_falls_silent() {
+    let _ = env_logger::Builder::from_default_env().is_test(true).try_init();
+    let n = env_u64("IBDXNET_CHURN_NODES", 16) as u16;
+    let max = env_u64("IBDXNET_CHURN_MAX", 4) as u32;
+    let net = SimNetwork::new();
+    let engines: Vec<Engine<SimFabric>> = (0..n)
+        .map(|i| {
+            let mut c = base_config(i, FabricKind::Sim);
+            c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+            c.send_ring_size = 64 << 10;
+            c.srq_size = 64;
+            c.recv_buffer_count = 512;
+            c.incoming_ring_size = 128;
+            c.max_connections = max;
+            c.connect_timeout = Duration::from_secs(2);
+            Engine::start(c, StreamHandler::<SimFabric>::new(NodeId(i), StreamOptions::default())).expect("start")
+        })
+        .collect();
+    let addrs: Vec<_> = engines.iter().map(|e| e.manager().local_addr()).collect();
+    for (i, e) in engines.iter().enumerate() {
+        for (j, a) in addrs.iter().enumerate() {
+            if i != j {
+                e.add_node(NodeId(j as u16), *a).unwrap();
+            }
+        }
+    }
+    let engines = Arc::new(engines);
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let engines = engines.clone();
+            std::thread::spawn(move || {
+                for k in 0..3 * u32::from(n) {
+                    let j = (u32::from(i) + 1 + k % u32::from(n - 1)) % u32::from(n);
+                    let t = Instant::now();
+                    if let Err(e) = engines[usize::from(i)].connect(NodeId(j as u16)) {
+                        panic!("node {i} → {j}: {e} after {:?}", t.elapsed());
+                    }
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let sum = |k: &str| engines.iter().map(|e| stat(e, k)).sum::<u64>();
+    // Past every close's deadline (the connect timeout, 2 s).
+    std::thread::sleep(Duration::from_millis(2500));
+    let out = sum("packets_out");
+    std::thread::sleep(Duration::from_millis(500));
+    let quiet = sum("packets_out") - out;
+    eprintln!(
+        "churn: {} created, {} closed, {} drained, {} timed out, {} stale dropped, {} packets out; {quiet} in the \
+         500 ms after",
+        sum("connections_created"),
+        sum("connections_closed"),
+        sum("closes_drained"),
+        sum("closes_timed_out"),
+        sum("dropped_stale"),
+        sum("packets_out"),
+    );
+    assert!(sum("connections_closed") > 0, "nothing was evicted");
+    assert_eq!(sum("closes_timed_out"), 0, "orderly closes ran into their deadline");
+    // Discovery rounds of nodes not heard from are the only packets allowed.
+    assert!(quiet <= u64::from(n) * 2, "{quiet} packets in 500 ms after the churn stopped");
+}
