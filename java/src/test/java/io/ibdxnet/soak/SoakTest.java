@@ -40,10 +40,11 @@ public class SoakTest {
      * sending to 4 nodes per time slot, to all others over the slots: nothing
      * lost, duplicated or reordered, evicted connections come back on demand.
      * Not yet reliable (2026-11-26, 2 shared cores, load average 20–110):
-     * passed in 3 of 5 runs after the fixes of that day; the other 2 failed
-     * with a connect not established within the 10 s connect timeout, once
-     * with the records stranded by that close reported lost (63 of
-     * 128 000). Run it by hand (or {@code Soak --churn --nodes 64
+     * passed in 5 of 7 runs after the fixes of that day (all 3 with
+     * {@code RUST_LOG} set, 2 of 4 with the native log through Java); the
+     * other 2 failed with a connect not established within the 10 s connect
+     * timeout, once with the records stranded by that close reported lost
+     * (63 of 128 000). Run it by hand (or {@code Soak --churn --nodes 64
      * --max-connections 8 --fanout 4}) until that is found.
      */
     @Ignore("issue 22: a connect under churn among 64 nodes sometimes not established within 10 s (see the javadoc)")
