@@ -86,6 +86,9 @@ pub struct ConManager<F: Fabric> {
     discovered: Mutex<HashSet<NodeId>>,
     jobs: IndexQueue,
     create_requested: Mutex<HashSet<NodeId>>,
+    /// Per node: callers waiting in [`ConManager::connect`]. Their connection
+    /// is not evicted before they got it.
+    waiting: Mutex<HashMap<NodeId, u32>>,
     changed: (Mutex<u64>, Condvar),
     /// The send thread's doorbell (see [`ConManager::wake_on_change`]).
     on_change: std::sync::OnceLock<Arc<Doorbell>>,
@@ -176,6 +179,7 @@ impl<F: Fabric> ConManager<F> {
             discovered: Mutex::new(HashSet::new()),
             jobs: IndexQueue::new(JOB_QUEUE),
             create_requested: Mutex::new(HashSet::new()),
+            waiting: Mutex::new(HashMap::new()),
             changed: (Mutex::new(0), Condvar::new()),
             on_change: std::sync::OnceLock::new(),
             socket,
@@ -301,11 +305,18 @@ impl<F: Fabric> ConManager<F> {
             Some(_) => {}
         }
         let start = Instant::now();
+        let _waiting = Waiting::new(&self.waiting, node);
         loop {
+            // The change count before looking: a change after this point wakes
+            // the wait below at once (before, a connection established between
+            // the look and the wait was seen only at the 50 ms poll).
+            let seen = *lock(&self.changed.0);
             if !self.running.load(Ordering::Acquire) {
                 return Err(ConError::ShutDown);
             }
             if let Some(c) = self.established(node) {
+                // The caller is about to use it: not idle (not evicted at once).
+                c.touch();
                 return Ok(c);
             }
             if let Some(e) = self.foreign_error(node) {
@@ -326,10 +337,15 @@ impl<F: Fabric> ConManager<F> {
                 return Err(ConError::Timeout { node, waited });
             }
             let (m, cv) = &self.changed;
-            let g = lock(m);
             let wait = (timeout - waited).min(Duration::from_millis(50));
-            drop(cv.wait_timeout(g, wait).unwrap_or_else(|p| p.into_inner()));
+            let g = lock(m);
+            drop(cv.wait_timeout_while(g, wait, |n| *n == seen).unwrap_or_else(|p| p.into_inner()));
         }
+    }
+
+    /// True if a caller waits in [`ConManager::connect`] for `node`.
+    fn has_waiters(&self, node: NodeId) -> bool {
+        lock(&self.waiting).contains_key(&node)
     }
 
     /// The receive thread got data from `node` (keeps its connection from
@@ -542,5 +558,30 @@ impl<F: Fabric> ConManager<F> {
     /// True if `node` answered a packet since it was last lost.
     pub fn is_discovered(&self, node: NodeId) -> bool {
         lock(&self.discovered).contains(&node)
+    }
+}
+
+/// A caller of [`ConManager::connect`] waiting for a node, counted while it lives.
+struct Waiting<'a> {
+    map: &'a Mutex<HashMap<NodeId, u32>>,
+    node: NodeId,
+}
+
+impl<'a> Waiting<'a> {
+    fn new(map: &'a Mutex<HashMap<NodeId, u32>>, node: NodeId) -> Self {
+        *lock(map).entry(node).or_insert(0) += 1;
+        Waiting { map, node }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut m = lock(self.map);
+        if let Some(n) = m.get_mut(&self.node) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.node);
+            }
+        }
     }
 }

@@ -98,7 +98,14 @@ struct FinishedClose {
     peer_instance: u32,
     peer_qpn: u32,
     local_qpn: u32,
+    /// How often a `Done` for it was answered with ours (see [`RecentCloses::answer_done`]).
+    answers: u8,
 }
+
+/// A finished close answers a peer's `Done` with its own at most this often:
+/// two finished closes would otherwise answer each other's answers forever
+/// (a `Done` retransmitted just before the peer's arrived starts it).
+const DONE_ANSWERS: u8 = 2;
 
 /// The last [`FINISHED_MEMORY`] finished closes: a peer still in its
 /// two-phase close (ours was forced, or our `Done` got lost) is answered
@@ -113,6 +120,21 @@ impl RecentCloses {
             q.pop_front();
         }
         q.push_back(f);
+    }
+
+    /// True if a `Done` from `node` for our finished queue pair `local_qpn`
+    /// may be answered (counted; at most [`DONE_ANSWERS`] times). A close
+    /// no longer remembered is answered.
+    fn answer_done(&self, node: NodeId, local_qpn: u32) -> bool {
+        let mut q = lock(&self.0);
+        match q.iter_mut().rev().find(|f| f.node == node && f.local_qpn == local_qpn) {
+            Some(f) if f.answers >= DONE_ANSWERS => false,
+            Some(f) => {
+                f.answers += 1;
+                true
+            }
+            None => true,
+        }
     }
 
     /// Our queue pair that was connected to queue pair `peer_qpn` of this
@@ -186,6 +208,7 @@ impl<F: Fabric> ConManager<F> {
                 peer_instance: c.peer_instance(),
                 peer_qpn: c.peer_qpn(),
                 local_qpn: c.local_qpn(),
+                answers: 0,
             });
         }
     }
@@ -234,6 +257,14 @@ impl<F: Fabric> ConManager<F> {
             e.peer_done = true; // `progress_closes`, right after this packet, finishes it if ours is sent
             return;
         }
+        // Its queue pair is done (nothing in flight, nothing more posted),
+        // whichever of ours it names: after crossed exchanges ours was
+        // connected to it while it was connected to an older one of ours,
+        // and its `Done` names that one (our close waited out its deadline).
+        if let Some(e) = st.closing.iter_mut().find(|e| e.conn.node() == node && e.conn.is_peer(instance, qpn)) {
+            e.peer_done = true;
+            return;
+        }
         let current = self
             .table
             .read()
@@ -246,7 +277,7 @@ impl<F: Fabric> ConManager<F> {
             if let Some(e) = st.closing.last_mut() {
                 e.peer_done = true;
             }
-        } else if self.node_of_qpn(local_qpn).is_none() {
+        } else if self.node_of_qpn(local_qpn).is_none() && self.recent_closes.answer_done(node, local_qpn) {
             // We finished this close already and our `Done` was lost: repeat it.
             self.send(node, Body::Done { qpn: local_qpn, peer_qpn: qpn }, &mut st.buf);
         } else {

@@ -62,7 +62,11 @@ impl<F: Fabric> ConManager<F> {
             let lru = {
                 let t = self.table.read().unwrap_or_else(|p| p.into_inner());
                 t.values()
-                    .filter(|c| c.state() == ConState::Established && self.idle_for(c) >= EVICT_IDLE)
+                    .filter(|c| {
+                        c.state() == ConState::Established
+                            && self.idle_for(c) >= EVICT_IDLE
+                            && !self.has_waiters(c.node())
+                    })
                     .min_by_key(|c| c.last_used())
                     .map(|c| c.node())
             };
@@ -127,6 +131,7 @@ impl<F: Fabric> ConManager<F> {
             // new connection on it would connect to the peer's closing one.
             // A peer that wants a new connection sends peer_qpn 0.
             self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
+            self.refuse_dead_pairing(node, peer_qpn, st);
             return;
         }
         if let Some(c) = &current {
@@ -139,6 +144,9 @@ impl<F: Fabric> ConManager<F> {
                 // forever under connection churn (each replacement answered with a
                 // new queue pair); only a fresh queue pair (peer_qpn 0) replaces.
                 self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
+                if peer_qpn != c.qp().qp_num() {
+                    self.refuse_dead_pairing(node, peer_qpn, st);
+                }
                 if peer_qpn == c.qp().qp_num() {
                     // Crossed: its new queue pair points at ours, ours at its old one.
                     // Neither can be re-targeted: drop ours; the next use starts fresh.
@@ -178,6 +186,10 @@ impl<F: Fabric> ConManager<F> {
         let was_established = c.state() == ConState::Established;
         if peer_qpn == c.qp().qp_num() && c.state() == ConState::Connected {
             c.set_state(ConState::Established);
+            // Its idle time counts from here: a connection that took longer
+            // than EVICT_IDLE to come up was evicted before its first use
+            // (under churn on a loaded host, connects then never succeeded).
+            c.touch();
             st.pending_since.remove(&node);
             st.last_exchange.remove(&node);
             log::debug!(
@@ -194,6 +206,17 @@ impl<F: Fabric> ConManager<F> {
         if peer_qpn != c.qp().qp_num() || !was_established || !peer_established {
             self.send_exchange(&c, st);
         }
+    }
+
+    /// The peer's queue pair is connected to our queue pair `ours`, which is
+    /// not the node's connection (closed, or closing): tell the peer with a
+    /// `Close` of `ours`, which closes its queue pair if it is still the
+    /// node's (connected to `ours`). Without it, a peer whose `Close` from us
+    /// got lost (a replaced queue pair sends it once) kept a connection
+    /// that never came up: its connects waited out their timeout while we
+    /// dropped its retried exchanges as stale.
+    fn refuse_dead_pairing(&self, node: NodeId, ours: u32, st: &mut JobState<F>) {
+        self.send(node, Body::Close { qpn: ours }, &mut st.buf);
     }
 
     /// When [`ConManager::retry_exchanges`] next has something to do: the

@@ -16,9 +16,9 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * {@code --pattern idle}: what two connected nodes in this JVM cost while
- * nothing is sent. Starts them, connects them both ways with one request
- * each, waits {@code --settle-ms} (past the engine's parking thresholds),
+ * {@code --pattern idle}: what connected nodes in this JVM ({@code --nodes},
+ * at least two) cost while nothing is sent. Starts them, connects every pair
+ * both ways with one request each, waits {@code --settle-ms} (past the engine's parking thresholds),
  * then measures the CPU time of every thread over {@code --seconds} and
  * prints one {@code IDLE key=value ...} line: the total in ms and as % of one
  * core, and the busiest threads by name. It reads /proc/self/task, which sees
@@ -37,13 +37,24 @@ final class IdleCost {
         List<DXNet> nodes = new ArrayList<>();
         try {
             if (!row.impl.equals("none")) {
-                for (int id = 0; id < 2; id++) {
+                int count = Math.max(2, row.nodes);
+                for (int id = 0; id < count; id++) {
                     nodes.add(o.startNode(id, "127.0.0.1:0", m -> {}));
                 }
-                nodes.get(0).addNode(1, "127.0.0.1:" + nodes.get(1).localPort());
-                nodes.get(1).addNode(0, "127.0.0.1:" + nodes.get(0).localPort());
-                nodes.get(0).sendSync(new BytesRequest(1, new byte[8]), 60_000);
-                nodes.get(1).sendSync(new BytesRequest(0, new byte[8]), 60_000);
+                for (DXNet a : nodes) {
+                    for (DXNet b : nodes) {
+                        if (a != b) {
+                            a.addNode(b.nodeId(), "127.0.0.1:" + b.localPort());
+                        }
+                    }
+                }
+                for (DXNet a : nodes) {
+                    for (DXNet b : nodes) {
+                        if (a != b) {
+                            a.sendSync(new BytesRequest(b.nodeId(), new byte[8]), 60_000);
+                        }
+                    }
+                }
             }
             // Our own reading code loaded and run once, so that the window sees none of that.
             busiest(threadNanos(), threadNanos(), 1);

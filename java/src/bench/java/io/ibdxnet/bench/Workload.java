@@ -75,8 +75,14 @@ public final class Workload {
 
     private static List<DXNet> start(WorkloadOptions o) throws Exception {
         List<DXNet> nodes = new ArrayList<>();
+        long[] startMs = new long[o.row.nodes];
         for (int id = 0; id < o.row.nodes; id++) {
+            long t = System.nanoTime();
             nodes.add(o.startNode(id, "127.0.0.1:0", m -> RECEIVED.incrementAndGet()));
+            startMs[id] = (System.nanoTime() - t) / 1_000_000;
+        }
+        if (o.row.nodes > 2) {
+            System.err.println("node start ms: " + java.util.Arrays.toString(startMs));
         }
         for (DXNet a : nodes) {
             for (DXNet b : nodes) {
@@ -95,6 +101,7 @@ public final class Workload {
      */
     private static long mesh(List<DXNet> nodes, long t0) throws Exception {
         RECEIVED.set(0);
+        long started = System.nanoTime();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
         for (DXNet from : nodes) {
@@ -118,8 +125,14 @@ public final class Workload {
         if (failure.get() != null) {
             throw new IllegalStateException("a mesh sender failed", failure.get());
         }
+        long sent = System.nanoTime();
         awaitReceived((long) nodes.size() * (nodes.size() - 1), t0);
-        return (System.nanoTime() - t0) / 1_000_000;
+        long done = System.nanoTime();
+        // Where the mesh time went (stderr): starting the nodes, the senders'
+        // sends (each connects first), the last deliveries.
+        System.err.printf("mesh breakdown: start_ms=%d sends_ms=%d delivery_ms=%d%n", (started - t0) / 1_000_000,
+                (sent - started) / 1_000_000, (done - sent) / 1_000_000);
+        return (done - t0) / 1_000_000;
     }
 
     /**

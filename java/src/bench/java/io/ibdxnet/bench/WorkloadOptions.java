@@ -82,7 +82,7 @@ final class WorkloadOptions {
         if (row.impl.equals("none") && !row.pattern.equals("idle")) {
             usage("--transport none (a JVM without nodes) is for --pattern idle only");
         }
-        if (!row.pattern.equals("all")) {
+        if (!row.pattern.equals("all") && !row.pattern.equals("idle")) {
             row.nodes = 2;
         }
         // The row's settings other than the defaults: engine keys, and the core's receiveInline.

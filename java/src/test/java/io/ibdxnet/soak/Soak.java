@@ -29,7 +29,7 @@ import java.util.zip.CRC32;
  * on the next connection).
  *
  * <p>Run: {@code Soak.run(transport, nodes, totalMessages, seed, churn)} (tests), or
- * {@code java io.ibdxnet.soak.Soak --transport ib --messages 10000000 [--churn --nodes 6]}.
+ * {@code java io.ibdxnet.soak.Soak --transport ib --messages 10000000 [--churn --nodes 6 [--max-connections 2 --fanout 1]]}.
  */
 public final class Soak {
     static final byte TYPE = 5;
@@ -136,15 +136,18 @@ public final class Soak {
 
     public static void main(String[] args) throws Exception {
         java.util.Map<String, String> o = options("soak", args,
-                java.util.Set.of("--transport", "--messages", "--nodes", "--seed"), java.util.Set.of("--churn"));
+                java.util.Set.of("--transport", "--messages", "--nodes", "--seed", "--max-connections", "--fanout"),
+                java.util.Set.of("--churn"));
         String transport = o.getOrDefault("--transport", "ib");
         long messages = Long.parseLong(o.getOrDefault("--messages", "10000000"));
         int nodes = Integer.parseInt(o.getOrDefault("--nodes", "3"));
         long seed = o.containsKey("--seed") ? Long.parseLong(o.get("--seed")) : System.nanoTime();
         boolean churn = o.containsKey("--churn");
-        Report r = run(transport, nodes, messages, seed, churn);
-        System.out.println("transport " + transport + ", " + nodes + " nodes, seed " + seed + (churn ? ", churn" : "")
-                + ": " + r);
+        int maxConnections = Integer.parseInt(o.getOrDefault("--max-connections", churn ? "2" : "0"));
+        int fanout = Integer.parseInt(o.getOrDefault("--fanout", "1"));
+        Report r = run(transport, nodes, messages, seed, maxConnections, fanout);
+        System.out.println("transport " + transport + ", " + nodes + " nodes, seed " + seed
+                + (maxConnections > 0 ? ", churn (max_connections " + maxConnections + ", fanout " + fanout + ")" : "") + ": " + r);
         System.exit(r.lost + r.duplicated + r.reordered + r.corrupted == 0 && r.verified == r.sent ? 0 : 1);
     }
 
@@ -182,6 +185,19 @@ public final class Soak {
     }
 
     public static Report run(String transport, int nodeCount, long total, long seed, boolean churn) throws Exception {
+        return run(transport, nodeCount, total, seed, churn ? 2 : 0, 1);
+    }
+
+    /**
+     * With {@code maxConnections} &gt; 0 (churn), each node may hold that many
+     * connections and sends, in each time slot, to {@code fanout} nodes (the
+     * next ones after those of the previous slot): over the slots to every
+     * other node, all nodes at once (all-to-all), the connections of earlier
+     * slots idle and evicted.
+     */
+    public static Report run(String transport, int nodeCount, long total, long seed, int maxConnections, int fanout)
+            throws Exception {
+        boolean churn = maxConnections > 0;
         Report report = new Report();
         SequenceChecker checker = new SequenceChecker(nodeCount, THREADS);
         AtomicLong verified = checker.verified;
@@ -191,7 +207,7 @@ public final class Soak {
             for (int id = 0; id < nodeCount; id++) {
                 DXNetConfig c = nodeConfig(id, transport);
                 if (churn) {
-                    c.maxConnections = 2;
+                    c.maxConnections = maxConnections;
                 }
                 DXNet n = DXNet.start(c);
                 n.registerMessageType(TYPE, (byte) 1, Numbered.class);
@@ -226,7 +242,8 @@ public final class Soak {
                         try {
                             for (long i = 0; i < perThread; i++) {
                                 int dest = churn
-                                        ? (int) ((from.nodeId() + 1 + slot(t0) % (nodeCount - 1)) % nodeCount)
+                                        ? (int) ((from.nodeId() + 1 + (slot(t0) * fanout + rnd.nextInt(fanout)) % (nodeCount - 1))
+                                                % nodeCount)
                                         : (from.nodeId() + 1 + rnd.nextInt(nodeCount - 1)) % nodeCount;
                                 int size = rnd.nextInt(100) < 95 ? rnd.nextInt(128) : rnd.nextInt(64 << 10);
                                 byte[] data = new byte[size];

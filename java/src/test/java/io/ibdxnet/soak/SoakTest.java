@@ -4,6 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import io.ibdxnet.TestSupport;
+import org.junit.Ignore;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
@@ -30,6 +31,26 @@ public class SoakTest {
     /** 6 nodes with room for 2 connections each, destinations switched in shared time slots: constant eviction. */
     private static void churn(String transport) throws Exception {
         Soak.Report r = check(transport, Soak.run(transport, 6, 60_000, 43, true));
+        assertTrue("no connection was evicted", r.closes > 0);
+        assertEquals("orderly closes that timed out", 0, r.closesTimedOut);
+    }
+
+    /**
+     * Issue 22: 64 nodes in one JVM with room for 8 connections each, each
+     * sending to 4 nodes per time slot, to all others over the slots: nothing
+     * lost, duplicated or reordered, evicted connections come back on demand.
+     * Not yet reliable (2026-11-26, 2 shared cores, load average 20–110):
+     * passed in 5 of 7 runs after the fixes of that day (all 3 with
+     * {@code RUST_LOG} set, 2 of 4 with the native log through Java); the
+     * other 2 failed with a connect not established within the 10 s connect
+     * timeout, once with the records stranded by that close reported lost
+     * (63 of 128 000). Run it by hand (or {@code Soak --churn --nodes 64
+     * --max-connections 8 --fanout 4}) until that is found.
+     */
+    @Ignore("issue 22: a connect under churn among 64 nodes sometimes not established within 10 s (see the javadoc)")
+    @Test
+    public void noLossUnderConnectionChurnAmong64NodesWithEightConnectionsOverIbOnSim() throws Exception {
+        Soak.Report r = check("ib", Soak.run("ib", 64, 128_000, 44, 8, 4));
         assertTrue("no connection was evicted", r.closes > 0);
         assertEquals("orderly closes that timed out", 0, r.closesTimedOut);
     }
