@@ -71,7 +71,8 @@ impl<F: Fabric> ConManager<F> {
                     .map(|c| c.node())
             };
             let Some(victim) = lru else { break };
-            log::info!("node {}: connection limit {} reached, evicting {victim}", self.me, self.cfg.max_connections);
+            // Routine under a connection limit (tens of thousands in a churn soak): debug, not info.
+            log::debug!("node {}: connection limit {} reached, evicting {victim}", self.me, self.cfg.max_connections);
             self.close_conn(victim, CloseKind::Drain, st);
         }
         let q = &self.queues;
@@ -150,7 +151,7 @@ impl<F: Fabric> ConManager<F> {
                 if peer_qpn == c.qp().qp_num() {
                     // Crossed: its new queue pair points at ours, ours at its old one.
                     // Neither can be re-targeted: drop ours; the next use starts fresh.
-                    log::info!("node {}: crossed queue pairs with {node} — closing ours", self.me);
+                    log::debug!("node {}: crossed queue pairs with {node} — closing ours", self.me);
                     self.close_conn(node, CloseKind::Replaced, st);
                 }
                 return;
