@@ -135,15 +135,21 @@ fn node_removal_closes_and_invalidates() {
 
 /// After a stream, an idle shared engine sleeps: about one wake-up per
 /// 100 ms timeout, not a loop; both iteration counters count the one
-/// thread's iterations, and both sleep counters its sleeps.
+/// thread's iterations, both sleep counters its sleeps, and the operation
+/// timers of both roles count.
 #[test]
 fn idle_shared_thread_sleeps_and_counts_both_roles() {
     let opts = StreamOptions { verify: true, limit: Some(1 << 20), ..Default::default() };
     let (_net, nodes) = start(2, opts, |c| {
         c.parking.yield_after = Duration::ZERO;
         c.parking.sleep_after = Some(Duration::from_micros(200));
+        c.stats_timers = true;
     });
     let _held = all_to_all(&nodes, 1 << 20);
+    // The timers of both roles count on the one thread.
+    for t in ["send_upcall", "send_post", "recv_poll", "recv_upcall"] {
+        assert!(stat(&nodes[0], &format!("timer_{t}_count")) > 0, "timer {t} counted nothing");
+    }
     std::thread::sleep(Duration::from_millis(100));
     let keys = ["send_iterations", "recv_iterations", "send_sleeps", "recv_sleeps"];
     let before: Vec<u64> = keys.iter().map(|k| stat(&nodes[0], k)).collect();
