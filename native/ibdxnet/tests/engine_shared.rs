@@ -181,6 +181,11 @@ struct Ping {
     to_send: AtomicU32,
     received: AtomicU64,
     pool: OnceLock<Arc<RecvPool<SimFabric>>>,
+    /// Bytes of each package from the start of the send ring (0: flow control only).
+    length: AtomicU32,
+    /// Keep the received buffers (in `held`) instead of giving them back.
+    hold: std::sync::atomic::AtomicBool,
+    held: std::sync::Mutex<Vec<u32>>,
 }
 
 impl EngineHandler for Ping {
@@ -189,14 +194,19 @@ impl EngineHandler for Ping {
             return NextWorkPackage::default();
         }
         self.to_send.fetch_sub(1, Relaxed);
-        NextWorkPackage { node_id: 1, fc_data: 1, flags: ibdxnet::abi::NWP_VALID, ..Default::default() }
+        let length = self.length.load(Relaxed);
+        NextWorkPackage { node_id: 1, fc_data: 1, flags: ibdxnet::abi::NWP_VALID, length, ..Default::default() }
     }
     fn received(&self, ring: &IncomingRing) -> u32 {
         let n = ring.used();
         for i in 0..n {
             let e = ring.get(i).unwrap();
             if e.buffer_id != ibdxnet::abi::NO_BUFFER {
-                self.pool.get().unwrap().give_back(e.buffer_id).unwrap();
+                if self.hold.load(Relaxed) {
+                    self.held.lock().unwrap().push(e.buffer_id);
+                } else {
+                    self.pool.get().unwrap().give_back(e.buffer_id).unwrap();
+                }
             }
         }
         self.received.fetch_add(u64::from(n), Relaxed);
@@ -249,4 +259,61 @@ fn a_sleeping_thread_wakes_for_new_data_and_for_a_receive_completion() {
 
 fn stat_engine(e: &Engine<SimFabric>, key: &str) -> u64 {
     e.stats_map().into_iter().find(|(k, _)| *k == key).map(|(_, v)| v).unwrap()
+}
+
+/// The receiving node holds every buffer until its pool is empty and its
+/// thread sleeps; a buffer given back from another thread must wake it (the
+/// pool rings the receive side's doorbell, in `shared` the one doorbell) to
+/// post it again, not the 100 ms safety-net timeout. Median of 9.
+#[test]
+fn a_sleeping_thread_wakes_for_a_returned_buffer() {
+    for mode in [EngineThreads::Dedicated, EngineThreads::Shared] {
+        let net = SimNetwork::new();
+        let engines: Vec<(Engine<SimFabric>, Arc<Ping>)> = common::engine::start_engines(
+            2,
+            |_| Arc::new(Ping::default()),
+            |i| {
+                let mut c = base_config(i, FabricKind::Sim);
+                c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+                c.engine_threads = mode;
+                c.parking.sleep_after = Some(Duration::from_micros(200));
+                c.srq_size = 4;
+                c.recv_sges_per_wr = 1;
+                c.recv_buffer_size = 1024;
+                c.recv_buffer_count = 8;
+                c.recv_slab_buffers = 8;
+                c
+            },
+        );
+        for (e, h) in &engines {
+            h.pool.set(e.buffer_pool()).ok().unwrap();
+            h.length.store(64, Relaxed);
+        }
+        let _c = engines[0].0.connect(NodeId(1)).unwrap();
+        let (e0, h0) = &engines[0];
+        let (e1, h1) = (&engines[1].0, &engines[1].1);
+        h1.hold.store(true, Relaxed);
+        let pool = e1.buffer_pool();
+        let mut took = Vec::new();
+        for _ in 0..9 {
+            // Take every buffer: each package fills one, which node 1 keeps
+            // (its own count, not the pool's, which its thread publishes late).
+            while h1.held.lock().unwrap().len() < pool.registered_buffers() as usize {
+                let before = h1.received.load(Relaxed);
+                h0.to_send.fetch_add(1, Relaxed);
+                e0.wake_send();
+                wait_until("a package", || h1.received.load(Relaxed) > before);
+            }
+            wait_until("the pool empty", || pool.available() == 0 && pool.posted() == 0);
+            std::thread::sleep(Duration::from_millis(30)); // node 1's thread asleep
+            let id = h1.held.lock().unwrap().pop().unwrap();
+            let t0 = Instant::now();
+            pool.give_back(id).unwrap();
+            wait_until("the buffer posted again", || pool.posted() > 0);
+            took.push(t0.elapsed());
+        }
+        took.sort();
+        println!("{mode:?}: buffer returned to posted again after sleep: median {:?}, max {:?}", took[4], took[8]);
+        assert!(took[4] < Duration::from_millis(25), "{mode:?}: woken by the timeout, not the return: {took:?}");
+    }
 }
