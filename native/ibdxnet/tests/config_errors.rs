@@ -138,6 +138,9 @@ const WRONG_TYPE: &[Case] = &[
     ("pin_threads", "send:0", &[]),
     ("pin_threads", "send=first", &[]),
     ("pin_threads", "sender=0", &[]),
+    ("engine_threads", "both", &[]),
+    ("engine_threads", "1", &[]),
+    ("engine_threads", "Shared", &[]),
     ("stats_timers", "yes", &[]),
     ("stats_timers", "1", &[]),
     ("stats_print_interval_ms", "1s", &[]),
@@ -247,8 +250,8 @@ fn the_tables_cover_every_key() {
         if key != "device" && key != "auth_key_file" {
             assert!(WRONG_TYPE.iter().any(|(k, ..)| *k == key), "no wrong-type case for '{key}'");
         }
-        // Every fabric name and both booleans are in range.
-        if key != "fabric" && key != "stats_timers" {
+        // Every fabric name, both booleans and both threading modes are in range.
+        if key != "fabric" && key != "stats_timers" && key != "engine_threads" {
             assert!(OUT_OF_RANGE.iter().any(|(k, ..)| *k == key), "no out-of-range case for '{key}'");
         }
     }

@@ -5,7 +5,8 @@
 //! The engine threads attach to the JVM once, as daemon threads named after
 //! their role and node; the send and receive threads keep their `JNIEnv` in
 //! the handler's cell of their role (a field read per up-call, not a
-//! thread-local lookup), the job thread in a thread local
+//! thread-local lookup; the one thread of `engine_threads=shared`, attached
+//! once, stores it in both cells and makes both up-calls), the job thread in a thread local
 //! ([`attach_current_thread`]). Every up-call goes through [`Upcalls`]: the raw
 //! JNI `Call<Type>MethodA` (one VM transition, no hidden exception check) and
 //! an `ExceptionCheck` only when it can matter (see [`Upcalls::call_int`]). A
@@ -249,7 +250,9 @@ struct RoleState {
 struct RoleCell(RoleState);
 
 // SAFETY: each cell belongs to one engine thread (the send or the receive
-// thread of this handler's engine): it writes `env` in `thread_started`
+// thread of this handler's engine; with `engine_threads=shared` both cells
+// belong to the one shared thread, which makes the up-calls of both roles
+// one after the other, never at once): it writes `env` in `thread_started`
 // before its first up-call and clears it in `thread_stopping` after its
 // last, and only it makes the up-calls that read the cell (and, through Java,
 // write `next`). No other thread reads or writes it.
@@ -291,21 +294,24 @@ impl JniHandler {
 }
 
 impl JniHandler {
-    /// The up-call state of the send or the receive thread (the job thread
-    /// makes only the rare `nodeEvent`, through the thread local).
-    fn role_cell(&self, role: ThreadRole) -> Option<&RoleCell> {
-        match role {
-            ThreadRole::Send => Some(&self.send),
-            ThreadRole::Recv => Some(&self.recv),
-            ThreadRole::Job => None,
-        }
+    /// The up-call states of the send or the receive thread, or both for
+    /// the shared thread (the job thread makes only the rare `nodeEvent`,
+    /// through the thread local).
+    fn role_cells(&self, role: ThreadRole) -> impl Iterator<Item = &RoleCell> {
+        let (send, recv) = match role {
+            ThreadRole::Send => (true, false),
+            ThreadRole::Recv => (false, true),
+            ThreadRole::Shared => (true, true),
+            ThreadRole::Job => (false, false),
+        };
+        send.then_some(&self.send).into_iter().chain(recv.then_some(&self.recv))
     }
 }
 
 impl EngineHandler for JniHandler {
     fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage {
-        // SAFETY: this is the send thread, the cell's owner (the engine calls
-        // next_data_to_send on its send thread only).
+        // SAFETY: this is the send thread (or the shared thread), the cell's
+        // owner (the engine calls next_data_to_send on that thread only).
         let me = unsafe { self.send.get() };
         me.next.set(NextWorkPackage::default());
         let args = [
@@ -337,8 +343,8 @@ impl EngineHandler for JniHandler {
 
     fn received(&self, ring: &IncomingRing) -> u32 {
         let args = [JValue::Long(ring.address() as i64).as_jni()];
-        // SAFETY: this is the receive thread, the cell's owner (the engine
-        // calls received on its receive thread only).
+        // SAFETY: this is the receive thread (or the shared thread), the
+        // cell's owner (the engine calls received on that thread only).
         let env = unsafe { self.recv.get() }.env.get();
         // SAFETY: `env` is this thread's (or null); `callbacks` implements
         // EngineCallbacks, whose received(J)I the ID names; one long.
@@ -385,7 +391,7 @@ impl EngineHandler for JniHandler {
         };
         match attach_current_thread(&c.vm) {
             Ok(env) => {
-                if let Some(cell) = self.role_cell(role) {
+                for cell in self.role_cells(role) {
                     // SAFETY: this thread is the role's: the cell's owner.
                     unsafe { cell.get() }.env.set(env);
                 }
@@ -395,7 +401,7 @@ impl EngineHandler for JniHandler {
     }
 
     fn thread_stopping(&self, role: ThreadRole) {
-        if let Some(cell) = self.role_cell(role) {
+        for cell in self.role_cells(role) {
             // SAFETY: this thread is the role's: the cell's owner.
             unsafe { cell.get() }.env.set(std::ptr::null_mut());
         }

@@ -50,6 +50,7 @@ pub const TARGETS: &[&str] = &[
     "ibdxnet::jni::compat::natives",
     "ibdxnet::jni::handler",
     "ibdxnet::jni::logbridge",
+    "ibdxnet::msgrc::agent",
     "ibdxnet::msgrc::engine",
     "ibdxnet::msgrc::recv",
     "ibdxnet::msgrc::send",

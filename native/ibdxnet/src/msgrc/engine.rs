@@ -1,6 +1,7 @@
 //! The msgrc engine (paper §7.2): one instance per node, with a job thread
-//! (connection manager), a send thread and a receive thread, all generic
-//! over the fabric. Its user implements [`EngineHandler`]. This module
+//! (connection manager), a send thread and a receive thread (or, with
+//! `engine_threads=shared`, one thread doing both), all generic over the
+//! fabric. Its user implements [`EngineHandler`]. This module
 //! starts and stops the threads and checks the configuration against the
 //! device; the threads' work is in `send` and `recv`.
 
@@ -9,8 +10,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::agent::agent_loop;
-use super::config::{ConfigError, EngineConfig};
+use super::agent::{agent_loop, Both};
+use super::config::{ConfigError, EngineConfig, EngineThreads};
 use super::handler::{EngineHandler, ThreadRole};
 use super::recv::RecvThread;
 use super::recv_pool::{RecvPool, ReturnError};
@@ -179,7 +180,11 @@ impl<F: Fabric> Engine<F> {
             mgr.add_node(id, addr).map_err(|source| ConfigError::StartNode { id, source })?;
         }
         let running = Arc::new(AtomicBool::new(true));
-        let (send_doorbell, recv_doorbell) = (Arc::new(Doorbell::new()?), Arc::new(Doorbell::new()?));
+        let shared = cfg.engine_threads == EngineThreads::Shared;
+        let send_doorbell = Arc::new(Doorbell::new()?);
+        // Shared: one doorbell, that every waker of either side rings and the
+        // one thread sleeps on (`agent::sleep_together`).
+        let recv_doorbell = if shared { send_doorbell.clone() } else { Arc::new(Doorbell::new()?) };
         // Who wakes whom: connection changes and the user's new data (see
         // `wake_send`) the send thread, returned buffers the receive thread.
         mgr.wake_on_change(send_doorbell.clone());
@@ -220,19 +225,30 @@ impl<F: Fabric> Engine<F> {
         let m = mgr.clone();
         engine.threads.push(spawn(ThreadRole::Job, Box::new(move || m.run()))?);
         let (r, p, st) = (running.clone(), cfg.parking, stats.clone());
-        let mut send = send;
-        engine
-            .threads
-            .push(spawn(ThreadRole::Send, Box::new(move || agent_loop(&r, p, &mut send, &st.send_iterations)))?);
-        let (r, st) = (running.clone(), stats.clone());
-        let mut recv = recv;
-        engine.threads.push(spawn(
-            ThreadRole::Recv,
-            Box::new(move || {
-                agent_loop(&r, p, &mut recv, &st.recv_iterations);
-                recv.drain();
-            }),
-        )?);
+        if shared {
+            let mut both = Both { send, recv };
+            engine.threads.push(spawn(
+                ThreadRole::Shared,
+                Box::new(move || {
+                    agent_loop(&r, p, &mut both, &[&st.send_iterations, &st.recv_iterations]);
+                    both.recv.drain();
+                }),
+            )?);
+        } else {
+            let mut send = send;
+            engine
+                .threads
+                .push(spawn(ThreadRole::Send, Box::new(move || agent_loop(&r, p, &mut send, &[&st.send_iterations])))?);
+            let (r, st) = (running.clone(), stats.clone());
+            let mut recv = recv;
+            engine.threads.push(spawn(
+                ThreadRole::Recv,
+                Box::new(move || {
+                    agent_loop(&r, p, &mut recv, &[&st.recv_iterations]);
+                    recv.drain();
+                }),
+            )?);
+        }
         if !cfg.stats_print_interval.is_zero() {
             let (st, m, p, on, mem) =
                 (stats.clone(), mgr.clone(), engine.pool.clone(), cfg.stats_timers, Memory::of(&cfg));

@@ -15,6 +15,9 @@ pub enum ThreadRole {
     Send,
     /// Receive thread.
     Recv,
+    /// The one thread doing the send and the receive work
+    /// (`engine_threads=shared`): it makes the up-calls of both.
+    Shared,
 }
 
 impl ThreadRole {
@@ -24,6 +27,7 @@ impl ThreadRole {
             ThreadRole::Job => "job",
             ThreadRole::Send => "send",
             ThreadRole::Recv => "recv",
+            ThreadRole::Shared => "shared",
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::agent::{Agent, Sleep, SLEEP_TIMEOUT};
+use super::agent::{sleep_together, Agent, Armed, Sleep, Sleeper};
 use super::config::EngineConfig;
 use super::handler::EngineHandler;
 use super::imm;
@@ -393,42 +393,51 @@ impl<F: Fabric, H: EngineHandler> Agent for RecvThread<F, H> {
     }
 
     /// Wakes on a receive completion or a returned buffer (the pool rings).
+    fn sleep(&mut self) -> Sleep {
+        sleep_together(&mut [self])
+    }
+}
+
+impl<F: Fabric, H: EngineHandler> Sleeper for RecvThread<F, H> {
+    fn doorbell(&self) -> &Arc<Doorbell> {
+        &self.doorbell
+    }
+
     /// Not while the user has left entries in the ring: it takes them at a
     /// later up-call, so this thread must keep calling.
-    fn sleep(&mut self) -> Sleep {
-        if self.ring.used() > 0 {
-            return Sleep::NotNow;
-        }
-        let door = self.doorbell.clone();
-        door.announce();
+    fn may_sleep(&self) -> bool {
+        self.ring.used() == 0
+    }
+
+    fn arm(&mut self) -> Armed {
         let cq = &self.mgr.queues().recv_cq;
         match cq.arm() {
-            Ok(true) => {}
-            Ok(false) => {
-                door.retract();
-                return Sleep::NotNow;
-            }
+            Ok(true) => Armed::Watch(cq.wake_fd()),
+            Ok(false) => Armed::NotNow,
             Err(e) => {
                 log::error!("node {}: arming the receive completion queue failed: {e}", self.mgr.node_id());
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                door.retract();
-                return Sleep::NotNow;
+                Armed::NotNow
             }
         }
+    }
+
+    /// Entries the user left in the ring count as work (see `may_sleep`).
+    fn last_look(&mut self) -> usize {
         let work = self.iterate();
         if work > 0 || self.ring.used() > 0 {
-            door.retract();
-            return Sleep::FoundWork(work.max(1));
+            work.max(1)
+        } else {
+            0
         }
-        let cq = &self.mgr.queues().recv_cq;
-        if let Err(e) = door.wait(&[cq.wake_fd()], SLEEP_TIMEOUT) {
-            log::error!("node {}: the receive thread could not sleep: {e}", self.mgr.node_id());
-        }
-        door.retract();
-        if let Err(e) = cq.clear_wake() {
-            log::error!("node {}: clearing the receive completion queue's wake-up failed: {e}", self.mgr.node_id());
+    }
+
+    fn woke(&mut self, watched: bool) {
+        if watched {
+            if let Err(e) = self.mgr.queues().recv_cq.clear_wake() {
+                log::error!("node {}: clearing the receive completion queue's wake-up failed: {e}", self.mgr.node_id());
+            }
         }
         self.stats.recv_sleeps.fetch_add(1, Ordering::Relaxed);
-        Sleep::Slept
     }
 }

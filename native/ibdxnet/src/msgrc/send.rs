@@ -14,7 +14,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use super::agent::{Agent, Sleep, SLEEP_TIMEOUT};
+use super::agent::{sleep_together, Agent, Armed, Sleep, Sleeper};
 use super::config::EngineConfig;
 use super::handler::EngineHandler;
 use super::imm;
@@ -431,42 +431,43 @@ impl<F: Fabric, H: EngineHandler> Agent for SendThread<F, H> {
     /// `wakeSendThread`), on a connection change, or on a send completion
     /// while requests are in flight.
     fn sleep(&mut self) -> Sleep {
-        let door = self.doorbell.clone();
-        door.announce();
-        let watch_cq = self.outstanding > 0;
-        if watch_cq {
-            match self.mgr.queues().send_cq.arm() {
-                Ok(true) => {}
-                Ok(false) => {
-                    door.retract();
-                    return Sleep::NotNow;
-                }
-                Err(e) => {
-                    log::error!("node {}: arming the send completion queue failed: {e}", NodeId(self.me));
-                    self.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    door.retract();
-                    return Sleep::NotNow;
-                }
-            }
-        }
-        // The last look (this up-call also hands over the previous results).
-        let work = self.iterate();
-        if work > 0 {
-            door.retract();
-            return Sleep::FoundWork(work);
+        sleep_together(&mut [self])
+    }
+}
+
+impl<F: Fabric, H: EngineHandler> Sleeper for SendThread<F, H> {
+    fn doorbell(&self) -> &Arc<Doorbell> {
+        &self.doorbell
+    }
+
+    /// The send completion queue, only while requests are in flight.
+    fn arm(&mut self) -> Armed {
+        if self.outstanding == 0 {
+            return Armed::Doorbell;
         }
         let cq = &self.mgr.queues().send_cq;
-        let fds = [cq.wake_fd()];
-        if let Err(e) = door.wait(if watch_cq { &fds } else { &[] }, SLEEP_TIMEOUT) {
-            log::error!("node {}: the send thread could not sleep: {e}", NodeId(self.me));
+        match cq.arm() {
+            Ok(true) => Armed::Watch(cq.wake_fd()),
+            Ok(false) => Armed::NotNow,
+            Err(e) => {
+                log::error!("node {}: arming the send completion queue failed: {e}", NodeId(self.me));
+                self.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Armed::NotNow
+            }
         }
-        door.retract();
-        if watch_cq {
-            if let Err(e) = cq.clear_wake() {
+    }
+
+    /// The last look (this up-call also hands over the previous results).
+    fn last_look(&mut self) -> usize {
+        self.iterate()
+    }
+
+    fn woke(&mut self, watched: bool) {
+        if watched {
+            if let Err(e) = self.mgr.queues().send_cq.clear_wake() {
                 log::error!("node {}: clearing the send completion queue's wake-up failed: {e}", NodeId(self.me));
             }
         }
         self.stats.send_sleeps.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Sleep::Slept
     }
 }

@@ -37,6 +37,9 @@ pub enum ValueError {
     /// No thread-to-CPU list.
     #[error(transparent)]
     Pins(#[from] PinsError),
+    /// Neither `dedicated` nor `shared`.
+    #[error("not `dedicated` or `shared`")]
+    NotEngineThreads,
 }
 
 /// Values of several keys that do not fit together (the first key named is

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::error::ValueError;
 use super::pins::ThreadPins;
-use super::EngineConfig;
+use super::{EngineConfig, EngineThreads};
 use crate::con::node::resolve_address;
 use crate::con::proto::{MAX_FLOW_UNIT, MIN_FLOW_UNIT};
 use crate::con::NodeId;
@@ -299,6 +299,23 @@ impl Codec for Pins {
     }
 }
 
+/// `dedicated` or `shared` ([`EngineThreads`]).
+pub(super) struct Threads;
+impl Codec for Threads {
+    type T = EngineThreads;
+    const KIND: &'static str = "dedicated or shared";
+    fn parse(v: &str) -> Result<EngineThreads, ValueError> {
+        match v {
+            "dedicated" => Ok(EngineThreads::Dedicated),
+            "shared" => Ok(EngineThreads::Shared),
+            _ => Err(ValueError::NotEngineThreads),
+        }
+    }
+    fn show(v: &EngineThreads) -> String {
+        v.name().into()
+    }
+}
+
 /// One row of [`KEYS`]: `key!(name, Codec, field.path, default, range, doc)`.
 macro_rules! key {
     ($name:literal, $codec:ident, $($field:ident).+, $default:literal, $range:expr, $doc:literal) => {
@@ -388,6 +405,8 @@ pub static KEYS: &[Key] = &[
         "block until woken (new data, a completion, a returned buffer) after this long without work, whatever the phase; `never`: poll as the paper does"),
     key!("pin_threads", Pins, pin_threads, "", Any,
         "pin engine threads to CPUs, e.g. `send=0,recv=1` (`job=2` pins the connection manager); each CPU must be one the starting thread may run on, else the engine does not start; empty: none pinned"),
+    key!("engine_threads", Threads, engine_threads, "dedicated", Any,
+        "`dedicated`: a send and a receive thread per node; `shared`: one thread per node does the send work, then the receive work, each iteration, and sleeps only when both are idle (pinned by `pin_threads`' `send` entry)"),
     key!("stats_timers", Bool, stats_timers, "false", Any,
         "time the send and receive threads' operations (post, poll, up-call: count, total, best, worst, percentiles) for the statistics map and the print thread; off by default: ≈ 60 ns per timed operation, up to ~5 % of the engine's CPU time with small work requests"),
     key!("stats_print_interval_ms", Millis, stats_print_interval, "0", Int(0, MAX_INTERVAL_MS),

@@ -22,6 +22,26 @@ pub use error::{ConfigError, Conflict, DeviceLimitError, ValueError};
 pub use keys::{key, markdown_table, nearest, Key, Range, KEYS, MAX_INLINE_LIMIT, MAX_INTERVAL_MS, MAX_TIMEOUT_MS};
 pub use pins::{PinsError, ThreadPins};
 
+/// How many threads run a node's send and receive work (`engine_threads`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineThreads {
+    /// A send thread and a receive thread.
+    #[default]
+    Dedicated,
+    /// One thread doing the send work, then the receive work, each iteration.
+    Shared,
+}
+
+impl EngineThreads {
+    /// The name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineThreads::Dedicated => "dedicated",
+            EngineThreads::Shared => "shared",
+        }
+    }
+}
+
 /// Default UDP port of the connection manager.
 pub const DEFAULT_UDP_PORT: u16 = 5730;
 
@@ -73,6 +93,8 @@ pub struct EngineConfig {
     pub parking: ParkingConfig,
     /// (`pin_threads`)
     pub pin_threads: ThreadPins,
+    /// (`engine_threads`)
+    pub engine_threads: EngineThreads,
     /// (`stats_timers`)
     pub stats_timers: bool,
     /// (`stats_print_interval_ms`; zero: no print thread)
@@ -131,6 +153,7 @@ impl EngineConfig {
             discovery_interval: Duration::ZERO,
             parking: ParkingConfig::default(),
             pin_threads: ThreadPins::default(),
+            engine_threads: EngineThreads::Dedicated,
             stats_timers: false,
             stats_print_interval: Duration::ZERO,
             auth_key_file: None,

@@ -71,10 +71,11 @@ impl ThreadPins {
         Ok(pins)
     }
 
-    /// The CPU of `role`'s thread, if pinned.
+    /// The CPU of `role`'s thread, if pinned (the shared thread of
+    /// `engine_threads=shared` takes the send thread's).
     pub fn cpu(&self, role: ThreadRole) -> Option<usize> {
         match role {
-            ThreadRole::Send => self.send,
+            ThreadRole::Send | ThreadRole::Shared => self.send,
             ThreadRole::Recv => self.recv,
             ThreadRole::Job => self.job,
         }
@@ -82,7 +83,7 @@ impl ThreadPins {
 
     fn slot(&mut self, role: ThreadRole) -> &mut Option<usize> {
         match role {
-            ThreadRole::Send => &mut self.send,
+            ThreadRole::Send | ThreadRole::Shared => &mut self.send,
             ThreadRole::Recv => &mut self.recv,
             ThreadRole::Job => &mut self.job,
         }

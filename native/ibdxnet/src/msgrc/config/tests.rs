@@ -220,3 +220,21 @@ fn statistics_keys_parse_and_are_checked() {
     assert!(e.contains("stats_print_interval_ms") && e.contains(&(MAX_INTERVAL_MS + 1).to_string()), "{e}");
     assert!(cfg().set("stats_print_interval_ms", "-1").is_err());
 }
+
+#[test]
+fn engine_threads_is_parsed_and_bad_values_are_named() {
+    assert_eq!(cfg().engine_threads, EngineThreads::Dedicated, "dedicated by default");
+    let mut c = cfg();
+    c.apply_text("engine_threads = shared\n").unwrap();
+    assert_eq!(c.engine_threads, EngineThreads::Shared);
+    assert!(c.to_text().contains("\nengine_threads=shared\n"), "{}", c.to_text());
+    c.set("engine_threads", "dedicated").unwrap();
+    assert_eq!(c.engine_threads, EngineThreads::Dedicated);
+    for value in ["both", "Shared", "1", ""] {
+        let e = cfg().apply_keys(&format!("engine_threads={value}"), "native.").unwrap_err().to_string();
+        assert_eq!(e, format!("native.engine_threads = '{value}': not `dedicated` or `shared`"));
+    }
+    // The shared thread takes the send thread's pin.
+    let pins = ThreadPins { send: Some(3), recv: Some(4), job: None };
+    assert_eq!(pins.cpu(crate::msgrc::ThreadRole::Shared), Some(3));
+}
