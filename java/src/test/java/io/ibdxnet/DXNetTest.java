@@ -657,7 +657,8 @@ public class DXNetTest {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         assertTrue("timed out after " + ms + " ms", ms >= 300 && ms < 5_000);
         waitFor("the pending map empty", () -> n.get(0).pendingRequests() == 0);
-        assertTrue(abandoned.isCompletedExceptionally());
+        // Its entry leaves the map just before its future fails (another thread): wait for both.
+        waitFor("the abandoned request failed", abandoned::isCompletedExceptionally);
     }
 
     @Test

@@ -176,6 +176,9 @@ public final class IbTransport implements Transport, EngineCallbacks {
                 listener.onConnected(node);
             }
             return c;
+        } catch (EngineClosedException e) {
+            // close() destroyed the engine under this connect: the caller's send fails as "closed"
+            throw new NetworkException(FailureReason.CLOSED, "no connection to node " + node + ": the transport is closed", e);
         } finally {
             connectLocks.unlock(node);
         }
