@@ -107,7 +107,9 @@ public class NativeCountersTest {
         for (int i = 1; i < samples.size(); i++) {
             assertTrue("bytes_sent went down: " + samples, samples.get(i) > samples.get(i - 1));
         }
-        assertTrue("seen growing while traffic flowed: " + samples, samples.size() >= 3);
+        // At least one increase seen during the stream (a value in between needs the sampler to
+        // be scheduled mid-stream, which a loaded 2-core host does not promise).
+        assertTrue("seen growing while traffic flowed: " + samples, samples.size() >= 2);
         // The engine's own values: it posted and received exactly what the streams carried.
         assertEquals(limit, ca.get(sent));
         assertEquals(limit, cb.get(received));
