@@ -63,8 +63,10 @@ public class SharedEngineThreadsTest {
     @Test
     public void messagesBothWaysAndRequestsOnOneEngineThreadPerNode() throws Exception {
         List<DXNet> n = start();
+        // An engine thread appears among the JVM's threads once it attached (its first iteration).
+        TestSupport.waitFor("both shared engine threads attached", 10_000,
+                () -> threadNames().contains("ibdxnet-shared-0000") && threadNames().contains("ibdxnet-shared-0001"));
         List<String> names = threadNames();
-        assertTrue(names.toString(), names.contains("ibdxnet-shared-0000") && names.contains("ibdxnet-shared-0001"));
         assertTrue(names.toString(), !names.contains("ibdxnet-send-0000") && !names.contains("ibdxnet-recv-0001"));
         int perSide = 3000;
         AtomicReference<String> problem = new AtomicReference<>();
