@@ -8,9 +8,12 @@ final class IbdxnetNative {
     private IbdxnetNative() {}
 
     static {
-        NativeLibrary.load();
+        NativeLibrary.loadLibrary();
         NativeLog.start();
     }
+
+    /** Nothing: calling it initialises this class, which loads the library ({@link NativeLibrary#load}). */
+    static void ensureLoaded() {}
 
     /**
      * The native contract, one item a line: "Name size align field:offset:size ..."

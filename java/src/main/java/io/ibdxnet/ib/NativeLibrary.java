@@ -46,7 +46,19 @@ public final class NativeLibrary {
         }
     }
 
-    public static synchronized void load() {
+    /**
+     * Loads the library once. Through {@link IbdxnetNative}'s initialisation:
+     * {@code JNI_OnLoad} finds (and so initialises) that class to register its
+     * natives, and its initialiser starts the native log with a native call;
+     * loading from anywhere else first ran that initialiser before the natives
+     * were registered, and the registration failed.
+     */
+    public static void load() {
+        IbdxnetNative.ensureLoaded();
+    }
+
+    /** The loading itself: only from {@link IbdxnetNative}'s static initialiser. */
+    static synchronized void loadLibrary() {
         if (loaded) {
             return;
         }

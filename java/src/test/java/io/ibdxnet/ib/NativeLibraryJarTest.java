@@ -63,6 +63,19 @@ public class NativeLibraryJarTest {
         return System.getProperty("test.classesDirs");
     }
 
+    /**
+     * {@code NativeLibrary.load()} before any other class of the library: the
+     * registration in {@code JNI_OnLoad} initialises the natives' class, whose
+     * initialiser calls a native; loaded this way it once ran before the
+     * natives were registered and the load failed (the JMH natives' path).
+     */
+    @Test
+    public void loadingTheLibraryFirstRegistersTheNatives() throws Exception {
+        io.ibdxnet.ChildJvm.Result r = io.ibdxnet.ChildJvm.run(LoadLibraryMain.class, List.of(), List.of("load-first"), 60_000);
+        assertEquals(r.output, 0, r.exit);
+        assertTrue(r.output, r.output.contains("default keys: ") && !r.output.contains("JNI_OnLoad failed"));
+    }
+
     @Test
     public void loadsTheLibraryTheJarCarries() throws Exception {
         String[] r = child(jar() + File.pathSeparator + testClasses());
