@@ -190,6 +190,9 @@ public class LayeringTest {
             "io.ibdxnet.app.BytesResponse -> BytesRequest",
             // the native binding starts its log drain when it loads; the drain calls the binding
             "io.ibdxnet.ib.NativeLog -> IbdxnetNative",
+            // the library is loaded only by the binding's initialiser (JNI_OnLoad initialises that class to
+            // register its natives), so loading from elsewhere goes through it
+            "io.ibdxnet.ib.NativeLibrary -> IbdxnetNative",
             // the transport's resending after a connection ended, split out of the transport
             "io.ibdxnet.ib.IbRetirement -> IbTransport",
             // a channel carries its handshake's state; the handshake works on the channel
