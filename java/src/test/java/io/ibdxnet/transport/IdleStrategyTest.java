@@ -55,8 +55,10 @@ public class IdleStrategyTest {
     @Test
     public void untilAndPollEndWithTheWorkOrAfterTheYieldPhase() {
         AtomicInteger calls = new AtomicInteger();
-        assertTrue(IdleStrategy.until(() -> calls.incrementAndGet() >= 3));
-        assertEquals("two yields, then ready", 3, calls.get());
+        // The first pause always yields; whether a second one fits in YIELD_NANOS depends on the
+        // scheduler (one yield took longer than that on a loaded host): ready at the second look.
+        assertTrue(IdleStrategy.until(() -> calls.incrementAndGet() >= 2));
+        assertEquals("one yield, then ready", 2, calls.get());
         calls.set(0);
         assertEquals("x", IdleStrategy.poll(() -> calls.incrementAndGet() >= 2 ? "x" : null));
         long t0 = System.nanoTime();
