@@ -11,7 +11,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::engine::{self, all_to_all, base_config, start_nodes, stream_bytes, wait_until};
+use common::engine::{self, all_to_all, base_config, stream_bytes, wait_until};
+use common::scenarios;
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::OnceLock;
@@ -23,23 +24,9 @@ use ibdxnet::fabric::{FabricKind, SimOptions};
 use ibdxnet::loopback::StreamOptions;
 use ibdxnet::msgrc::config::EngineThreads;
 use ibdxnet::msgrc::recv_pool::RecvPool;
-use ibdxnet::msgrc::{
-    CompletedList, Engine, EngineConfig, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults,
-};
+use ibdxnet::msgrc::{CompletedList, Engine, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults};
 
 type Node = engine::Node<SimFabric>;
-
-fn start(n: u16, opts: StreamOptions, tweak: impl Fn(&mut EngineConfig)) -> (Arc<SimNetwork>, Vec<Node>) {
-    let net = SimNetwork::new();
-    let nodes = start_nodes(n, opts, |i| {
-        let mut c = base_config(i, FabricKind::Sim);
-        c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
-        c.engine_threads = EngineThreads::Shared;
-        tweak(&mut c);
-        c
-    });
-    (net, nodes)
-}
 
 fn stat(n: &Node, key: &str) -> u64 {
     n.engine.stats_map().into_iter().find(|(k, _)| *k == key).map(|(_, v)| v).unwrap()
@@ -56,26 +43,17 @@ fn thread_names() -> Vec<String> {
 
 #[test]
 fn two_nodes_stream_both_ways_intact_and_in_order_on_one_thread_each() {
-    let limit = stream_bytes();
-    let (_net, nodes) = start(2, StreamOptions { verify: true, limit: Some(limit), ..Default::default() }, |_| {});
+    let _nodes = scenarios::two_nodes_stream_both_ways(EngineThreads::Shared);
     // One shared thread per node, no send or receive thread (this binary
     // starts only shared engines).
     let names = thread_names();
     assert!(names.iter().any(|n| n.starts_with("ibdxnet-shared")), "{names:?}");
     assert!(!names.iter().any(|n| n.starts_with("ibdxnet-send") || n.starts_with("ibdxnet-recv")), "{names:?}");
-    let _held = all_to_all(&nodes, limit);
-    for n in &nodes {
-        assert_eq!(n.engine.stats().errors.load(Relaxed), 0);
-        let p = n.engine.buffer_pool();
-        wait_until("buffers back", || p.available() as u32 == p.registered_buffers() - p.posted());
-    }
 }
 
 #[test]
 fn four_nodes_all_to_all_intact_and_in_order() {
-    let limit = stream_bytes() / 4;
-    let (_net, nodes) = start(4, StreamOptions { verify: true, limit: Some(limit), ..Default::default() }, |_| {});
-    let _held = all_to_all(&nodes, limit);
+    scenarios::four_nodes_all_to_all(EngineThreads::Shared, stream_bytes() / 4);
 }
 
 /// Few receive buffers and a tiny incoming ring: the thread must keep
@@ -83,54 +61,23 @@ fn four_nodes_all_to_all_intact_and_in_order() {
 /// back must wake it.
 #[test]
 fn stalled_consumer_without_loss() {
-    let (_net, nodes) = start(2, StreamOptions { verify: true, limit: Some(8 << 20), ..Default::default() }, |c| {
-        c.srq_size = 4;
-        c.recv_buffer_count = 5 * 4;
-        c.incoming_ring_size = 8;
-    });
-    let _held = all_to_all(&nodes, 8 << 20);
+    scenarios::stalled_consumer_without_loss(EngineThreads::Shared);
 }
 
 /// A full send queue: send completions must wake the thread.
 #[test]
 fn tiny_send_queue_loses_nothing() {
-    let (_net, nodes) = start(2, StreamOptions { verify: true, limit: Some(4 << 20), ..Default::default() }, |c| {
-        c.sq_size = 2;
-        c.signal_interval = 2;
-        c.recv_buffer_size = 1024;
-        c.recv_sges_per_wr = 1;
-        c.srq_size = 64;
-        c.recv_buffer_count = 256;
-    });
-    let _held = all_to_all(&nodes, 4 << 20);
-    for n in &nodes {
-        assert!(n.handler.unposted_reports.load(Relaxed) > 0, "a full send queue was never reported");
-    }
+    scenarios::tiny_send_queue_loses_nothing(EngineThreads::Shared);
 }
 
 #[test]
 fn orderly_close_finishes_on_both_sides() {
-    let (_net, nodes) = start(2, StreamOptions::default(), |c| c.connect_timeout = Duration::from_secs(60));
-    let e = &nodes[0].engine;
-    let c = e.connect(NodeId(1)).unwrap();
-    let qpn = c.local_qpn();
-    assert!(e.manager().close(NodeId(1), false));
-    wait_until("closed", || e.manager().node_of_qpn(qpn).is_none());
-    assert_eq!(c.state(), ibdxnet::con::ConState::Closed);
-    let drained = |n: usize| nodes[n].engine.manager().stats.closes_drained.load(Relaxed);
-    wait_until("the peer's side closed too", || drained(1) == 1);
-    assert_eq!(drained(0), 1);
-    assert!(nodes[1].handler.events().contains(&NodeEvent::Closed(NodeId(0))));
+    scenarios::orderly_close_finishes_on_both_sides(EngineThreads::Shared);
 }
 
 #[test]
 fn node_removal_closes_and_invalidates() {
-    let (_net, nodes) = start(2, StreamOptions::default(), |_| {});
-    drop(nodes[0].engine.connect(NodeId(1)).unwrap());
-    assert!(nodes[0].engine.remove_node(NodeId(1)));
-    wait_until("invalidated", || nodes[0].handler.events().contains(&NodeEvent::Invalidated(NodeId(1))));
-    wait_until("closed", || nodes[0].engine.manager().connection_count() == 0);
-    assert!(matches!(nodes[0].engine.connect(NodeId(1)).unwrap_err(), ibdxnet::con::ConError::UnknownNode(_)));
+    scenarios::node_removal_closes_and_invalidates(EngineThreads::Shared);
 }
 
 /// After a stream, an idle shared engine sleeps: about one wake-up per
@@ -140,7 +87,7 @@ fn node_removal_closes_and_invalidates() {
 #[test]
 fn idle_shared_thread_sleeps_and_counts_both_roles() {
     let opts = StreamOptions { verify: true, limit: Some(1 << 20), ..Default::default() };
-    let (_net, nodes) = start(2, opts, |c| {
+    let (_net, nodes) = scenarios::start(2, EngineThreads::Shared, opts, |c| {
         c.parking.yield_after = Duration::ZERO;
         c.parking.sleep_after = Some(Duration::from_micros(200));
         c.stats_timers = true;

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::engine::{self, all_to_all, base_config, start_nodes, stream_bytes, wait_until};
+use common::scenarios;
+use ibdxnet::msgrc::config::EngineThreads;
 
 use ibdxnet::con::{NodeEvent, NodeId};
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
@@ -34,15 +36,7 @@ fn start(n: u16, opts: StreamOptions, tweak: impl Fn(&mut EngineConfig)) -> (Arc
 
 #[test]
 fn two_nodes_stream_both_ways_intact_and_in_order() {
-    let limit = stream_bytes();
-    let (_net, nodes) = start(2, StreamOptions { verify: true, limit: Some(limit), ..Default::default() }, |_| {});
-    let _held = all_to_all(&nodes, limit);
-    for n in &nodes {
-        assert_eq!(n.engine.stats().errors.load(std::sync::atomic::Ordering::Relaxed), 0);
-        // Every buffer not posted on the SRQ is back in the pool: none leaked.
-        let p = n.engine.buffer_pool();
-        wait_until("buffers back", || p.available() as u32 == p.registered_buffers() - p.posted());
-    }
+    scenarios::two_nodes_stream_both_ways(EngineThreads::Dedicated);
 }
 
 fn stat(n: &Node, key: &str) -> u64 {
@@ -92,9 +86,7 @@ fn the_receive_pool_grows_under_load_and_reports_its_memory() {
 
 #[test]
 fn four_nodes_all_to_all_intact_and_in_order() {
-    let limit = stream_bytes() / 2;
-    let (_net, nodes) = start(4, StreamOptions { verify: true, limit: Some(limit), ..Default::default() }, |_| {});
-    let _held = all_to_all(&nodes, limit);
+    scenarios::four_nodes_all_to_all(EngineThreads::Dedicated, stream_bytes() / 2);
 }
 
 #[test]
@@ -127,32 +119,12 @@ fn flow_control_only_packages_are_zero_length_messages() {
 
 #[test]
 fn tiny_send_queue_reports_unposted_data_and_loses_nothing() {
-    let (_net, nodes) = start(2, StreamOptions { verify: true, limit: Some(4 << 20), ..Default::default() }, |c| {
-        c.sq_size = 2;
-        c.signal_interval = 2;
-        c.recv_buffer_size = 1024;
-        c.recv_sges_per_wr = 1;
-        c.srq_size = 64;
-        c.recv_buffer_count = 256;
-    });
-    let _held = all_to_all(&nodes, 4 << 20);
-    for n in &nodes {
-        assert!(
-            n.handler.unposted_reports.load(std::sync::atomic::Ordering::Relaxed) > 0,
-            "a full send queue was never reported"
-        );
-    }
+    scenarios::tiny_send_queue_loses_nothing(EngineThreads::Dedicated);
 }
 
 #[test]
 fn stalled_consumer_is_receiver_not_ready_without_loss() {
-    // Few receive buffers: the SRQ runs dry while the receiver lags.
-    let (_net, nodes) = start(2, StreamOptions { verify: true, limit: Some(8 << 20), ..Default::default() }, |c| {
-        c.srq_size = 4;
-        c.recv_buffer_count = 5 * 4;
-        c.incoming_ring_size = 8;
-    });
-    let _held = all_to_all(&nodes, 8 << 20);
+    scenarios::stalled_consumer_without_loss(EngineThreads::Dedicated);
 }
 
 #[test]
@@ -257,24 +229,7 @@ fn peer_restart_is_detected_and_a_new_connection_is_built() {
 
 #[test]
 fn node_removal_closes_and_invalidates() {
-    let (_net, nodes) = start(2, StreamOptions::default(), |_| {});
-    let c = nodes[0].engine.connect(NodeId(1)).unwrap_or_else(|e| {
-        for n in &nodes {
-            eprintln!(
-                "{:?} {:?} nodes {:?} conns {}",
-                n.engine.manager(),
-                n.engine.manager().stats,
-                n.engine.manager().nodes(),
-                n.engine.manager().connection_count()
-            );
-        }
-        panic!("{e}")
-    });
-    drop(c);
-    assert!(nodes[0].engine.remove_node(NodeId(1)));
-    wait_until("invalidated", || nodes[0].handler.events().contains(&NodeEvent::Invalidated(NodeId(1))));
-    wait_until("closed", || nodes[0].engine.manager().connection_count() == 0);
-    assert!(matches!(nodes[0].engine.connect(NodeId(1)).unwrap_err(), ibdxnet::con::ConError::UnknownNode(_)));
+    scenarios::node_removal_closes_and_invalidates(EngineThreads::Dedicated);
 }
 
 #[test]
@@ -325,28 +280,7 @@ fn orderly_close_without_an_answer_is_taken_down_at_the_deadline() {
 
 #[test]
 fn orderly_close_finishes_on_both_sides_once_both_are_done() {
-    // A deadline far beyond the wait below: finishing proves the close did
-    // not wait for it. A handle kept out does not hold the close up either
-    // (it only keeps the ring's memory).
-    let (_net, nodes) = start(2, StreamOptions::default(), |c| c.connect_timeout = Duration::from_secs(60));
-    let e = &nodes[0].engine;
-    let c = e.connect(NodeId(1)).unwrap();
-    let qpn = c.local_qpn();
-    let t0 = Instant::now();
-    assert!(e.manager().close(NodeId(1), false));
-    wait_until("closed", || e.manager().node_of_qpn(qpn).is_none());
-    assert_eq!(c.state(), ibdxnet::con::ConState::Closed);
-    let drained = |n: usize| nodes[n].engine.manager().stats.closes_drained.load(std::sync::atomic::Ordering::Relaxed);
-    wait_until("the peer's side closed too", || drained(1) == 1);
-    assert_eq!(
-        drained(0),
-        1,
-        "{:?} / {:?}",
-        nodes[0].engine.manager().stats_map(),
-        nodes[1].engine.manager().stats_map()
-    );
-    assert!(t0.elapsed() < Duration::from_secs(30));
-    assert!(nodes[1].handler.events().contains(&NodeEvent::Closed(NodeId(0))));
+    scenarios::orderly_close_finishes_on_both_sides(EngineThreads::Dedicated);
 }
 
 #[test]

@@ -6,6 +6,7 @@
 pub mod engine;
 pub mod rawudp;
 pub mod records;
+pub mod scenarios;
 
 use std::time::{Duration, Instant};
 
