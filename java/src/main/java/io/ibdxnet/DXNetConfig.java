@@ -37,7 +37,7 @@ public final class DXNetConfig {
     static final int MAX_BUFFER_SIZE = 64 << 20;
     /** Largest {@code nioBufferCount}. */
     static final int MAX_BUFFER_COUNT = 1 << 20;
-    /** Largest receive pool, {@code nioBufferCount × nioBufferSize} (16 GiB), all allocated at start. */
+    /** Largest receive pool, {@code nioBufferCount × nioBufferSize} (16 GiB; it grows to this under load). */
     static final long MAX_POOL_BYTES = 16L << 30;
 
     /**
@@ -170,8 +170,9 @@ public final class DXNetConfig {
     public long ibqMaxBytesPerSource;
     /**
      * Key {@code nioBufferSize}: nio, loopback: bytes of one pooled receive buffer; the pool
-     * ({@code nioBufferCount} × this, at most 16 GiB and within the JVM's direct memory limit) is
-     * allocated at start. Type: integer; default: {@code 65536}; range: [4096, 67108864].
+     * ({@code nioBufferCount} × this, at most 16 GiB and within the JVM's direct memory limit)
+     * allocates 16 buffers at start and more only while all are lent out. Type: integer; default:
+     * {@code 65536}; range: [4096, 67108864].
      */
     public int nioBufferSize;
     /**
@@ -303,7 +304,7 @@ public final class DXNetConfig {
             c -> c.ibqMaxBytesPerSource, (c, v) -> c.ibqMaxBytesPerSource = v),
         ConfigKey.ofInt("nioBufferSize", 64 << 10, 4096, MAX_BUFFER_SIZE, "nio, loopback: bytes of one pooled "
             + "receive buffer; the pool (`nioBufferCount` × this, at most 16 GiB and within the JVM's direct memory "
-            + "limit) is allocated at start",
+            + "limit) allocates 16 buffers at start and more only while all are lent out",
             c -> c.nioBufferSize, (c, v) -> c.nioBufferSize = v),
         ConfigKey.ofInt("nioBufferCount", 512, 2, MAX_BUFFER_COUNT, "nio, loopback: pooled receive buffers",
             c -> c.nioBufferCount, (c, v) -> c.nioBufferCount = v),
@@ -533,7 +534,7 @@ public final class DXNetConfig {
             }
             if ((long) nioBufferCount * nioBufferSize > MAX_POOL_BYTES) {
                 throw new IllegalArgumentException("nioBufferCount × nioBufferSize = " + nioBufferCount + " × " + nioBufferSize
-                        + " = " + (long) nioBufferCount * nioBufferSize + " bytes, allocated at start, must be at most "
+                        + " = " + (long) nioBufferCount * nioBufferSize + " bytes, the receive pool's largest size, must be at most "
                         + MAX_POOL_BYTES + " (16 GiB)");
             }
             if (maxUnfinishedBytesPerConnection < maxMessageSize) {

@@ -333,7 +333,7 @@ public class DXNetConfigTest {
         assertTrue(e, e.startsWith("native.flow_control_unit = '64' contradicts"));
     }
 
-    /** The receive pool, allocated at start, is bounded as a whole: the message names both keys and the bound. */
+    /** The receive pool is bounded as a whole: the message names both keys and the bound. */
     @Test
     public void aReceivePoolAboveSixteenGibIsRefusedNamingBothKeys() throws Exception {
         DXNetConfig c = new DXNetConfig(1);
@@ -341,7 +341,7 @@ public class DXNetConfigTest {
         c.nioBufferSize = 64 << 20;
         c.nioBufferCount = 257;
         String e = refusal("a 16 GiB + 64 MiB pool", c::validate);
-        assertEquals("nioBufferCount × nioBufferSize = 257 × 67108864 = 17246978048 bytes, allocated at start, must be at "
+        assertEquals("nioBufferCount × nioBufferSize = 257 × 67108864 = 17246978048 bytes, the receive pool's largest size, must be at "
                 + "most 17179869184 (16 GiB)", e);
         c.nioBufferCount = 256;
         c.validate();

@@ -14,7 +14,7 @@ import org.junit.rules.Timeout;
  * the JVM's direct memory: the send fails with a NetworkException naming
  * nioRingSize, the size and the limit, not a bare OutOfMemoryError, and the
  * node goes on. Run in a child JVM with {@code -XX:MaxDirectMemorySize=48m}
- * (the receive pool takes 32 MiB of it, a ring would need 64 MiB).
+ * (the receive pools start with 1 MiB each, a ring would need 64 MiB).
  */
 public class RingMemoryTest {
     @Rule
@@ -42,7 +42,7 @@ public class RingMemoryTest {
                         c.transport = transport;
                         c.listen = "127.0.0.1:0";
                         c.nioRingSize = 64 << 20;
-                        c.nioBufferCount = 256; // 2 × 16 MiB of pools
+                        c.nioBufferCount = 256; // pools of up to 16 MiB each
                         n[i] = DXNet.start(c);
                     }
                     n[0].addNode(1, "127.0.0.1:" + n[1].localPort());

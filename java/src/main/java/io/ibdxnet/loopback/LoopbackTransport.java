@@ -148,6 +148,7 @@ public final class LoopbackTransport implements Transport {
         m.put("connections", open);
         m.put("bytes_sent", bytesSent.get());
         m.put("unconfirmed_bytes", RingConnection.unconfirmed(connections));
+        pool.putStats(m);
         return m;
     }
 

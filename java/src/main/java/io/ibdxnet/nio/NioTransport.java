@@ -42,6 +42,7 @@ public final class NioTransport implements Transport {
     private final NioSettings settings;
     private final NioHandshake handshake;
     private final NioReactor reactor;
+    private final DirectBufferPool pool;
     private final NioConnections conns;
     private final Map<Integer, InetSocketAddress> nodes = new ConcurrentHashMap<>();
     private final ConnectLocks connectLocks = new ConnectLocks();
@@ -54,7 +55,7 @@ public final class NioTransport implements Transport {
         this.handshake = new NioHandshake(settings.nodeId, new SecureRandom().nextLong(),
                 Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold), settings.authKey,
                 settings.checkPeerAddress);
-        DirectBufferPool pool = new DirectBufferPool(settings.bufferCount, settings.bufferSize, "the receive pool "
+        this.pool = new DirectBufferPool(settings.bufferCount, settings.bufferSize, "the receive pool "
                 + "(nioBufferCount × nioBufferSize = " + settings.bufferCount + " × " + settings.bufferSize + ")");
         this.reactor = new NioReactor(settings, listener, handshake, nodes, pool);
         this.conns = reactor.conns;
@@ -114,6 +115,7 @@ public final class NioTransport implements Transport {
         m.put("rejected", handshake.refusedTotal() + reactor.admissionRefused());
         reactor.counters.putEndings(m);
         m.put("unconfirmed_bytes", RingConnection.unconfirmed(conns.outgoing));
+        pool.putStats(m);
         handshake.stats(m);
         reactor.admissionStats(m);
         return m;

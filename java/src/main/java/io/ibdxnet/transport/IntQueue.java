@@ -6,6 +6,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
 /**
  * Bounded lock-free multi-producer multi-consumer queue of ints (Vyukov's
  * bounded MPMC queue: a sequence number per slot says whose turn it is).
+ * A consumer that claimed a slot but has not yet released it (preempted
+ * between the two) blocks that slot: producers reaching it one lap later
+ * wait for it instead of reporting the queue full, because it is not.
  */
 public final class IntQueue {
     private final int mask;
@@ -25,7 +28,7 @@ public final class IntQueue {
         }
     }
 
-    /** Appends {@code v}; false if full. */
+    /** Appends {@code v}; false if full ({@code capacity} values queued). */
     public boolean offer(int v) {
         long pos = tail.get();
         while (true) {
@@ -39,7 +42,13 @@ public final class IntQueue {
                 }
                 pos = tail.get();
             } else if (d < 0) {
-                return false;
+                if (pos - head.get() > mask) {
+                    return false; // full
+                }
+                // Not full: the slot's consumer is between claiming and
+                // releasing it; give it the processor.
+                Thread.yield();
+                pos = tail.get();
             } else {
                 pos = tail.get();
             }
