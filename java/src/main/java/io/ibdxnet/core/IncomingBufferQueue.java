@@ -3,7 +3,7 @@ package io.ibdxnet.core;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.IncomingBuffer;
-import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.NodeRefs;
 import io.ibdxnet.transport.Transport;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -48,7 +48,7 @@ public final class IncomingBufferQueue {
     private final Condition notEmpty = lock.newCondition();
     /** Lanes that have a buffer and are neither being handled nor held, in turn order. */
     private final ArrayDeque<Lane> ready = new ArrayDeque<>();
-    private final Lane[] lanes = new Lane[NodeId.COUNT];
+    private final NodeRefs<Lane> lanes = new NodeRefs<>();
     /** Buffers and bytes within the node's bounds (under the lock; bytes also read as a gauge). */
     private int buffers;
     private volatile long bytes;
@@ -129,10 +129,10 @@ public final class IncomingBufferQueue {
     }
 
     private Lane lane(int source) {
-        Lane l = lanes[source];
+        Lane l = lanes.get(source);
         if (l == null) {
             l = new Lane();
-            lanes[source] = l;
+            lanes.set(source, l);
         }
         return l;
     }
@@ -268,7 +268,7 @@ public final class IncomingBufferQueue {
     public void finished(IncomingBuffer b) {
         lock.lock();
         try {
-            Lane l = lanes[b.source];
+            Lane l = lanes.get(b.source);
             count(l, l.current, -1);
             l.current = null;
             if (!l.held && !l.queue.isEmpty()) {
@@ -288,7 +288,7 @@ public final class IncomingBufferQueue {
     public void giveBack(IncomingBuffer b) {
         lock.lock();
         try {
-            Lane l = lanes[b.source];
+            Lane l = lanes.get(b.source);
             Entry e = l.current;
             l.current = null;
             l.queue.addFirst(e);
@@ -356,7 +356,7 @@ public final class IncomingBufferQueue {
     public void resume(int source) {
         lock.lock();
         try {
-            Lane l = lanes[source];
+            Lane l = lanes.get(source);
             if (l == null || !l.held) {
                 return;
             }
@@ -374,7 +374,8 @@ public final class IncomingBufferQueue {
     public boolean idle() {
         lock.lock();
         try {
-            for (Lane l : lanes) {
+            for (int i = 0; i < lanes.length(); i++) {
+                Lane l = lanes.get(i);
                 if (l != null && (l.current != null || !l.queue.isEmpty())) {
                     return false;
                 }
@@ -392,7 +393,7 @@ public final class IncomingBufferQueue {
     public boolean idle(int source) {
         lock.lock();
         try {
-            Lane l = lanes[source];
+            Lane l = lanes.get(source);
             return l == null || (l.queue.isEmpty() && l.current == null && !l.held);
         } finally {
             lock.unlock();

@@ -8,6 +8,8 @@ import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.NodeInts;
+import io.ibdxnet.transport.NodeRefs;
 import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.transport.RingConnection;
 import io.ibdxnet.transport.RingRecord;
@@ -16,7 +18,6 @@ import io.ibdxnet.transport.TransportListener;
 import io.ibdxnet.transport.WriteInterestManager;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * The InfiniBand transport (paper §8): frames are serialized straight into
@@ -34,15 +35,16 @@ public final class IbTransport implements Transport, EngineCallbacks {
     final NativeEngine engine;
     final TransportListener listener;
     final WriteInterestManager wim = new WriteInterestManager();
-    final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(NodeId.COUNT);
+    final NodeRefs<Connection> connections = new NodeRefs<>();
     private final Confirmations confirmations;
     /**
      * Per node: the connection its bytes last came on (receive thread writes).
      * A new one starts a new stream: confirmations restart, and bytes of the
      * old one the core consumes later are not confirmed on the new one.
+     * Stored XOR {@link NextWorkPackage#CONNECTION_NONE}: an unwritten slot
+     * reads as "no bytes from that node yet". Read through {@link #incomingConnection(int)}.
      */
-    private final java.util.concurrent.atomic.AtomicIntegerArray incomingConnection =
-            new java.util.concurrent.atomic.AtomicIntegerArray(NodeId.COUNT);
+    private final NodeInts incomingConnection = new NodeInts();
     final ConnectLocks connectLocks = new ConnectLocks();
     private final long window;
     final int connectTimeoutMs;
@@ -90,12 +92,14 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
     }
 
+    /** The connection {@code node}'s bytes last came on, or {@link NextWorkPackage#CONNECTION_NONE}. */
+    private int incomingConnection(int node) {
+        return incomingConnection.get(node) ^ NextWorkPackage.CONNECTION_NONE;
+    }
+
     /** Starts the native engine with {@code settings}' table ({@link IbSettings#engineTable}). */
     public IbTransport(IbSettings settings, TransportListener listener) throws IbException {
         this.confirmations = new Confirmations(settings.flowControlUnit);
-        for (int i = 0; i < incomingConnection.length(); i++) {
-            incomingConnection.set(i, NextWorkPackage.CONNECTION_NONE); // no bytes from any node yet
-        }
         this.listener = listener;
         this.window = settings.flowControlWindow;
         this.connectTimeoutMs = settings.connectTimeoutMs;
@@ -314,7 +318,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     @Override
     public void consumed(IncomingBuffer b) {
         // Never blocks (runs on the message creation coordinator, or inline on the receive thread).
-        if (incomingConnection.get(b.source) == b.connection && confirmations.consumed(b.source, b.length)) {
+        if (incomingConnection(b.source) == b.connection && confirmations.consumed(b.source, b.length)) {
             wim.pushFlowControl(b.source);
             wakeSendThread();
         }
@@ -412,8 +416,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
             int source = ring.sourceNodeId(i);
             int id = ring.bufferId(i);
             int conn = ring.connection(i);
-            if (incomingConnection.get(source) != conn) {
-                incomingConnection.set(source, conn);
+            if (incomingConnection(source) != conn) {
+                incomingConnection.set(source, conn ^ NextWorkPackage.CONNECTION_NONE);
                 confirmations.reset(source, peerUnit(source, conn));
             }
             if (id != IncomingRing.NO_BUFFER) {
@@ -512,7 +516,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         // of its current connection we handled beyond our confirmations (our
         // Leave carries it), so it can tell handled from lost without guessing.
         for (int node = 0; tellHandled && node < incomingConnection.length(); node++) {
-            int qpn = incomingConnection.get(node);
+            int qpn = incomingConnection(node);
             if (qpn != NextWorkPackage.CONNECTION_NONE) {
                 try {
                     engine.setHandledOnLeave(node, qpn, confirmations.residue(node));

@@ -4,6 +4,7 @@ import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.NodeRefs;
 import io.ibdxnet.transport.WaitList;
 import java.util.ArrayDeque;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -11,7 +12,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * Async sends that could not go out without waiting, in a lane per
@@ -53,7 +53,7 @@ public final class DeferredSends {
         }
     }
 
-    private final AtomicReferenceArray<Lane> lanes = new AtomicReferenceArray<>(NodeId.COUNT);
+    private final NodeRefs<Lane> lanes = new NodeRefs<>();
     private final ThreadPoolExecutor pool;
     private final Sender sender;
     private final Outcome outcome;

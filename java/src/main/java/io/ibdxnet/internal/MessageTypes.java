@@ -2,18 +2,19 @@ package io.ibdxnet.internal;
 
 import io.ibdxnet.Message;
 import io.ibdxnet.MessageHandler;
+import io.ibdxnet.transport.NodeRefs;
 import java.lang.reflect.Constructor;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * The registered message types: for each type/subtype the class to create
- * and the handler to give it to. Arrays indexed by {@link #key}, not maps (a
- * boxed key per message showed in profiles).
+ * and the handler to give it to. Tables indexed by {@link #key} (paged: a
+ * node registers a few types), not maps (a boxed key per message showed in
+ * profiles).
  */
 public final class MessageTypes {
-    private final AtomicReferenceArray<Constructor<? extends Message>> constructors = new AtomicReferenceArray<>(1 << 16);
+    private final NodeRefs<Constructor<? extends Message>> constructors = new NodeRefs<>();
     /** Each handler takes the class {@link #constructors} creates for its key. */
-    private final AtomicReferenceArray<MessageHandler<Message>> handlers = new AtomicReferenceArray<>(1 << 16);
+    private final NodeRefs<MessageHandler<Message>> handlers = new NodeRefs<>();
 
     static int key(byte type, byte subtype) {
         return (type & 0xFF) << 8 | (subtype & 0xFF);

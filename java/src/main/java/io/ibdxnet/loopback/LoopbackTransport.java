@@ -3,6 +3,7 @@ package io.ibdxnet.loopback;
 import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
 import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.NodeRefs;
 import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.memory.Memory;
@@ -22,7 +23,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -53,7 +53,7 @@ public final class LoopbackTransport implements Transport {
     private final int bufferCount;
     private final IncomingBuffer.BufferReleaser releaser;
     private final Map<Integer, Integer> nodes = new ConcurrentHashMap<>();
-    private final AtomicReferenceArray<Connection> connections = new AtomicReferenceArray<>(NODES);
+    private final NodeRefs<Connection> connections = new NodeRefs<>();
     private final WriteInterestManager wim = new WriteInterestManager();
     private final Thread pump;
     private final AtomicLong bytesSent = new AtomicLong();

@@ -3,14 +3,14 @@ package io.ibdxnet.nio;
 import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.Confirmations;
+import io.ibdxnet.transport.NodeInts;
+import io.ibdxnet.transport.NodeRefs;
 import io.ibdxnet.transport.TransportListener;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicIntegerArray;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.BooleanSupplier;
 import java.util.logging.Logger;
 
@@ -34,9 +34,12 @@ final class NioConnections {
     private final BooleanSupplier running;
 
     /** Shared: per node, the outgoing channel senders write to (set by senders, cleared here). */
-    final AtomicReferenceArray<NioChannel> outgoing = new AtomicReferenceArray<>(NODES);
-    /** Shared: the current incoming channel's id per node (consumed bytes of older ones are not confirmed). */
-    final AtomicIntegerArray incomingId = new AtomicIntegerArray(NODES);
+    final NodeRefs<NioChannel> outgoing = new NodeRefs<>();
+    /**
+     * Shared: the current incoming channel's id per node (consumed bytes of
+     * older ones are not confirmed); 0 (ids start at 1): none yet.
+     */
+    final NodeInts incomingId = new NodeInts();
     /** Every channel not yet closed and forgotten by housekeeping. */
     final List<NioChannel> channels = new ArrayList<>();
     /** Per node: the open incoming channel. */

@@ -1,7 +1,5 @@
 package io.ibdxnet.transport;
 
-import java.util.concurrent.atomic.AtomicLongArray;
-
 /**
  * Receiver side of flow control: counts bytes the core has processed per
  * node and turns them into confirmation units owed to the sender. A unit is
@@ -19,19 +17,15 @@ public final class Confirmations {
     public static final long MIN_UNIT = 64;
     /** Largest unit a peer may name (and we may use): byte counts in it cannot overflow. */
     public static final long MAX_UNIT = 1L << 62;
-    private static final int NODES = NodeId.COUNT;
     private final long unit;
-    /** Per node: the unit of its current connection (its sender's), ours until it names one. */
-    private final AtomicLongArray units = new AtomicLongArray(NODES);
-    private final AtomicLongArray unconfirmed = new AtomicLongArray(NODES);
-    private final AtomicLongArray owed = new AtomicLongArray(NODES);
+    /** Per node: the unit of its current connection (its sender's); 0: ours, until it names one. */
+    private final NodeLongs units = new NodeLongs();
+    private final NodeLongs unconfirmed = new NodeLongs();
+    private final NodeLongs owed = new NodeLongs();
 
     /** {@code unit}: our own, what we send is confirmed in (and the default for a peer). */
     public Confirmations(long unit) {
         this.unit = unit;
-        for (int i = 0; i < NODES; i++) {
-            units.set(i, unit);
-        }
     }
 
     /** Bytes per unit for a window and threshold (checked). */
@@ -58,12 +52,13 @@ public final class Confirmations {
 
     /** The unit we confirm {@code node}'s bytes in. */
     public long unit(int node) {
-        return units.get(node);
+        long u = units.get(node);
+        return u == 0 ? unit : u;
     }
 
     /** {@code bytes} from {@code node} were processed; true if a new unit is owed. */
     public boolean consumed(int node, int bytes) {
-        long u = units.get(node);
+        long u = unit(node);
         long r = unconfirmed.addAndGet(node, bytes);
         if (r < u) {
             return false;

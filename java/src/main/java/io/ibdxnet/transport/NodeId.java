@@ -2,8 +2,8 @@ package io.ibdxnet.transport;
 
 /**
  * Node ids: 16 bits on every wire (ib immediate data and work packages, nio
- * handshake), so per-node state is an array of {@link #COUNT} slots indexed by
- * id, not a map. {@link #NONE} is the all-ones id the native side uses for
+ * handshake), so per-node state is a table of {@link #COUNT} slots indexed by
+ * id ({@link NodeTable}: paged, a page allocated where a slot is written), not a map. {@link #NONE} is the all-ones id the native side uses for
  * "no node"; a configured node id is {@link #MIN}..{@link #MAX}.
  */
 public final class NodeId {

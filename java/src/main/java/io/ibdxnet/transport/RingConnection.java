@@ -27,7 +27,7 @@ public class RingConnection {
     }
 
     /** Bytes sent and not yet confirmed over a transport's connection table (a gauge, not a hot path). */
-    public static long unconfirmed(java.util.concurrent.atomic.AtomicReferenceArray<? extends RingConnection> table) {
+    public static long unconfirmed(NodeRefs<? extends RingConnection> table) {
         long sum = 0;
         for (int i = 0; i < table.length(); i++) {
             RingConnection c = table.get(i);

@@ -1,7 +1,5 @@
 package io.ibdxnet.transport;
 
-import java.util.concurrent.atomic.AtomicIntegerArray;
-
 /**
  * Write interest manager (paper §8.2, Figure 9): a lock-free queue of node
  * ids with ready-to-send data or flow-control data. A node is queued at most
@@ -13,7 +11,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 public final class WriteInterestManager {
     private static final int NODES = NodeId.COUNT;
     private final IntQueue queue = new IntQueue(NODES);
-    private final AtomicIntegerArray queued = new AtomicIntegerArray(NODES);
+    private final NodeInts queued = new NodeInts();
 
     /**
      * Any thread: {@code node} has ready-to-send data (already published).
