@@ -48,7 +48,7 @@ runtime=$(ls "$sysroot/lib/rustlib/$TARGET/lib/"librustc-*_rt.asan.a)
 mkdir -p "$log/rt"
 (cd "$log/rt" && ar x "$runtime" && rm -f asan_preinit.cpp.o)
 gcc -shared -o "$OUT/libasan-runtime.so" "$log"/rt/*.o -lpthread -ldl -lm -lstdc++
-gradle --no-daemon -q testClasspathFile
+[ "${IBDXNET_CLASSPATHS:-}" = ready ] || gradle --no-daemon -q testClasspathFile
 cp=$(cat "$ROOT/build/test-classpath.txt")
 asan_java() {
 	LD_PRELOAD="$OUT/libasan-runtime.so" ASAN_OPTIONS=handle_segv=0:allow_user_segv_handler=1:detect_leaks=0 \
@@ -84,6 +84,6 @@ asan_junit() {
 asan_junit java "$cp" io.ibdxnet.DXNetTest io.ibdxnet.DXNetConfigTest io.ibdxnet.ib.NativeEngineTest io.ibdxnet.soak.SoakTest
 # The drop-in's natives and call-backs (jni/compat): upstream's MsgrcJNIBinding
 # against our own node in one JVM, over the same instrumented library.
-gradle --no-daemon -q compatClasspathFile
+[ "${IBDXNET_CLASSPATHS:-}" = ready ] || gradle --no-daemon -q compatClasspathFile
 asan_junit compat "$(cat "$ROOT/build/compat-classpath.txt")" io.ibdxnet.compat.UpstreamBindingTest
 echo "asan: 0 reports, 0 -Xcheck:jni warnings ($(awk '/^test result/ {n += $4} END {print n}' "$log/rust.txt") Rust tests, JNI tests $(grep '^OK (' "$log/java.txt"), compat $(grep '^OK (' "$log/compat.txt"))"
