@@ -121,7 +121,8 @@ public final class DXNet implements AutoCloseable {
             this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
                     this::answerWithError, this::failed);
             this.sender = new MessageSender(config, transport, incoming);
-            this.deferred = new DeferredSends(config.nodeId, this::sendDeferred, this::deferredEnded);
+            this.deferred = new DeferredSends(config.nodeId, config.maxDeferredBytesPerNode, this::sendDeferred,
+                    this::deferredEnded);
             requests.onClose(deferred::shutdown);
         } catch (RuntimeException | Error e) {
             // A failed start leaves nothing behind: no thread, no port (a retry in this JVM must work).
@@ -450,7 +451,9 @@ public final class DXNet implements AutoCloseable {
      * declared). A request that cannot be sent at once (no connection yet,
      * ring or window full, or earlier deferred sends to the node ahead of it)
      * is queued behind those and sent by a pool thread, in order (see
-     * {@link DeferredSends}). Every failure arrives through the future, as a
+     * {@link DeferredSends}); at most {@code maxDeferredBytesPerNode} of them
+     * wait per destination, beyond that the future fails at once
+     * ({@link FailureReason#OVERLOADED}). Every failure arrives through the future, as a
      * {@link NetworkException} whose {@link NetworkException#reason() reason}
      * says why (a message beyond {@code maxMessageSize}:
      * {@link FailureReason#TOO_LARGE}); only arguments wrong in themselves (a

@@ -123,6 +123,14 @@ public final class DXNetConfig {
      */
     public int handlerSendTimeoutMs;
     /**
+     * Key {@code maxDeferredBytesPerNode}: async requests that cannot go out at once (no connection
+     * yet, ring or window full) wait per destination, serialised, up to this many bytes; beyond,
+     * {@code sendAsync}'s future fails at once with {@code OVERLOADED}. One request alone may
+     * always wait, as may the rest of one partly sent. Type: integer; default: {@code 33554432};
+     * range: [0, 1099511627776].
+     */
+    public long maxDeferredBytesPerNode;
+    /**
      * Key {@code connectTimeoutMs}: connection setup timeout. Sets the native engine's
      * {@code connect_timeout_ms}. Type: integer; default: {@code 10000}; range: [1, 86400000].
      */
@@ -278,6 +286,11 @@ public final class DXNetConfig {
         ConfigKey.ofInt("handlerSendTimeoutMs", 1_000, 1, MAX_TIMEOUT_MS, "… for a send or reply made on a message "
             + "handler thread (at most `sendTimeoutMs`): a peer that does not read holds a handler no longer",
             c -> c.handlerSendTimeoutMs, (c, v) -> c.handlerSendTimeoutMs = v),
+        ConfigKey.ofLong("maxDeferredBytesPerNode", 32L << 20, 0, 1L << 40, "async requests that cannot go out at "
+            + "once (no connection yet, ring or window full) wait per destination, serialised, up to this many bytes; "
+            + "beyond, `sendAsync`'s future fails at once with `OVERLOADED`. One request alone may always wait, as "
+            + "may the rest of one partly sent",
+            c -> c.maxDeferredBytesPerNode, (c, v) -> c.maxDeferredBytesPerNode = v),
         ConfigKey.ofInt("connectTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "connection setup timeout",
             c -> c.connectTimeoutMs, (c, v) -> c.connectTimeoutMs = v).setsNative("connect_timeout_ms"),
         ConfigKey.ofInt("helloTimeoutMs", 2_000, 1, MAX_TIMEOUT_MS, "nio: an incoming connection's handshake (its "

@@ -26,5 +26,10 @@ public enum FailureReason {
     /** The calling thread was interrupted while it waited. */
     INTERRUPTED,
     /** The transport could not start or allocate what it needs (a port in use, no selector, no memory for a ring). */
-    RESOURCES
+    RESOURCES,
+    /**
+     * Too much already waits to be sent to the destination: an async request that cannot go out
+     * at once would exceed {@code maxDeferredBytesPerNode} behind the others.
+     */
+    OVERLOADED
 }

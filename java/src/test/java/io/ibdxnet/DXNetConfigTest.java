@@ -132,6 +132,7 @@ public class DXNetConfigTest {
         cases("handlerQueueBytes", Arrays.asList("64M"), Arrays.asList("1023", "1099511627777"));
         cases("handlerQueueBytesPerSource", Arrays.asList("8 MiB"), Arrays.asList("0"));
         cases("handlerSendTimeoutMs", Arrays.asList("1s"), Arrays.asList("0", "86400001"));
+        cases("maxDeferredBytesPerNode", Arrays.asList("lots"), Arrays.asList("-1", "1099511627777"));
         cases("ibqMaxBuffersPerSource", Arrays.asList("1k"), Arrays.asList("0", "1048577"));
         cases("ibqMaxBytesPerSource", Arrays.asList("x"), Arrays.asList("0"));
         cases("requestTimeoutMs", Arrays.asList("10s"), Arrays.asList("0", "86400001"));

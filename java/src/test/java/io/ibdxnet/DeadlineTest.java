@@ -206,6 +206,54 @@ public class DeadlineTest {
         }
     }
 
+    /**
+     * Async requests to a node whose handler is held pile up behind the full
+     * window; once {@code maxDeferredBytesPerNode} (64 KiB here) wait, the
+     * next one's future fails at once with OVERLOADED instead of queueing
+     * without end, and every request taken is answered once the handler goes on.
+     */
+    @Test
+    public void asyncRequestsBeyondTheDeferredLimitFailAtOnceAsOverloaded() throws Exception {
+        List<DXNet> n = start(2, c -> {
+            c.handlerThreads = 1;
+            c.handlerQueueSize = 4; // a held handler stops the parsing: the window fills
+            c.flowControlWindow = 256 << 10;
+            c.maxDeferredBytesPerNode = 64 << 10;
+        });
+        DXNet a = n.get(0);
+        CountDownLatch release = new CountDownLatch(1);
+        n.get(1).register(BytesRequest.class, r -> {
+            release.await();
+            n.get(1).reply(r, new BytesResponse(r, r.bytes));
+        });
+        List<CompletableFuture<BytesResponse>> taken = new ArrayList<>();
+        Throwable refused = null;
+        for (int i = 0; i < 2_000 && refused == null; i++) { // 2 000 × 1 KiB: eight windows
+            CompletableFuture<BytesResponse> f = a.sendAsync(new BytesRequest(1, new byte[1024]), 60_000);
+            if (f.isCompletedExceptionally()) {
+                try {
+                    f.get();
+                } catch (ExecutionException e) {
+                    refused = e.getCause();
+                }
+            } else {
+                taken.add(f);
+            }
+        }
+        System.out.println(transport + ": " + taken.size() + " async requests of 1 KiB taken before one was refused: "
+                + refused);
+        assertTrue("no request was refused", refused instanceof NetworkException);
+        assertEquals(FailureReason.OVERLOADED, ((NetworkException) refused).reason());
+        assertTrue(refused.getMessage(), refused.getMessage().contains("(maxDeferredBytesPerNode = 65536)"));
+        // The window's 256 KiB and 64 KiB waiting, with room for what the transport holds besides.
+        assertTrue("taken: " + taken.size(), taken.size() < 1_000);
+        release.countDown();
+        for (CompletableFuture<BytesResponse> f : taken) {
+            f.get(30, TimeUnit.SECONDS);
+        }
+        waitFor("no request left pending", () -> a.pendingRequests() == 0);
+    }
+
     @Test
     public void tenThousandAsyncRequestsSentWhileConnectingArriveInOrder() throws Exception {
         List<DXNet> n = start(2, c -> {});

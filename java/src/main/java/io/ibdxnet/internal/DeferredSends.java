@@ -43,6 +43,7 @@ public final class DeferredSends {
 
     private static final class Lane {
         final ArrayDeque<DeferredMessage> queue = new ArrayDeque<>(); // guarded by this
+        long bytes; // of the queued messages' payloads still to send; guarded by this
         boolean draining; // guarded by this
         volatile long queued;
         volatile long done;
@@ -54,11 +55,14 @@ public final class DeferredSends {
     }
 
     private final NodeRefs<Lane> lanes = new NodeRefs<>();
+    private final long maxBytesPerNode;
     private final ThreadPoolExecutor pool;
     private final Sender sender;
     private final Outcome outcome;
 
-    public DeferredSends(int nodeId, Sender sender, Outcome outcome) {
+    /** {@code maxBytesPerNode}: see {@link #defer}. */
+    public DeferredSends(int nodeId, long maxBytesPerNode, Sender sender, Outcome outcome) {
+        this.maxBytesPerNode = maxBytesPerNode;
         this.sender = sender;
         this.outcome = outcome;
         AtomicInteger threads = new AtomicInteger();
@@ -76,15 +80,28 @@ public final class DeferredSends {
         return l == null || l.clear();
     }
 
-    /** Queues {@code d} behind what was deferred to its node before; a pool thread sends it. */
-    public void defer(DeferredMessage d) {
+    /**
+     * Queues {@code d} behind what was deferred to its node before; a pool
+     * thread sends it. Refused with {@link FailureReason#OVERLOADED} when the
+     * lane already holds payload and {@code d}'s would take it beyond
+     * {@code maxBytesPerNode} — unless part of {@code d} was sent already
+     * (the rest must follow, or the stream breaks).
+     */
+    public void defer(DeferredMessage d) throws NetworkException {
         Lane l = lanes.get(d.dest);
         if (l == null) {
             lanes.compareAndSet(d.dest, null, new Lane());
             l = lanes.get(d.dest);
         }
+        long size = d.payload.length - d.sentInline;
         boolean start;
         synchronized (l) {
+            if (d.sentInline == 0 && l.bytes > 0 && l.bytes + size > maxBytesPerNode) {
+                throw new NetworkException(FailureReason.OVERLOADED, "async request to node " + d.dest + " refused: "
+                        + l.bytes + " bytes of " + l.queue.size() + " requests already wait to be sent to it "
+                        + "(maxDeferredBytesPerNode = " + maxBytesPerNode + ")");
+            }
+            l.bytes += size;
             l.queue.add(d);
             l.queued++;
             start = !l.draining;
@@ -140,6 +157,7 @@ public final class DeferredSends {
             }
             synchronized (l) {
                 l.queue.poll();
+                l.bytes -= d.payload.length - d.sentInline;
             }
             l.done++; // only the draining thread writes it
             l.waiters.signal();

@@ -67,7 +67,7 @@ public class DeferredSendsStressTest {
             }
             arrived.incrementAndGet();
         };
-        DeferredSends lanes = new DeferredSends(99, toWire, (d, failure) -> {
+        DeferredSends lanes = new DeferredSends(99, Long.MAX_VALUE, toWire, (d, failure) -> {
             if (failure != null) {
                 problem.compareAndSet(null, "a deferred send failed: " + failure);
             }
