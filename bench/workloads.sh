@@ -36,7 +36,7 @@ out=${1:-$ROOT/bench/results/$(date +%Y-%m-%d)-workloads}
 csv=$out.csv
 idle_csv=$out-idle.csv
 scale_csv=$out-scale.csv
-[ $scale = 1 ] && csv=$scale_csv
+[ $scale = 1 ] && csv=$scale_csv && idle_csv=$out-scale-idle.csv
 failures=0
 # The engine settings (native key=value pairs) of every DXNet row that names
 # none: the engine's defaults (yield at once, block after 1 ms idle).
@@ -61,14 +61,12 @@ heap=(-Xms1g -Xmx1g)
 	echo "# command: bench/workloads.sh $([ $quick = 1 ] && echo --quick)$([ $scale = 1 ] && echo --scale) $*"
 	echo "# machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(uname -r), $(java -version 2>&1 | head -1)"
 	echo "# git: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)'), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "impl,pattern,nodes,size,senders,handlers,messages,seconds,msg_per_s,mb_per_s,cpu_ns_per_msg,rtt_avg_us,rtt_p50_us,rtt_p95_us,rtt_p99_us,rtt_p999_us,processes,native,mesh_ms,peak_rss_mb,bytes_per_connection"
+	echo "impl,pattern,nodes,size,senders,handlers,messages,seconds,msg_per_s,mb_per_s,cpu_ns_per_msg,rtt_avg_us,rtt_p50_us,rtt_p95_us,rtt_p99_us,rtt_p999_us,processes,native,mesh_ms,peak_rss_mb,bytes_per_connection,heap_committed_mb"
 } >"$csv"
-if [ $scale = 0 ]; then
-	{
-		grep '^#' "$csv"
-		echo "impl,native,seconds,cpu_ms,cpu_pct_core,process_cpu_ms,threads"
-	} >"$idle_csv"
-fi
+{
+	grep '^#' "$csv"
+	echo "impl,native,seconds,cpu_ms,cpu_pct_core,process_cpu_ms,threads,rss_started_mb,rss_connected_mb,endpoints,rss_bytes_per_endpoint"
+} >"$idle_csv"
 
 # Per-thread message counts: about 128 MiB per run for throughput, 64 MiB of
 # round trips, within bounds (quick: tiny).
@@ -109,7 +107,8 @@ shown() { # NATIVE IMPL [OPTIONS...]
 # threads of every process of the run per message (per round trip for rtt);
 # peak_rss_mb the peak resident sets (VmHWM, MiB) of those processes, summed;
 # bytes_per_connection the memory of one connection endpoint (ib: the
-# engine's registered send ring; nio, loopback: the outgoing ring).
+# engine's registered send ring; nio, loopback: the outgoing ring);
+# heap_committed_mb the Java heap committed at the end, summed likewise.
 run() {
 	local impl=$1 pattern=$2 size=$3 senders=$4 handlers=$5 nodes=$6 native=${7-$NATIVE_STD} main=io.ibdxnet.bench.Workload line kv
 	local kind=stream messages opts=()
@@ -138,20 +137,21 @@ run() {
 	echo "$line" | sed 's/.*msg_per_s=\([0-9]*\).*cpu_ns_per_msg=\([0-9]*\).*rtt_p50_us=\([^ ]*\).*mesh_ms=\([^ ]*\) peak_rss_mb=\([^ ]*\).*/\1 msg\/s, \2 ns CPU\/msg, p50 \3 µs, mesh \4 ms, peak RSS \5 MiB/' >&2
 }
 
-# idle IMPL [NATIVE]: CPU of a JVM with two connected nodes and no traffic
-# (IMPL none: a JVM without nodes), over $idle_seconds after a 2 s settle.
+# idle IMPL [NATIVE [NODES]]: CPU of a JVM with NODES (2) connected nodes and
+# no traffic (IMPL none: a JVM without nodes), over $idle_seconds after a 2 s
+# settle; its resident set before and after connecting, per endpoint.
 idle() {
-	local impl=$1 native=${2-$NATIVE_STD} line kv opts=()
+	local impl=$1 native=${2-$NATIVE_STD} nodes=${3:-2} line kv opts=()
 	for kv in $native; do opts+=(--native "$kv"); done
-	printf '%-8s idle %ss %s... ' "$impl" "$idle_seconds" "$(shown "$native" "$impl")" >&2
+	printf '%-8s idle nodes=%d %ss %s... ' "$impl" "$nodes" "$idle_seconds" "$(shown "$native" "$impl")" >&2
 	line=$(java "${heap[@]}" -cp "$CP" -Djava.library.path="$ROOT/target/release" io.ibdxnet.bench.Workload --transport "$impl" --pattern idle --seconds "$idle_seconds" \
-		"${opts[@]}" 2>/dev/null | grep '^IDLE ') || {
+		--nodes "$nodes" "${opts[@]}" 2>/dev/null | grep '^IDLE ') || {
 		echo "FAILED" >&2
 		failures=$((failures + 1))
 		return 0
 	}
 	echo "$line" | sed 's/^IDLE //; s/ /\n/g' | sed 's/^[a-z0-9_]*=//' | paste -sd, >>"$idle_csv"
-	echo "$line" | sed 's/.*cpu_pct_core=\([^ ]*\) .*threads=\([^;]*\).*/\1 % of a core, busiest: \2/' >&2
+	echo "$line" | sed 's/.*cpu_pct_core=\([^ ]*\) .*threads=\([^; ]*\).*rss_bytes_per_endpoint=\([^ ]*\).*/\1 % of a core, busiest: \2, resident per endpoint: \3 bytes/' >&2
 }
 
 # The idle rows and the 64-byte RTT and rate rows over ib at each idle mode
@@ -176,10 +176,10 @@ idle_modes() { # PATTERN...
 # All-to-all, 64 B, one sender and one handler thread per node, against the
 # node count (issue 22; the shape of the paper's Figure 14, 2-8 nodes).
 # Messages per node: the same total per row, about 10-20 s per row on the
-# 2-core host (ib about 0.6 M msg/s, nio about 0.25 M, measured 2026-11-26
-# on the loaded host); the heap grows with the nodes of the JVM.
+# 2-core host (ib 0.6-1.6 M msg/s, nio 0.4-0.8 M, measured 2026-11-26 on
+# the loaded host); the heap grows with the nodes of the JVM.
 scale_messages() { # IMPL NODES
-	[ "$1" = ib ] && echo $((6000000 / $2)) || echo $((3000000 / $2))
+	[ "$1" = ib ] && echo $((15000000 / $2)) || echo $((8000000 / $2))
 }
 if [ $scale = 1 ]; then
 	for threads in "" "engine_threads=shared"; do
@@ -193,6 +193,16 @@ if [ $scale = 1 ]; then
 		run nio all 64 1 1 $n "" --processes $n --messages "$(scale_messages nio $n)"
 	done
 	echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$csv"
+	# Idle connected nodes in one JVM: what an idle endpoint keeps resident.
+	idle_seconds=2
+	for n in 2 16 64; do
+		heap=(-Xms256m "-Xmx$((1024 + n * 32))m")
+		idle ib "" $n
+	done
+	heap=(-Xms256m -Xmx512m)
+	for n in 2 8; do
+		idle nio "" $n
+	done
 elif [ $quick = 1 ]; then
 	idle_seconds=1
 	for impl in ib nio loopback netty; do
@@ -272,15 +282,16 @@ trap 'rm -rf "$data"' EXIT
 # axis: only the shape compares).
 plot_scale() {
 	local series=
-	grep -v '^#' "$scale_csv" | awk -F, '$1 == "ib" && $2 == "all" && $17 == 1 && ($18 == "-" || $18 == "engine_threads=dedicated") {print $3, $9 / 1e6, $20, $19}' | sort -n >"$data/ib-dedicated"
-	grep -v '^#' "$scale_csv" | awk -F, '$1 == "ib" && $2 == "all" && $17 == 1 && $18 == "engine_threads=shared" {print $3, $9 / 1e6, $20, $19}' | sort -n >"$data/ib-shared"
-	grep -v '^#' "$scale_csv" | awk -F, '$1 == "nio" && $2 == "all" && $17 > 1 {print $3, $9 / 1e6, $20, $19}' | sort -n >"$data/nio-processes"
+	grep -v '^#' "$scale_csv" | awk -F, '$1 == "ib" && $2 == "all" && $17 == 1 && ($18 == "-" || $18 == "engine_threads=dedicated") {print $3, $9 / 1e6, $20, $19, ($22 == "" ? "NaN" : $22)}' | sort -n >"$data/ib-dedicated"
+	grep -v '^#' "$scale_csv" | awk -F, '$1 == "ib" && $2 == "all" && $17 == 1 && $18 == "engine_threads=shared" {print $3, $9 / 1e6, $20, $19, ($22 == "" ? "NaN" : $22)}' | sort -n >"$data/ib-shared"
+	grep -v '^#' "$scale_csv" | awk -F, '$1 == "nio" && $2 == "all" && $17 > 1 {print $3, $9 / 1e6, $20, $19, ($22 == "" ? "NaN" : $22)}' | sort -n >"$data/nio-processes"
 	printf '2 7.0\n4 14.5\n6 20.1\n8 25.6\n' >"$data/paper-fig14"
 	for f in ib-dedicated ib-shared nio-processes; do
 		[ -s "$data/$f" ] && series+="$f "
 	done
 	gnuplot <<EOF
-set terminal png size 900,560
+set terminal png size 900,600
+series = "$series"
 set logscale x 2
 set xtics (2, 4, 8, 16, 32, 64)
 set xrange [1.8:72]
@@ -300,11 +311,12 @@ set output "$out-scale-memory.png"
 unset y2label
 unset y2tics
 set ylabel "peak RSS of all processes of the run (MiB)"
-set title "all-to-all, 64 B: peak resident set (VmHWM) against nodes"
-plot for [i in "$series"] "$data/".i using 1:3 with linespoints title i, \
+set title "all-to-all, 64 B: peak resident set (VmHWM) and Java heap, all processes of the run"
+plot for [k=1:words(series)] "$data/".word(series, k) using 1:3 with linespoints lc k pt 7 title word(series, k)." peak RSS", \
+     for [k=1:words(series)] "$data/".word(series, k) using 1:5 with linespoints lc k pt 6 dashtype 2 title word(series, k)." heap committed at the end", \
      4096 with lines dashtype 2 lc rgb "gray40" title "issue 22 goal at 64 nodes (4 GiB)"
 EOF
-	echo "results: $scale_csv, plots: $out-scale-{rate,memory}.png" >&2
+	echo "results: $scale_csv$([ -s "$out-scale-idle.csv" ] && echo ", $out-scale-idle.csv"), plots: $out-scale-{rate,memory}.png" >&2
 }
 if [ -s "$scale_csv" ] && { [ $scale = 1 ] || [ $plot_only = 1 ]; }; then
 	plot_scale

@@ -60,6 +60,7 @@ public class WorkloadProcessesTest {
         assertTrue(line, Double.parseDouble(field(line, "cpu_ns_per_msg")) > 0);
         // Three JVMs, each with at least its heap's first pages and a node: more than one JVM's 30 MiB.
         assertTrue(line, Double.parseDouble(field(line, "peak_rss_mb")) > 3 * 30);
+        assertTrue(line, Double.parseDouble(field(line, "heap_committed_mb")) > 3 * 1);
         assertEquals(line, Long.toString(new DXNetConfig(0).nioRingSize), field(line, "bytes_per_connection"));
         // Every node from every other: the mesh's one message, then half of the
         // warm-up's (MESSAGES / 10) and half of the measured run's.

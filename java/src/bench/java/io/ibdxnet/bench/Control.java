@@ -74,10 +74,14 @@ final class Control {
         }
     }
 
-    /** The child process's CPU time (all its threads), ns, and its peak resident set ({@code VmHWM}), bytes. */
+    /**
+     * The child process's CPU time (all its threads), ns, its peak resident
+     * set ({@code VmHWM}) and its committed Java heap, bytes.
+     */
     public static final class Answer extends Response {
         public long cpuNanos;
         public long peakRssBytes;
+        public long heapCommittedBytes;
 
         public Answer() {
             super(ANSWER);
@@ -87,18 +91,21 @@ final class Control {
             super(ask, ANSWER);
             this.cpuNanos = Results.processCpuNanos();
             this.peakRssBytes = Results.peakRssBytes();
+            this.heapCommittedBytes = Results.heapCommittedBytes();
         }
 
         @Override
         protected void exportPayload(MessageExporter out) {
             out.writeLong(cpuNanos);
             out.writeLong(peakRssBytes);
+            out.writeLong(heapCommittedBytes);
         }
 
         @Override
         protected void importPayload(MessageImporter in) {
             cpuNanos = in.readLong();
             peakRssBytes = in.readLong();
+            heapCommittedBytes = in.readLong();
         }
     }
 

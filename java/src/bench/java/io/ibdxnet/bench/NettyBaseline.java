@@ -103,6 +103,7 @@ public final class NettyBaseline {
             server.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).sync();
         }
         row.peakRssBytes = Results.peakRssBytes();
+        row.heapCommittedBytes = Results.heapCommittedBytes();
         System.out.println(row.line());
     }
 

@@ -35,8 +35,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * closes its standard input, or (status 3) when one of its senders failed.
  */
 final class Processes implements AutoCloseable {
-    /** The CPU time (ns) and the peak resident set (bytes, -1 if unknown) of processes. */
-    record Usage(long cpuNanos, long peakRssBytes) {}
+    /** The CPU time (ns), the peak resident set (bytes, -1 if unknown) and the committed heap (bytes) of processes. */
+    record Usage(long cpuNanos, long peakRssBytes, long heapCommittedBytes) {}
 
     private final DXNet local;
     private final List<Process> children = new ArrayList<>();
@@ -116,16 +116,18 @@ final class Processes implements AutoCloseable {
         return local;
     }
 
-    /** The CPU time of all child processes (all their threads) and their peak resident sets, summed. */
+    /** The CPU time of all child processes (all their threads), their peak resident sets and committed heaps, summed. */
     Usage childUsage() {
         long cpu = 0;
         long rss = 0;
+        long heap = 0;
         for (int id = 1; id <= children.size(); id++) {
             Control.Answer a = local.sendSync(new Control.Ask(id, Control.CPU), 60_000);
             cpu += a.cpuNanos;
             rss = rss < 0 || a.peakRssBytes < 0 ? -1 : rss + a.peakRssBytes;
+            heap += a.heapCommittedBytes;
         }
-        return new Usage(cpu, rss);
+        return new Usage(cpu, rss, heap);
     }
 
     /** Starts {@code run} in every child: each sends its share, and {@link #awaitAll} waits for their deliveries. */

@@ -22,11 +22,26 @@ final class Results {
      * {@code /proc/self/status}), bytes; -1 where there is none.
      */
     static long peakRssBytes() {
+        return status("VmHWM:");
+    }
+
+    /** The Java heap committed now (the collector's share of the resident set at most), bytes. */
+    static long heapCommittedBytes() {
+        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getCommitted();
+    }
+
+    /** The resident set of this process now ({@code VmRSS}), bytes; -1 where there is none. */
+    static long rssBytes() {
+        return status("VmRSS:");
+    }
+
+    /** A {@code kB} field of {@code /proc/self/status}, bytes; -1 where there is none. */
+    private static long status(String field) {
         try {
             for (String l : Files.readAllLines(Paths.get("/proc/self/status"), StandardCharsets.UTF_8)) {
-                if (l.startsWith("VmHWM:")) {
+                if (l.startsWith(field)) {
                     // "VmHWM:     123456 kB"
-                    return Long.parseLong(l.substring(6).replace("kB", "").trim()) * 1024;
+                    return Long.parseLong(l.substring(field.length()).replace("kB", "").trim()) * 1024;
                 }
             }
         } catch (IOException | NumberFormatException e) {
@@ -62,6 +77,8 @@ final class Results {
          * -1: not accounted.
          */
         long bytesPerConnection = -1;
+        /** The Java heap committed at the end of the run in every process of it, summed, bytes; -1: not measured. */
+        long heapCommittedBytes = -1;
 
         Row copy() {
             Row r = new Row();
@@ -88,20 +105,24 @@ final class Results {
             return h == null ? "-" : String.format(Locale.ROOT, "%.2f", h.getValueAtPercentile(percentile) / 1e3);
         }
 
-        /** The result line; {@code peak_rss_mb} is in MiB (2^20 bytes), {@code mb_per_s} in 10^6 bytes/s. */
+        private static String mib(long bytes) {
+            return bytes < 0 ? "-" : String.format(Locale.ROOT, "%.1f", bytes / (double) (1 << 20));
+        }
+
+        /** The result line; {@code peak_rss_mb} and {@code heap_committed_mb} are in MiB (2^20 bytes), {@code mb_per_s} in 10^6 bytes/s. */
         String line() {
             double rate = total / seconds;
             return String.format(Locale.ROOT,
                     "RESULT impl=%s pattern=%s nodes=%d size=%d senders=%d handlers=%d messages=%d seconds=%.4f"
                             + " msg_per_s=%.0f mb_per_s=%.2f cpu_ns_per_msg=%.0f rtt_avg_us=%s rtt_p50_us=%s"
                             + " rtt_p95_us=%s rtt_p99_us=%s rtt_p999_us=%s processes=%d native=%s mesh_ms=%s peak_rss_mb=%s"
-                            + " bytes_per_connection=%s",
+                            + " bytes_per_connection=%s heap_committed_mb=%s",
                     impl, pattern, nodes, size, senders, handlers, total, seconds, rate, rate * size / 1e6,
                     cpuNanosPerMessage, rtt == null ? "-" : String.format(Locale.ROOT, "%.2f", rtt.getMean() / 1e3),
                     us(rtt, 50), us(rtt, 95), us(rtt, 99), us(rtt, 99.9), processes, nativeSettings,
                     meshMs < 0 ? "-" : Long.toString(meshMs),
-                    peakRssBytes < 0 ? "-" : String.format(Locale.ROOT, "%.1f", peakRssBytes / (double) (1 << 20)),
-                    bytesPerConnection < 0 ? "-" : Long.toString(bytesPerConnection));
+                    mib(peakRssBytes),
+                    bytesPerConnection < 0 ? "-" : Long.toString(bytesPerConnection), mib(heapCommittedBytes));
         }
     }
 }

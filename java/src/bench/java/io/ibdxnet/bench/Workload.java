@@ -79,8 +79,9 @@ public final class Workload {
             run(nodes, procs, row, true);
             row.bytesPerConnection = bytesPerConnection(o, nodes.get(0));
             long rss = Results.peakRssBytes();
-            long childRss = procs == null ? 0 : procs.childUsage().peakRssBytes();
-            row.peakRssBytes = rss < 0 || childRss < 0 ? -1 : rss + childRss;
+            Processes.Usage children = procs == null ? new Processes.Usage(0, 0, 0) : procs.childUsage();
+            row.peakRssBytes = rss < 0 || children.peakRssBytes() < 0 ? -1 : rss + children.peakRssBytes();
+            row.heapCommittedBytes = Results.heapCommittedBytes() + children.heapCommittedBytes();
         } finally {
             if (procs != null) {
                 procs.close();
