@@ -78,6 +78,9 @@ public final class Workload {
             run(nodes, procs, warm, false);
             run(nodes, procs, row, true);
             row.bytesPerConnection = bytesPerConnection(o, nodes.get(0));
+            if (row.impl.equals("ib")) {
+                engineMemory(nodes);
+            }
             long rss = Results.peakRssBytes();
             Processes.Usage children = procs == null ? new Processes.Usage(0, 0, 0) : procs.childUsage();
             row.peakRssBytes = rss < 0 || children.peakRssBytes() < 0 ? -1 : rss + children.peakRssBytes();
@@ -93,6 +96,23 @@ public final class Workload {
             }
         }
         System.out.println(row.line());
+    }
+
+    /**
+     * Where the engines' memory is (stderr): their receive pools
+     * ({@code recv_pool_bytes}, registered) and {@code bytes_per_node}
+     * (pool, rings, queues), summed over the nodes of this JVM, MiB.
+     */
+    private static void engineMemory(List<DXNet> nodes) {
+        long pool = 0;
+        long total = 0;
+        for (DXNet n : nodes) {
+            java.util.Map<String, Long> s = n.transportStats();
+            pool += s.getOrDefault("recv_pool_bytes", 0L);
+            total += s.getOrDefault("bytes_per_node", 0L);
+        }
+        System.err.printf("engine memory: recv_pool_mb=%.1f bytes_per_node_mb=%.1f (sums over %d nodes)%n",
+                pool / (double) (1 << 20), total / (double) (1 << 20), nodes.size());
     }
 
     /**
