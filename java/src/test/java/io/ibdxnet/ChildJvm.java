@@ -62,6 +62,20 @@ public final class ChildJvm {
         return cmd;
     }
 
+    /**
+     * {@code java [jvmArgs] -cp <classpath> -Djava.library.path=<this JVM's> mainClass [args]},
+     * with this JVM's {@code java}: a main outside the test classpath (the bench's).
+     */
+    public static List<String> command(String mainClass, String classpath, List<String> jvmArgs, List<String> args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(System.getProperty("java.home") + "/bin/java");
+        cmd.addAll(jvmArgs);
+        cmd.addAll(Arrays.asList("-cp", classpath, "-Djava.library.path=" + System.getProperty("java.library.path"),
+                mainClass));
+        cmd.addAll(args);
+        return cmd;
+    }
+
     /** Starts {@code command}; stdout and stderr go to a fresh log file. */
     public static ChildJvm start(List<String> command, Map<String, String> env) throws IOException {
         File log = File.createTempFile("child-jvm", ".log");

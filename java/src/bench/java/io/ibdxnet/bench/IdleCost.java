@@ -27,7 +27,12 @@ import java.util.TreeMap;
  * where the process CPU time ({@link Results#processCpuNanos}, also printed
  * as {@code process_cpu_ms}) counts 10 ms clock ticks. A thread that ends
  * within the window is in {@code process_cpu_ms} only. {@code --transport
- * none} measures a JVM without nodes, the floor under the others.
+ * none} measures a JVM without nodes, the floor under the others. The line
+ * ends with the resident set ({@code VmRSS}, MiB) once the nodes are started
+ * and once they are connected and settled, and their difference per
+ * connection endpoint ({@code nodes × (nodes - 1)} of them), bytes: an upper
+ * bound of what an idle endpoint keeps resident, since the difference also
+ * holds what connecting brought to the heap and the JIT.
  */
 final class IdleCost {
     private IdleCost() {}
@@ -35,12 +40,14 @@ final class IdleCost {
     static void run(WorkloadOptions o) throws Exception {
         Results.Row row = o.row;
         List<DXNet> nodes = new ArrayList<>();
+        long rssStarted = Results.rssBytes();
         try {
             if (!row.impl.equals("none")) {
                 int count = Math.max(2, row.nodes);
                 for (int id = 0; id < count; id++) {
                     nodes.add(o.startNode(id, "127.0.0.1:0", m -> {}));
                 }
+                rssStarted = Results.rssBytes();
                 for (DXNet a : nodes) {
                     for (DXNet b : nodes) {
                         if (a != b) {
@@ -59,6 +66,8 @@ final class IdleCost {
             // Our own reading code loaded and run once, so that the window sees none of that.
             busiest(threadNanos(), threadNanos(), 1);
             Thread.sleep(o.settleMs);
+            long rssConnected = Results.rssBytes();
+            long endpoints = (long) nodes.size() * Math.max(0, nodes.size() - 1);
             Map<Integer, long[]> before = threadNanos();
             long cpu0 = Results.processCpuNanos();
             long t0 = System.nanoTime();
@@ -72,9 +81,12 @@ final class IdleCost {
                 cpu += e.getValue()[0] - (b == null ? 0 : b[0]);
             }
             System.out.println(String.format(Locale.ROOT,
-                    "IDLE impl=%s native=%s seconds=%.2f cpu_ms=%.1f cpu_pct_core=%.2f process_cpu_ms=%.0f threads=%s",
+                    "IDLE impl=%s native=%s seconds=%.2f cpu_ms=%.1f cpu_pct_core=%.2f process_cpu_ms=%.0f threads=%s"
+                            + " rss_started_mb=%.1f rss_connected_mb=%.1f endpoints=%d rss_bytes_per_endpoint=%s",
                     row.impl, row.nativeSettings, wall / 1e9, cpu / 1e6, 100.0 * cpu / wall, process / 1e6,
-                    busiest(before, after, wall)));
+                    busiest(before, after, wall), rssStarted / (double) (1 << 20), rssConnected / (double) (1 << 20),
+                    endpoints, endpoints == 0 || rssStarted < 0 || rssConnected < 0 ? "-"
+                            : Long.toString((rssConnected - rssStarted) / endpoints)));
         } finally {
             for (DXNet n : nodes) {
                 n.close();

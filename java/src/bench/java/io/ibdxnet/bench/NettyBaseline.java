@@ -102,6 +102,8 @@ public final class NettyBaseline {
             client.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).sync();
             server.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).sync();
         }
+        row.peakRssBytes = Results.peakRssBytes();
+        row.heapCommittedBytes = Results.heapCommittedBytes();
         System.out.println(row.line());
     }
 

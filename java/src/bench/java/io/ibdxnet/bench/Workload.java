@@ -6,6 +6,7 @@ import io.ibdxnet.app.BytesRequest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
 import org.HdrHistogram.Histogram;
 
@@ -13,10 +14,12 @@ import org.HdrHistogram.Histogram;
  * DXNet-style end-to-end workloads (paper §9.1–§9.2): {@code uni} (node 0 →
  * node 1), {@code bi} (both ways), {@code all} (all-to-all among
  * {@code --nodes}), {@code rtt} (requests from node 0 to node 1, every round
- * trip recorded), all nodes in this JVM; or {@code --processes 2}: {@code
- * uni} and {@code rtt} with node 1 in a process of its own
- * ({@link TwoProcesses}). Prints one {@code RESULT key=value ...} line
- * ({@link Results}); progress goes to stderr on long runs. {@code --pattern
+ * trip recorded), all nodes in this JVM; or {@code --processes N}: one node
+ * per process ({@link Processes}), {@code uni}, {@code bi} and {@code rtt}
+ * with N = 2, {@code all} with N nodes. Prints one {@code RESULT key=value
+ * ...} line ({@link Results}): with several processes the CPU time and the
+ * peak resident set are those of all of them; progress goes to stderr on
+ * long runs. {@code --pattern
  * idle} measures connected nodes without traffic instead ({@link IdleCost}).
  * The engine gets {@code fabric} and the {@code --native} settings, nothing
  * else: every other key has its default.
@@ -24,7 +27,7 @@ import org.HdrHistogram.Histogram;
  * <pre>--transport ib|nio|loopback|none --fabric sim|auto|verbs --pattern uni|bi|all|rtt|idle --nodes N
  * --size BYTES --messages PER_SENDER_THREAD --threads SENDERS_PER_NODE --handlers H
  * --orderPerSender true|false --receiveInline true|false (default true each, as DXNetConfig)
- * --native KEY=VALUE (engine settings, repeatable) --processes 1|2
+ * --native KEY=VALUE (engine settings, repeatable) --processes N
  * --seconds S --settle-ms MS (idle: measured time, 10 s; wait before it, 2000 ms)</pre>
  */
 public final class Workload {
@@ -33,21 +36,36 @@ public final class Workload {
     public static void main(String[] args) throws Exception {
         WorkloadOptions o = WorkloadOptions.parse(args);
         Results.Row row = o.row;
-        if (o.role.equals("receiver")) {
-            TwoProcesses.receive(o);
+        if (o.role.equals("child")) {
+            Processes.child(o);
             return;
         }
         if (row.pattern.equals("idle")) {
             IdleCost.run(o);
             return;
         }
-        TwoProcesses two = null;
+        Processes procs = null;
+        AtomicLongArray fromHere = null;
         List<DXNet> nodes;
-        if (row.processes == 2) {
-            two = TwoProcesses.start(o, args);
-            nodes = List.of(two.local());
+        long t0 = System.nanoTime();
+        if (row.processes > 1) {
+            AtomicLongArray from = new AtomicLongArray(row.nodes);
+            fromHere = from;
+            procs = Processes.start(o, args, m -> {
+                from.incrementAndGet(m.getSource());
+                RECEIVED.incrementAndGet();
+            });
+            nodes = List.of(procs.local());
+            if (row.pattern.equals("all")) {
+                // The full mesh: every node sends one byte to every other, as mesh() does.
+                Results.Row mesh = row.copy();
+                mesh.senders = 1;
+                mesh.messages = row.nodes - 1;
+                mesh.size = 1;
+                run(nodes, procs, mesh, false);
+                row.meshMs = (System.nanoTime() - t0) / 1_000_000;
+            }
         } else {
-            long t0 = System.nanoTime();
             nodes = start(o);
             if (row.pattern.equals("all")) {
                 row.meshMs = mesh(nodes, t0);
@@ -57,11 +75,20 @@ public final class Workload {
             // Warm-up (JIT, connections, buffers), then the measured run.
             Results.Row warm = row.copy();
             warm.messages = Math.max(1, Math.min(row.messages / 10, 20_000));
-            run(nodes, two, warm, false);
-            run(nodes, two, row, true);
+            run(nodes, procs, warm, false);
+            run(nodes, procs, row, true);
+            row.bytesPerConnection = bytesPerConnection(o, nodes.get(0));
+            if (row.impl.equals("ib")) {
+                engineMemory(nodes);
+            }
+            long rss = Results.peakRssBytes();
+            Processes.Usage children = procs == null ? new Processes.Usage(0, 0, 0) : procs.childUsage();
+            row.peakRssBytes = rss < 0 || children.peakRssBytes() < 0 ? -1 : rss + children.peakRssBytes();
+            row.heapCommittedBytes = Results.heapCommittedBytes() + children.heapCommittedBytes();
         } finally {
-            if (two != null) {
-                two.close();
+            if (procs != null) {
+                procs.close();
+                System.err.println(Processes.receivedLine(0, fromHere));
             } else {
                 for (DXNet n : nodes) {
                     n.close();
@@ -69,6 +96,38 @@ public final class Workload {
             }
         }
         System.out.println(row.line());
+    }
+
+    /**
+     * Where the engines' memory is (stderr): their receive pools
+     * ({@code recv_pool_bytes}, registered) and {@code bytes_per_node}
+     * (pool, rings, queues), summed over the nodes of this JVM, MiB.
+     */
+    private static void engineMemory(List<DXNet> nodes) {
+        long pool = 0;
+        long total = 0;
+        for (DXNet n : nodes) {
+            java.util.Map<String, Long> s = n.transportStats();
+            pool += s.getOrDefault("recv_pool_bytes", 0L);
+            total += s.getOrDefault("bytes_per_node", 0L);
+        }
+        System.err.printf("engine memory: recv_pool_mb=%.1f bytes_per_node_mb=%.1f (sums over %d nodes)%n",
+                pool / (double) (1 << 20), total / (double) (1 << 20), nodes.size());
+    }
+
+    /**
+     * Memory of one connection endpoint: ib the engine's {@code bytes_per_connection}
+     * (the registered send ring; mapped, resident only where written), nio and
+     * loopback the outgoing ring ({@code nioRingSize}, direct memory) — the
+     * per-connection buffers besides it (a few hundred bytes, the socket's
+     * kernel buffers) are not counted.
+     */
+    private static long bytesPerConnection(WorkloadOptions o, DXNet node) {
+        if (o.row.impl.equals("ib")) {
+            Long v = node.transportStats().get("bytes_per_connection");
+            return v == null ? -1 : v;
+        }
+        return o.ringSize();
     }
 
     private static final AtomicLong RECEIVED = new AtomicLong();
@@ -126,7 +185,7 @@ public final class Workload {
             throw new IllegalStateException("a mesh sender failed", failure.get());
         }
         long sent = System.nanoTime();
-        awaitReceived((long) nodes.size() * (nodes.size() - 1), t0);
+        awaitReceived((long) nodes.size() * (nodes.size() - 1), t0, null);
         long done = System.nanoTime();
         // Where the mesh time went (stderr): starting the nodes, the senders'
         // sends (each connects first), the last deliveries.
@@ -135,57 +194,105 @@ public final class Workload {
         return (done - t0) / 1_000_000;
     }
 
+    /** Whether node {@code node} sends in {@code row}'s pattern: node 0 alone for uni and rtt, every node for bi and all. */
+    static boolean sends(Results.Row row, int node) {
+        return node == 0 || !row.pattern.matches("uni|rtt");
+    }
+
+    /** The nodes {@code from} sends to in turn: the next {@code targets} nodes by id (all: every other, else one). */
+    private static int targets(Results.Row row) {
+        return row.pattern.equals("all") ? row.nodes - 1 : 1;
+    }
+
     /**
-     * Runs {@code row}'s workload; if {@code record}, fills in its
-     * measurements. With {@code two} (node 1 in another process) the CPU time
-     * is both processes'.
+     * The data messages node {@code node} receives in {@code row}: each
+     * sender thread's message {@code i} goes to node {@code (self + 1 + i %
+     * targets) % nodes} (rtt: requests, not counted here).
      */
-    private static void run(List<DXNet> nodes, TwoProcesses two, Results.Row row, boolean record) throws Exception {
-        RECEIVED.set(0);
-        List<DXNet> senders = new ArrayList<>();
-        switch (row.pattern) {
-            case "uni":
-            case "rtt":
-                senders.add(nodes.get(0));
-                break;
-            default:
-                senders.addAll(nodes);
+    static long expectedAt(Results.Row row, int node) {
+        if (row.pattern.equals("rtt")) {
+            return 0;
         }
-        int targets = row.pattern.equals("all") ? row.nodes - 1 : 1;
-        long expected = senders.size() * (long) row.senders * row.messages;
+        int targets = targets(row);
+        long sum = 0;
+        for (int s = 0; s < row.nodes; s++) {
+            int k = Math.floorMod(node - s - 1, row.nodes); // i % targets == k reaches this node
+            if (s == node || !sends(row, s) || k >= targets) {
+                continue;
+            }
+            sum += row.senders * (row.messages / targets + (k < row.messages % targets ? 1 : 0));
+        }
+        return sum;
+    }
+
+    /**
+     * Starts {@code row.senders} threads sending node {@code from}'s share of
+     * {@code row} ({@code rtts}: where rtt's round trips go; null when not rtt);
+     * the first failure goes to {@code failure}.
+     */
+    static List<Thread> startSenders(DXNet from, Results.Row row, Histogram rtts, AtomicReference<Throwable> failure) {
         boolean rtt = row.pattern.equals("rtt");
-        long remoteCpu0 = two == null ? 0 : two.begin(rtt ? 0 : expected);
-        Histogram rtts = new Histogram(3_600_000_000_000L, 3);
-        AtomicReference<Throwable> failure = new AtomicReference<>();
+        int targets = targets(row);
         List<Thread> threads = new ArrayList<>();
-        long cpu0 = Results.processCpuNanos();
-        long t0 = System.nanoTime();
-        for (DXNet from : senders) {
-            for (int t = 0; t < row.senders; t++) {
-                Histogram mine = new Histogram(3_600_000_000_000L, 3);
-                Thread th = new Thread(() -> {
-                    byte[] payload = new byte[row.size];
-                    int self = from.nodeId();
-                    try {
-                        for (long i = 0; i < row.messages; i++) {
-                            int dest = (int) ((self + 1 + i % targets) % row.nodes);
-                            if (rtt) {
-                                long s = System.nanoTime();
-                                from.sendSync(new BytesRequest(1, payload), 60_000);
-                                mine.recordValue(System.nanoTime() - s);
-                            } else {
-                                from.sendMessage(new BytesMessage(dest, payload));
-                            }
+        for (int t = 0; t < row.senders; t++) {
+            Histogram mine = rtt ? new Histogram(3_600_000_000_000L, 3) : null;
+            Thread th = new Thread(() -> {
+                byte[] payload = new byte[row.size];
+                int self = from.nodeId();
+                try {
+                    for (long i = 0; i < row.messages; i++) {
+                        int dest = (int) ((self + 1 + i % targets) % row.nodes);
+                        if (rtt) {
+                            long s = System.nanoTime();
+                            from.sendSync(new BytesRequest(1, payload), 60_000);
+                            mine.recordValue(System.nanoTime() - s);
+                        } else {
+                            from.sendMessage(new BytesMessage(dest, payload));
                         }
-                    } catch (Throwable e) {
-                        failure.compareAndSet(null, e);
                     }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+                if (rtt) {
                     synchronized (rtts) {
                         rtts.add(mine);
                     }
-                }, "bench-sender-" + from.nodeId() + "-" + t);
-                threads.add(th);
-                th.start();
+                }
+            }, "bench-sender-" + from.nodeId() + "-" + t);
+            threads.add(th);
+            th.start();
+        }
+        return threads;
+    }
+
+    /**
+     * Runs {@code row}'s workload; if {@code record}, fills in its
+     * measurements. With {@code procs} (nodes 1 … N-1 in other processes)
+     * the CPU time is that of every process, and the run ends when every
+     * process's node had its data messages.
+     */
+    private static void run(List<DXNet> nodes, Processes procs, Results.Row row, boolean record) throws Exception {
+        RECEIVED.set(0);
+        boolean rtt = row.pattern.equals("rtt");
+        // Data messages (rtt: round trips) of the whole run, and those of the nodes in this JVM.
+        long total = 0;
+        long here = 0;
+        for (int id = 0; id < row.nodes; id++) {
+            total += sends(row, id) ? row.senders * row.messages : 0;
+            here += procs == null || id == 0 ? expectedAt(row, id) : 0;
+        }
+        Histogram rtts = rtt ? new Histogram(3_600_000_000_000L, 3) : null;
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        long remoteCpu0 = procs == null ? 0 : procs.childUsage().cpuNanos();
+        long cpu0 = Results.processCpuNanos();
+        long t0 = System.nanoTime();
+        if (procs != null) {
+            procs.begin(row);
+        }
+        List<Thread> threads = new ArrayList<>();
+        for (DXNet from : nodes) {
+            if (sends(row, from.nodeId())) {
+                threads.addAll(startSenders(from, row, rtts, failure));
             }
         }
         for (Thread th : threads) {
@@ -194,24 +301,27 @@ public final class Workload {
         if (failure.get() != null) {
             throw new IllegalStateException("a sender failed", failure.get());
         }
-        if (!rtt && two == null) {
-            awaitReceived(expected, t0);
-        } else if (!rtt) {
-            two.awaitAll();
+        awaitReceived(here, t0, procs);
+        if (procs != null) {
+            procs.awaitAll();
         }
         long nanos = System.nanoTime() - t0;
         long cpu = Results.processCpuNanos() - cpu0;
-        if (two != null) {
-            cpu += two.receiverCpuNanos() - remoteCpu0;
+        if (procs != null) {
+            cpu += procs.childUsage().cpuNanos() - remoteCpu0;
         }
         if (record) {
-            row.measured(expected, nanos, cpu, rtt ? rtts : null);
+            row.measured(total, nanos, cpu, rtts);
         }
     }
 
-    private static void awaitReceived(long expected, long t0) throws InterruptedException {
+    /** Waits until the nodes of this JVM received {@code expected} data messages; fails when one of {@code procs} ended. */
+    private static void awaitReceived(long expected, long t0, Processes procs) throws InterruptedException {
         long lastReport = t0;
         while (RECEIVED.get() < expected) {
+            if (procs != null) {
+                procs.checkAlive();
+            }
             long now = System.nanoTime();
             if (now - t0 > 600_000_000_000L) {
                 throw new IllegalStateException("only " + RECEIVED.get() + " of " + expected + " messages arrived in 600 s");

@@ -13,7 +13,7 @@ import java.util.Map;
 final class WorkloadOptions {
     static final String USAGE = "--transport ib|nio|loopback|none --fabric sim|auto|verbs --pattern uni|bi|all|rtt|idle"
             + " --nodes N --size BYTES --messages PER_SENDER_THREAD --threads SENDERS --handlers H"
-            + " --orderPerSender true|false --receiveInline true|false --native KEY=VALUE (repeatable) --processes 1|2"
+            + " --orderPerSender true|false --receiveInline true|false --native KEY=VALUE (repeatable) --processes N"
             + " --seconds S --settle-ms MS (idle)";
 
     /** The answer to a request carries no bytes. */
@@ -25,10 +25,13 @@ final class WorkloadOptions {
     boolean receiveInline = true;
     /** Engine settings, exactly as given (nothing is added: the engine's defaults apply otherwise). */
     final Map<String, String> nativeSettings = new LinkedHashMap<>();
-    /** "sender" (the default: runs the workload) or "receiver" (the other process of --processes 2). */
-    String role = "sender";
-    /** The sender's node address, for a receiver process. */
+    /** "main" (the default: runs the workload) or "child" (one of the other processes of --processes N). */
+    String role = "main";
+    /** A child's node id, and the address of node 0 (in the main process). */
+    int nodeId;
     String node0;
+    /** The outgoing ring per connection of the last node started (nio, loopback: nioRingSize), bytes. */
+    private int ringSize = -1;
     /** Idle pattern: how long to measure, and how long to wait before (past the engine's parking thresholds). */
     double seconds = 10;
     long settleMs = 2_000;
@@ -37,6 +40,7 @@ final class WorkloadOptions {
     static WorkloadOptions parse(String[] args) {
         WorkloadOptions o = new WorkloadOptions();
         Results.Row row = o.row;
+        boolean nodesGiven = false;
         for (int i = 0; i < args.length; i += 2) {
             if (i + 1 >= args.length) {
                 usage("option " + args[i] + " needs a value");
@@ -46,7 +50,7 @@ final class WorkloadOptions {
                 case "--transport": row.impl = v; break;
                 case "--fabric": o.fabric = v; break;
                 case "--pattern": row.pattern = v; break;
-                case "--nodes": row.nodes = Integer.parseInt(v); break;
+                case "--nodes": row.nodes = Integer.parseInt(v); nodesGiven = true; break;
                 case "--size": row.size = Integer.parseInt(v); break;
                 case "--messages": row.messages = Long.parseLong(v); break;
                 case "--threads": row.senders = Integer.parseInt(v); break;
@@ -55,6 +59,7 @@ final class WorkloadOptions {
                 case "--receiveInline": o.receiveInline = Boolean.parseBoolean(v); break;
                 case "--processes": row.processes = Integer.parseInt(v); break;
                 case "--role": o.role = v; break;
+                case "--node-id": o.nodeId = Integer.parseInt(v); break;
                 case "--node0": o.node0 = v; break;
                 case "--seconds": o.seconds = Double.parseDouble(v); break;
                 case "--settle-ms": o.settleMs = Long.parseLong(v); break;
@@ -73,11 +78,18 @@ final class WorkloadOptions {
                 || row.senders < 1 || o.seconds <= 0 || o.settleMs < 0) {
             usage("bad pattern, nodes, size, messages, threads, seconds or settle-ms");
         }
-        if (row.processes != 1 && row.processes != 2 || row.processes == 2 && !row.pattern.matches("uni|rtt")) {
-            usage("--processes 2 runs uni or rtt (--processes is 1 or 2)");
+        if (row.processes < 1 || row.processes > 1 && !row.pattern.matches("uni|bi|rtt|all")
+                || row.processes > 2 && !row.pattern.equals("all")) {
+            usage("--processes N (one node per process): 2 for uni, bi and rtt, 2 or more for all");
         }
-        if (!o.role.matches("sender|receiver") || o.role.equals("receiver") && o.node0 == null) {
-            usage("--role is sender or receiver; a receiver needs --node0 HOST:PORT");
+        if (row.processes > 1 && row.pattern.equals("all")) {
+            if (nodesGiven && row.nodes != row.processes) {
+                usage("--processes N runs N nodes (--nodes, if given, must be N)");
+            }
+            row.nodes = row.processes;
+        }
+        if (!o.role.matches("main|child") || o.role.equals("child") && (o.node0 == null || o.nodeId < 1)) {
+            usage("--role is main or child; a child needs --node-id ID (1 or more) and --node0 HOST:PORT");
         }
         if (row.impl.equals("none") && !row.pattern.equals("idle")) {
             usage("--transport none (a JVM without nodes) is for --pattern idle only");
@@ -95,6 +107,11 @@ final class WorkloadOptions {
             row.nativeSettings = s.toString();
         }
         return o;
+    }
+
+    /** nio and loopback: the outgoing ring per connection of the nodes started ({@code nioRingSize}), bytes. */
+    long ringSize() {
+        return ringSize;
     }
 
     static void usage(String problem) {
@@ -118,6 +135,7 @@ final class WorkloadOptions {
         c.sendTimeoutMs = 60_000;
         c.nativeConfig.put("fabric", fabric);
         c.nativeConfig.putAll(nativeSettings);
+        ringSize = c.nioRingSize;
         DXNet n = DXNet.start(c);
         n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
         n.register(BytesMessage.class, onData);
