@@ -165,19 +165,29 @@ public class DeadlineTest {
         waitFor("the pending request is gone", 1_000, () -> a.pendingRequests() == 0);
     }
 
-    @Test
-    public void sendAsyncToANodeWhoseWindowIsFullReturnsAtOnce() throws Exception {
+    /**
+     * Two nodes with a 256 KiB window; node 1 answers BytesRequests only once
+     * {@code release} opens, and its one held handler stops the parsing, so
+     * node 0's window to it fills. Returns node 0.
+     */
+    private DXNet heldPair(CountDownLatch release, Consumer<DXNetConfig> more) throws Exception {
         List<DXNet> n = start(2, c -> {
             c.handlerThreads = 1;
-            c.handlerQueueSize = 4; // a held handler stops the parsing: the window fills
+            c.handlerQueueSize = 4;
             c.flowControlWindow = 256 << 10;
+            more.accept(c);
         });
-        DXNet a = n.get(0);
-        CountDownLatch release = new CountDownLatch(1);
         n.get(1).register(BytesRequest.class, r -> {
             release.await();
             n.get(1).reply(r, new BytesResponse(r, r.bytes));
         });
+        return n.get(0);
+    }
+
+    @Test
+    public void sendAsyncToANodeWhoseWindowIsFullReturnsAtOnce() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        DXNet a = heldPair(release, c -> {});
         int count = 2_000; // 2 000 × 1 KiB: eight windows
         List<CompletableFuture<BytesResponse>> futures = new ArrayList<>();
         long[] us = new long[count];
@@ -214,18 +224,8 @@ public class DeadlineTest {
      */
     @Test
     public void asyncRequestsBeyondTheDeferredLimitFailAtOnceAsOverloaded() throws Exception {
-        List<DXNet> n = start(2, c -> {
-            c.handlerThreads = 1;
-            c.handlerQueueSize = 4; // a held handler stops the parsing: the window fills
-            c.flowControlWindow = 256 << 10;
-            c.maxDeferredBytesPerNode = 64 << 10;
-        });
-        DXNet a = n.get(0);
         CountDownLatch release = new CountDownLatch(1);
-        n.get(1).register(BytesRequest.class, r -> {
-            release.await();
-            n.get(1).reply(r, new BytesResponse(r, r.bytes));
-        });
+        DXNet a = heldPair(release, c -> c.maxDeferredBytesPerNode = 64 << 10);
         List<CompletableFuture<BytesResponse>> taken = new ArrayList<>();
         Throwable refused = null;
         for (int i = 0; i < 2_000 && refused == null; i++) { // 2 000 × 1 KiB: eight windows

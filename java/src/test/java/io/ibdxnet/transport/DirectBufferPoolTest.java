@@ -4,13 +4,13 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import io.ibdxnet.ChildJvm;
+import io.ibdxnet.Senders;
 import io.ibdxnet.memory.Memory;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicIntegerArray;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
@@ -76,51 +76,36 @@ public class DirectBufferPoolTest {
         int size = 200;
         DirectBufferPool p = new DirectBufferPool(size, 4096);
         AtomicIntegerArray held = new AtomicIntegerArray(size);
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        List<Thread> threads = new ArrayList<>();
+        List<List<Integer>> lent = new ArrayList<>();
         for (int t = 0; t < 4; t++) {
-            int me = t + 1;
-            Thread th = new Thread(() -> {
-                try {
-                    ThreadLocalRandom r = ThreadLocalRandom.current();
-                    List<Integer> mine = new ArrayList<>();
-                    for (int i = 0; i < 200_000; i++) {
-                        if (mine.isEmpty() || mine.size() < 60 && r.nextBoolean()) {
-                            int id = p.take();
-                            if (id < 0) {
-                                continue;
-                            }
-                            if (!held.compareAndSet(id, 0, me)) {
-                                throw new AssertionError("buffer " + id + " lent twice (held by " + held.get(id) + ")");
-                            }
-                            ByteBuffer b = p.buffer(id);
-                            if (b == null || p.address(id) != Memory.address(b)) {
-                                throw new AssertionError("buffer " + id + " not published with its address");
-                            }
-                            b.putInt(0, me);
-                            mine.add(id);
-                        } else {
-                            int id = mine.remove(mine.size() - 1);
-                            if (p.buffer(id).getInt(0) != me) {
-                                throw new AssertionError("buffer " + id + " written by another holder");
-                            }
-                            held.set(id, 0);
-                            p.release(id);
-                        }
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
+            lent.add(new ArrayList<>());
+        }
+        Senders.run(4, 200_000, (id, seq) -> {
+            int me = id + 1;
+            List<Integer> mine = lent.get(id);
+            if (mine.isEmpty() || mine.size() < 60 && ThreadLocalRandom.current().nextBoolean()) {
+                int b = p.take();
+                if (b < 0) {
+                    return;
                 }
-            });
-            threads.add(th);
-            th.start();
-        }
-        for (Thread th : threads) {
-            th.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError(failure.get());
-        }
+                if (!held.compareAndSet(b, 0, me)) {
+                    throw new AssertionError("buffer " + b + " lent twice (held by " + held.get(b) + ")");
+                }
+                ByteBuffer buf = p.buffer(b);
+                if (buf == null || p.address(b) != Memory.address(buf)) {
+                    throw new AssertionError("buffer " + b + " not published with its address");
+                }
+                buf.putInt(0, me);
+                mine.add(b);
+            } else {
+                int b = mine.remove(mine.size() - 1);
+                if (p.buffer(b).getInt(0) != me) {
+                    throw new AssertionError("buffer " + b + " written by another holder");
+                }
+                held.set(b, 0);
+                p.release(b);
+            }
+        });
         assertTrue("the pool grew: " + p.allocated(), p.allocated() > DirectBufferPool.INITIAL);
         assertTrue("the pool stayed within its size: " + p.allocated(), p.allocated() <= size);
     }

@@ -4,11 +4,11 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
+import io.ibdxnet.Senders;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
@@ -46,40 +46,27 @@ public class IntQueueTest {
         for (int i = 0; i < tokens; i++) {
             q.offer(i);
         }
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        List<Thread> threads = new ArrayList<>();
+        List<ArrayDeque<Integer>> held = new ArrayList<>();
         for (int t = 0; t < 6; t++) {
-            Thread th = new Thread(() -> {
-                try {
-                    ThreadLocalRandom r = ThreadLocalRandom.current();
-                    ArrayDeque<Integer> mine = new ArrayDeque<>();
-                    for (int i = 0; i < 300_000 && failure.get() == null; i++) {
-                        if (mine.isEmpty() || mine.size() < 60 && r.nextBoolean()) {
-                            int v = q.poll();
-                            if (v >= 0) {
-                                mine.push(v);
-                            }
-                        } else if (!q.offer(mine.peek())) {
-                            throw new AssertionError("offer of " + mine.peek() + " failed below capacity");
-                        } else {
-                            mine.pop();
-                        }
-                    }
-                    while (!mine.isEmpty()) {
-                        assertTrue(q.offer(mine.pop()));
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
+            held.add(new ArrayDeque<>());
+        }
+        Senders.run(6, 300_000, (id, seq) -> {
+            ArrayDeque<Integer> mine = held.get(id);
+            if (mine.isEmpty() || mine.size() < 60 && ThreadLocalRandom.current().nextBoolean()) {
+                int v = q.poll();
+                if (v >= 0) {
+                    mine.push(v);
                 }
-            });
-            threads.add(th);
-            th.start();
-        }
-        for (Thread th : threads) {
-            th.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError(failure.get());
+            } else if (q.offer(mine.peek())) {
+                mine.pop();
+            } else {
+                throw new AssertionError("offer of " + mine.peek() + " failed below capacity");
+            }
+        });
+        for (ArrayDeque<Integer> mine : held) {
+            while (!mine.isEmpty()) {
+                assertTrue(q.offer(mine.pop()));
+            }
         }
         boolean[] seen = new boolean[tokens];
         int v;
