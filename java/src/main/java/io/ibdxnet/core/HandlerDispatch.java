@@ -1,7 +1,7 @@
 package io.ibdxnet.core;
 
 import io.ibdxnet.transport.IdleStrategy;
-import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.NodeRefs;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -9,7 +9,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.IntConsumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -54,7 +53,7 @@ public final class HandlerDispatch {
     private final long sourceBytes;
     private final int sourceTasks;
     private final boolean ordered;
-    private final AtomicReferenceArray<Lane> lanes = new AtomicReferenceArray<>(NodeId.COUNT);
+    private final NodeRefs<Lane> lanes = new NodeRefs<>();
     private final AtomicInteger tasks = new AtomicInteger();
     private final AtomicLong bytes = new AtomicLong();
     private volatile IntConsumer roomListener = s -> {};

@@ -18,14 +18,13 @@ import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.core.ReceiveLimits;
 import io.ibdxnet.core.StreamAssembler;
 import io.ibdxnet.transport.IncomingBuffer;
-import io.ibdxnet.transport.NodeId;
+import io.ibdxnet.transport.NodeRefs;
 import io.ibdxnet.transport.Transport;
 import java.lang.reflect.Constructor;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -60,7 +59,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     private final ReceiveLimits limits;
     private final ErrorReplier replier;
     private final Thread coordinator;
-    private final AtomicReferenceArray<StreamAssembler> assemblers = new AtomicReferenceArray<>(NodeId.COUNT);
+    private final NodeRefs<StreamAssembler> assemblers = new NodeRefs<>();
     /**
      * Held by whoever turns buffers into messages: the coordinator, or a
      * transport's receiving thread inline (see {@link #offer}). It guards the

@@ -1,5 +1,7 @@
 package io.ibdxnet.transport;
 
+import java.util.concurrent.ConcurrentLinkedQueue;
+
 /**
  * Write interest manager (paper §8.2, Figure 9): a lock-free queue of node
  * ids with ready-to-send data or flow-control data. A node is queued at most
@@ -7,10 +9,16 @@ package io.ibdxnet.transport;
  * and nodes are served round-robin in the order they became ready. The
  * paper's per-node interest counters are left out: every send thread looks
  * at a served node's ring and confirmations itself, so nothing read them.
+ * The array queue has room for {@link #QUEUE} nodes (not every possible id:
+ * a node talks to a few); beyond, nodes wait in an overflow queue, and while
+ * it holds any, newly ready nodes queue behind them there (so order holds
+ * and none is passed over for long).
  */
 public final class WriteInterestManager {
-    private static final int NODES = NodeId.COUNT;
-    private final IntQueue queue = new IntQueue(NODES);
+    /** Nodes the array queue holds. */
+    static final int QUEUE = 1024;
+    private final IntQueue queue = new IntQueue(QUEUE);
+    private final ConcurrentLinkedQueue<Integer> overflow = new ConcurrentLinkedQueue<>();
     private final NodeInts queued = new NodeInts();
 
     /**
@@ -31,8 +39,8 @@ public final class WriteInterestManager {
     }
 
     private void enqueue(int node) {
-        if (queued.compareAndSet(node, 0, 1) && !queue.offer(node)) {
-            throw new IllegalStateException("write interest queue overflow"); // bounded by the node count
+        if (queued.compareAndSet(node, 0, 1) && (!overflow.isEmpty() || !queue.offer(node))) {
+            overflow.add(node);
         }
     }
 
@@ -44,7 +52,11 @@ public final class WriteInterestManager {
     public int next() {
         int node = queue.poll();
         if (node < 0) {
-            return -1;
+            Integer o = overflow.poll(); // older than anything queued after it began to fill
+            if (o == null) {
+                return -1;
+            }
+            node = o;
         }
         // Clear the flag before the caller looks at the data: anything
         // published after this point queues the node again.
@@ -54,6 +66,6 @@ public final class WriteInterestManager {
 
     /** True if no node is queued (see {@link IntQueue#isEmpty}). */
     public boolean isEmpty() {
-        return queue.isEmpty();
+        return queue.isEmpty() && overflow.isEmpty();
     }
 }

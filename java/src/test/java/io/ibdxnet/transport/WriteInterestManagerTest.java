@@ -31,6 +31,30 @@ public class WriteInterestManagerTest {
         assertEquals(-1, w.next());
     }
 
+    /**
+     * More ready nodes than the array queue holds: the rest wait in the
+     * overflow, every node is served once, in the order it became ready, and
+     * a node ready again while others overflow queues behind them.
+     */
+    @Test
+    public void moreReadyNodesThanTheQueueHoldsAreServedInOrder() {
+        WriteInterestManager w = new WriteInterestManager();
+        int n = WriteInterestManager.QUEUE * 3;
+        for (int i = 0; i < n; i++) {
+            w.pushData(i);
+        }
+        for (int i = 0; i < 10; i++) {
+            assertEquals(i, w.next());
+        }
+        w.pushData(0); // ready again: behind the 3 × QUEUE - 10 still waiting
+        for (int i = 10; i < n; i++) {
+            assertEquals(i, w.next());
+        }
+        assertEquals(0, w.next());
+        assertEquals(-1, w.next());
+        assertTrue(w.isEmpty());
+    }
+
     @Test
     public void intQueueIsFifoAndBounded() {
         IntQueue q = new IntQueue(4);
