@@ -57,6 +57,8 @@ public final class DeferredSends {
     private final ThreadPoolExecutor pool;
     private final Sender sender;
     private final Outcome outcome;
+    /** Deferred messages of handlers on a receiving thread not yet sent (or failed). */
+    private final AtomicInteger fromReceivingThread = new AtomicInteger();
 
     public DeferredSends(int nodeId, Sender sender, Outcome outcome) {
         this.sender = sender;
@@ -76,12 +78,24 @@ public final class DeferredSends {
         return l == null || l.clear();
     }
 
+    /**
+     * True while a send deferred by a handler on a transport's receiving
+     * thread still waits: that thread then hands further batches to the
+     * handler pool (whose sends may wait) rather than defer without bound.
+     */
+    public boolean receivingThreadSendsWaiting() {
+        return fromReceivingThread.get() > 0;
+    }
+
     /** Queues {@code d} behind what was deferred to its node before; a pool thread sends it. */
     public void defer(DeferredMessage d) {
         Lane l = lanes.get(d.dest);
         if (l == null) {
             lanes.compareAndSet(d.dest, null, new Lane());
             l = lanes.get(d.dest);
+        }
+        if (d.fromReceivingThread) {
+            fromReceivingThread.incrementAndGet();
         }
         boolean start;
         synchronized (l) {
@@ -143,6 +157,9 @@ public final class DeferredSends {
             }
             l.done++; // only the draining thread writes it
             l.waiters.signal();
+            if (d.fromReceivingThread) {
+                fromReceivingThread.decrementAndGet();
+            }
             try {
                 outcome.ended(d, failure);
             } catch (RuntimeException ignored) {
