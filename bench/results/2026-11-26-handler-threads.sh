@@ -1,4 +1,5 @@
 #!/bin/bash
+# Run as: ROUNDS=5 FIRST=1 (first part), then ROUNDS=10 FIRST=6 appended to the same .txt
 # A/B/C/D: where handlers run (pool | receiving thread: --handleOnReceivingThread false|true)
 # × engine_threads (dedicated | shared) on ib (sim), and pool vs receiving thread on nio.
 # 2 nodes, 64 B, 1 sender, 1 handler thread; interleaved, the order of the variants rotating per round.
@@ -9,7 +10,7 @@ echo "# $(date -u) $(nproc) cores (availableProcessors), $(uname -r), $(java -ve
 echo "# command: ${J[*]} --transport ib|nio --pattern uni --messages 3000000 | --pattern rtt --messages 20000, with --handleOnReceivingThread H [--native engine_threads=MODE on ib]"
 IB=("ib dedicated false" "ib dedicated true" "ib shared false" "ib shared true")
 NIO=("nio - false" "nio - true")
-for round in $(seq 1 ${ROUNDS:-5}); do
+for round in $(seq ${FIRST:-1} $((${FIRST:-1} + ${ROUNDS:-5} - 1))); do
   echo "# round $round, load: $(cut -d' ' -f1-3 /proc/loadavg)"
   for pattern in uni rtt; do
     case $pattern in uni) a="--messages 3000000";; rtt) a="--messages 20000";; esac
