@@ -285,6 +285,46 @@ public class HandleOnReceivingThreadTest extends EveryTransport {
         assertTrue("replies were deferred for want of room: " + deferred, deferred > 0);
     }
 
+    /**
+     * Node 0 stops reading node 1 (its handler blocks, node 1's share fills);
+     * node 1's handler on the receiving thread sends it messages, then a
+     * reply: they are deferred, fail at {@code handlerSendTimeoutMs}, and that
+     * is logged and, for the reply, counted in {@code replies_failed}.
+     */
+    @Test
+    public void aDeferredSendThatFailsIsLoggedAndAReplyCounted() throws Exception {
+        List<DXNet> n = start(2, true, c -> {
+            c.flowControlWindow = 4096;
+            c.handlerQueueBytesPerSource = 1024;
+            c.handlerSendTimeoutMs = 300;
+            c.requestTimeoutMs = 3_000;
+        });
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        n.get(0).register(DataMessage.class, d -> release.await());
+        n.get(1).register(BytesRequest.class, req -> {
+            for (int i = 0; i < 50; i++) {
+                n.get(1).sendMessage(new DataMessage(0, 1, i, 1_000));
+            }
+            n.get(1).reply(req, BytesResponse.echo(req));
+        });
+        LogCapture log = new LogCapture();
+        Logger logger = Logger.getLogger("io.ibdxnet.DXNet");
+        logger.addHandler(log);
+        try {
+            CompletableFuture<BytesResponse> f = n.get(0).sendAsync(new BytesRequest(1, bytesOf(1L)));
+            waitFor("the reply failed", 20_000, () -> n.get(1).transportStats().get("replies_failed") > 0);
+            assertTrue(n.get(1).transportStats().get("receiving_thread_sends_deferred") > 0);
+            LogRecord r = log.find("(deferred) was not sent");
+            assertNotNull("a log line for the deferred send that failed", r);
+            assertEquals(Level.WARNING, r.getLevel());
+            waitFor("the request timed out", f::isDone);
+            assertTrue(f.isCompletedExceptionally());
+        } finally {
+            logger.removeHandler(log);
+            release.countDown();
+        }
+    }
+
     /** {@code close} from a handler on the receiving thread returns, and the node closes (on another thread). */
     @Test
     public void closeFromAHandlerOnTheReceivingThread() throws Exception {
