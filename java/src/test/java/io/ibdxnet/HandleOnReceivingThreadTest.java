@@ -96,7 +96,8 @@ public class HandleOnReceivingThreadTest extends EveryTransport {
      * A stream of one sender whose handler sends a message back through a
      * 4 KB window: sends that find no room are deferred, and while they wait
      * the pool takes the batches (whose sends wait), so both take turns. One
-     * sender's messages are still handled in order, never two at once.
+     * sender's messages are still handled in order, never two at once, and
+     * the messages sent back arrive in that order.
      */
     @Test
     public void oneSendersOrderIsKept() throws Exception {
@@ -110,7 +111,12 @@ public class HandleOnReceivingThreadTest extends EveryTransport {
         AtomicInteger onReceiving = new AtomicInteger();
         AtomicInteger echoes = new AtomicInteger();
         AtomicReference<String> problem = new AtomicReference<>();
-        n.get(0).register(DataMessage.class, d -> echoes.incrementAndGet());
+        n.get(0).register(DataMessage.class, d -> {
+            // Sent from both threads, deferred or not: still in handling order.
+            if (d.seq != echoes.getAndIncrement()) {
+                problem.compareAndSet(null, "echo " + d.seq + " arrived when " + (echoes.get() - 1) + " was due");
+            }
+        });
         n.get(1).register(DataMessage.class, d -> {
             if (inside.incrementAndGet() != 1) {
                 problem.compareAndSet(null, "two messages handled at once (seq " + d.seq + ")");
@@ -123,7 +129,7 @@ public class HandleOnReceivingThreadTest extends EveryTransport {
             }
             next.set(d.seq + 1);
             inside.decrementAndGet();
-            n.get(1).sendMessage(new DataMessage(0, 1, d.seq, 300));
+            n.get(1).sendMessage(new DataMessage(0, 1, d.seq, d.seq % 2 == 0 ? 3_000 : 24));
         });
         for (int s = 0; s < count; s++) {
             n.get(0).sendMessage(new DataMessage(1, 0, s, s % 700 == 0 ? 3_000 : 24));
@@ -131,7 +137,8 @@ public class HandleOnReceivingThreadTest extends EveryTransport {
         waitFor("all messages", () -> next.get() == count || problem.get() != null);
         assertNull(problem.get());
         assertEquals(count, next.get());
-        waitFor("all echoes", () -> echoes.get() == count);
+        waitFor("all echoes", () -> echoes.get() == count || problem.get() != null);
+        assertNull(problem.get());
         int here = onReceiving.get();
         assertTrue(here + " of " + count + " on the receiving thread: both should take turns", here > 0 && here < count);
         assertTrue(n.get(1).transportStats().get("receiving_thread_sends_deferred") > 0);
