@@ -238,12 +238,33 @@ public class HandleOnReceivingThreadTest extends EveryTransport {
      */
     @Test
     public void repliesUnderLoadThroughASmallWindowDoNotDeadlock() throws Exception {
+        repliesUnderLoad(false);
+    }
+
+    /**
+     * The same on ib with {@code native.engine_threads=shared}: the one engine
+     * thread that sends and receives runs the handlers (its name in them).
+     */
+    @Test
+    public void repliesUnderLoadOnTheSharedEngineThread() throws Exception {
+        org.junit.Assume.assumeTrue("ib only", transport.equals("ib"));
+        repliesUnderLoad(true);
+    }
+
+    private void repliesUnderLoad(boolean shared) throws Exception {
         List<DXNet> n = start(2, true, c -> {
             c.flowControlWindow = 4096;
             c.requestTimeoutMs = 20_000;
+            if (shared) {
+                c.nativeConfig.put("engine_threads", "shared");
+            }
         });
+        Map<String, Boolean> threads = new ConcurrentHashMap<>();
         for (DXNet d : n) {
-            d.register(BytesRequest.class, req -> d.reply(req, new BytesResponse(req, new byte[600])));
+            d.register(BytesRequest.class, req -> {
+                threads.put(Thread.currentThread().getName(), true);
+                d.reply(req, new BytesResponse(req, new byte[600]));
+            });
         }
         int count = 3_000;
         AtomicReference<Throwable> problem = new AtomicReference<>();
@@ -290,6 +311,16 @@ public class HandleOnReceivingThreadTest extends EveryTransport {
             deferred += s.get("receiving_thread_sends_deferred");
         }
         assertTrue("replies were deferred for want of room: " + deferred, deferred > 0);
+        for (String t : threads.keySet()) {
+            assertTrue("handled on " + t, receivingThread(t, 0) || receivingThread(t, 1) || t.startsWith("dxnet-handler-"));
+        }
+        assertTrue("handled on the receiving thread: " + threads.keySet(),
+                threads.keySet().stream().anyMatch(t -> receivingThread(t, 0) || receivingThread(t, 1)));
+        if (shared) {
+            assertTrue("handled on the shared engine thread: " + threads.keySet(),
+                    threads.keySet().stream().allMatch(t -> !t.startsWith("ibdxnet-recv-"))
+                            && threads.keySet().stream().anyMatch(t -> t.startsWith("ibdxnet-shared-")));
+        }
     }
 
     /**
