@@ -118,11 +118,11 @@ public final class DXNet implements AutoCloseable {
                     config.orderPerSender);
             this.handlers = dispatch;
             ibq.fitTo(transport);
-            this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
-                    this::answerWithError, this::failed);
-            this.sender = new MessageSender(config, transport, incoming);
             this.deferred = new DeferredSends(config.nodeId, config.maxDeferredBytesPerNode, this::sendDeferred,
                     this::deferredEnded);
+            this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
+                    this::answerWithError, deferred::receivingThreadSendsWaiting, this::failed);
+            this.sender = new MessageSender(config, transport, incoming);
             requests.onClose(deferred::shutdown);
         } catch (RuntimeException | Error e) {
             // A failed start leaves nothing behind: no thread, no port (a retry in this JVM must work).
@@ -308,7 +308,11 @@ public final class DXNet implements AutoCloseable {
     /**
      * Sends {@code message} to its destination; waits for a connection and
      * ring and flow-control room up to {@code sendTimeoutMs}
-     * ({@code handlerSendTimeoutMs} on a handler thread).
+     * ({@code handlerSendTimeoutMs} on a handler thread). From a handler
+     * running on the transport's receiving thread
+     * ({@link DXNetConfig#handleOnReceivingThread}) it never waits: what
+     * cannot go out at once is queued and sent in order by another thread
+     * (a failure then is logged, not thrown).
      *
      * @param message the message, addressed ({@link Message#setDestination})
      * @throws NetworkException if it cannot be sent: its {@link NetworkException#reason() reason}
@@ -329,7 +333,10 @@ public final class DXNet implements AutoCloseable {
      * fails with a {@link NetworkException}; when the reply itself is invalid
      * (e.g. larger than {@code maxMessageSize}) it gets a
      * {@link RemoteHandlerException} naming the problem; else (the send timed
-     * out) its request times out.
+     * out) its request times out. From a handler running on the transport's
+     * receiving thread ({@link DXNetConfig#handleOnReceivingThread}) a reply
+     * that cannot go out at once is queued and sent in order by another
+     * thread (true is returned; a failure then is logged and counted).
      *
      * @param <R> the response class the request declares
      * @param request the request being answered
@@ -380,10 +387,18 @@ public final class DXNet implements AutoCloseable {
      * @throws RequestTimeoutException if no answer came in time
      * @throws RemoteHandlerException if the remote handler threw ({@link NoReceiverException}: nobody handles the type there)
      * @throws NetworkException if the request could not be sent in time, or the connection failed
+     * @throws IllegalStateException if called from a handler running on the transport's receiving thread
+     *     ({@link DXNetConfig#handleOnReceivingThread}): the response would arrive through the waiting thread
      */
     public <R extends Response> R sendSync(Request<R> request, int timeoutMs) throws NetworkException {
         if (timeoutMs <= 0) {
             throw new IllegalArgumentException("request timeout must be positive: " + timeoutMs);
+        }
+        if (HandlerDispatch.onReceivingThread()) {
+            // Its response would arrive through this very thread: it would wait for itself.
+            throw new IllegalStateException("sendSync from a message handler running on the transport's receiving "
+                    + "thread (handleOnReceivingThread = true) would wait for itself: its response arrives through this "
+                    + "thread; use sendAsync, or handleOnReceivingThread = false");
         }
         long now = System.nanoTime();
         PendingRequests.Pending p = requests.open(request.getDestination(), timeoutMs, ResponseTypes.expected(request));
@@ -422,6 +437,7 @@ public final class DXNet implements AutoCloseable {
      * @param request the request, addressed
      * @return the response
      * @throws NetworkException as {@link #sendSync(Request, int)}
+     * @throws IllegalStateException as {@link #sendSync(Request, int)}
      */
     public <R extends Response> R sendSync(Request<R> request) throws NetworkException {
         return sendSync(request, config.requestTimeoutMs);
@@ -517,8 +533,30 @@ public final class DXNet implements AutoCloseable {
         if (!running) {
             throw new NetworkException(FailureReason.CLOSED, "DXNet is closed");
         }
+        if (HandlerDispatch.onReceivingThread()) {
+            sendFromReceivingThread(m, kindFlags, requestId, sendBy);
+            return;
+        }
         deferred.awaitAhead(m.getDestination(), sendBy);
         sender.send(m, kindFlags, requestId, sendBy);
+    }
+
+    /**
+     * A send of a handler running on the transport's receiving thread: it must
+     * not wait for ring or window room (they come back through this thread),
+     * so what cannot go out at once is deferred like an async send (in order,
+     * behind what was deferred to the node before); a deferred send that
+     * fails later is logged (a reply also counted in {@code replies_failed}).
+     */
+    private void sendFromReceivingThread(Message m, int kindFlags, int requestId, long sendBy) throws NetworkException {
+        DeferredMessage d = deferred.clear(m.getDestination()) ? sender.trySend(m, kindFlags, requestId)
+                : sender.serialise(m, kindFlags, requestId);
+        if (d != null) {
+            d.sendBy = sendBy;
+            d.fromReceivingThread = true;
+            counters.receivingThreadSendsDeferred.incrementAndGet();
+            deferred.defer(d);
+        }
     }
 
     /** Pool thread: one deferred request, unless nobody waits for it any more. */
@@ -530,8 +568,8 @@ public final class DXNet implements AutoCloseable {
             throw new NetworkException(FailureReason.CLOSED, "DXNet is closed");
         }
         if (d.sentInline == 0 && System.nanoTime() - d.sendBy > 0) {
-            throw new NetworkException(FailureReason.TIMEOUT, "request to node " + d.dest + " not sent within its deadline (it waited behind "
-                    + "earlier sends to that node)");
+            throw new NetworkException(FailureReason.TIMEOUT, (d.request != null ? "request" : "message") + " to node "
+                    + d.dest + " not sent within its deadline (it waited behind earlier sends to that node)");
         }
         sender.sendDeferred(d);
     }
@@ -541,6 +579,13 @@ public final class DXNet implements AutoCloseable {
         if (failure != null && d.request != null) {
             requests.cancel(d.request);
             d.request.future.completeExceptionally(failure); // a NetworkException with its reason, or a bug as it is
+        } else if (failure != null) { // deferred by a handler on the receiving thread: nobody else learns of it
+            if (d.isResponse()) {
+                counters.repliesFailed.incrementAndGet();
+            }
+            warnings.warn("deferred send failed", d.dest, "node " + config.nodeId + ": a "
+                    + (d.isResponse() ? "reply" : "message") + " to node " + d.dest + " sent by a handler on the "
+                    + "receiving thread (deferred) was not sent: " + failure.getMessage());
         }
     }
 
@@ -676,7 +721,11 @@ public final class DXNet implements AutoCloseable {
      * into a heap array; the others are imported where they lie in the
      * receive buffer), {@code buffers_received_inline}
      * (received buffers the transport's own thread turned into messages, see
-     * {@code receiveInline}), {@code ibq_spilled_buffers} and
+     * {@code receiveInline}), {@code batches_handled_on_receiving_thread}
+     * (received batches whose handlers that thread ran itself, see
+     * {@code handleOnReceivingThread}), {@code receiving_thread_sends_deferred}
+     * (sends of such handlers that could not go out at once and were deferred),
+     * {@code ibq_spilled_buffers} and
      * {@code ibq_spilled_bytes} (received buffers copied out so that their
      * receive buffers went back at once: a held source's beyond its first, and
      * on ib a source's beyond its share),
@@ -714,6 +763,7 @@ public final class DXNet implements AutoCloseable {
         sender.addTo(m);
         m.put("unfinished_bytes_claimed", incoming.unfinishedBytesClaimed());
         m.put("buffers_received_inline", incoming.inlineBuffers());
+        m.put("batches_handled_on_receiving_thread", incoming.handledOnReceivingThread());
         m.put("ibq_spilled_buffers", ibq.spilledBuffers());
         m.put("ibq_spilled_bytes", ibq.spilledBytes());
         m.put("ibq_bytes_beyond_share", ibq.bytesBeyondShare());
@@ -831,11 +881,23 @@ public final class DXNet implements AutoCloseable {
      * from one of this node's own handlers it does not wait for the handlers
      * (it would wait for itself) and closes without that count. Requests
      * still waiting fail with a {@link NetworkException}, async requests not
-     * yet sent included; the handler threads end.
+     * yet sent included; the handler threads end. Called from a handler
+     * running on the transport's receiving thread
+     * ({@link DXNetConfig#handleOnReceivingThread}) it returns at once and
+     * another thread closes the node (closing the transport waits for that
+     * thread).
      */
     @Override
     public void close() {
         if (!running) {
+            return;
+        }
+        if (HandlerDispatch.onReceivingThread()) {
+            // A handler on the transport's receiving thread: closing the transport
+            // waits for that thread to end. Another thread closes; this returns at once.
+            Thread closer = new Thread(this::close, "dxnet-close-" + config.nodeId);
+            closer.setDaemon(true);
+            closer.start();
             return;
         }
         running = false;
@@ -844,7 +906,7 @@ public final class DXNet implements AutoCloseable {
         // request timeout): then the peers can be told exactly what was handled.
         // Not from one of our own handlers: it would wait for itself (and for
         // the tasks queued behind it); the node then closes without that count.
-        boolean fromOwnHandler = handlers.isOwnThread();
+        boolean fromOwnHandler = handlers.isOwnThread() || HandlerDispatch.onReceivingThread();
         try {
             exact = exact && !fromOwnHandler && handlers.awaitIdle(config.requestTimeoutMs);
         } catch (InterruptedException e) {

@@ -89,6 +89,15 @@ public final class DXNetConfig {
      */
     public boolean receiveInline;
     /**
+     * Key {@code handleOnReceivingThread}: where a buffer is taken inline ({@code receiveInline})
+     * and none of its source's messages waits for the handler pool, the receiving thread runs their
+     * handlers itself (one thread hand-off less; for short handlers: nothing else is received
+     * meanwhile). There {@code sendSync} throws IllegalStateException and a send that would wait
+     * for ring or window room is deferred like an async send; false: always the handler pool. Type:
+     * true or false; default: {@code false}.
+     */
+    public boolean handleOnReceivingThread;
+    /**
      * Key {@code requestTimeoutMs}: default request timeout. Type: integer; default: {@code 10000};
      * range: [1, 86400000].
      */
@@ -275,6 +284,12 @@ public final class DXNetConfig {
             + "messages itself while nothing waits for the coordinator (a round trip crosses one thread hand-off "
             + "less per side; messages' importPayload then runs on that thread); false: always the coordinator",
             c -> c.receiveInline, (c, v) -> c.receiveInline = v),
+        ConfigKey.ofBoolean("handleOnReceivingThread", false, "where a buffer is taken inline (`receiveInline`) and "
+            + "none of its source's messages waits for the handler pool, the receiving thread runs their handlers "
+            + "itself (one thread hand-off less; for short handlers: nothing else is received meanwhile). There "
+            + "`sendSync` throws IllegalStateException and a send that would wait for ring or window room is "
+            + "deferred like an async send; false: always the handler pool",
+            c -> c.handleOnReceivingThread, (c, v) -> c.handleOnReceivingThread = v),
         ConfigKey.ofInt("requestTimeoutMs", 10_000, 1, MAX_TIMEOUT_MS, "default request timeout",
             c -> c.requestTimeoutMs, (c, v) -> c.requestTimeoutMs = v),
         ConfigKey.ofInt("statsIntervalMs", 0, 0, 3_600_000, "log the node's counters (core and transport, as its "

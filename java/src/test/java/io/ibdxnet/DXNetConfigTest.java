@@ -128,6 +128,7 @@ public class DXNetConfigTest {
         cases("handlerThreads", Arrays.asList("two"), Arrays.asList("0", "1025"));
         cases("orderPerSender", Arrays.asList("yes", "1"), none);
         cases("receiveInline", Arrays.asList("no", "0"), none);
+        cases("handleOnReceivingThread", Arrays.asList("on", "T"), none);
         cases("handlerQueueSize", Arrays.asList("2147483648"), Arrays.asList("0"));
         cases("handlerQueueBytes", Arrays.asList("64M"), Arrays.asList("1023", "1099511627777"));
         cases("handlerQueueBytesPerSource", Arrays.asList("8 MiB"), Arrays.asList("0"));

@@ -23,6 +23,7 @@ final class WorkloadOptions {
     String fabric = "sim";
     boolean orderPerSender = true;
     boolean receiveInline = true;
+    boolean handleOnReceivingThread;
     /** Engine settings, exactly as given (nothing is added: the engine's defaults apply otherwise). */
     final Map<String, String> nativeSettings = new LinkedHashMap<>();
     /** "main" (the default: runs the workload) or "child" (one of the other processes of --processes N). */
@@ -57,6 +58,7 @@ final class WorkloadOptions {
                 case "--handlers": row.handlers = Integer.parseInt(v); break;
                 case "--orderPerSender": o.orderPerSender = Boolean.parseBoolean(v); break;
                 case "--receiveInline": o.receiveInline = Boolean.parseBoolean(v); break;
+                case "--handleOnReceivingThread": o.handleOnReceivingThread = Boolean.parseBoolean(v); break;
                 case "--processes": row.processes = Integer.parseInt(v); break;
                 case "--role": o.role = v; break;
                 case "--node-id": o.nodeId = Integer.parseInt(v); break;
@@ -131,6 +133,7 @@ final class WorkloadOptions {
         c.handlerThreads = row.handlers;
         c.orderPerSender = orderPerSender;
         c.receiveInline = receiveInline;
+        c.handleOnReceivingThread = handleOnReceivingThread;
         c.requestTimeoutMs = 60_000;
         c.sendTimeoutMs = 60_000;
         c.nativeConfig.put("fabric", fabric);

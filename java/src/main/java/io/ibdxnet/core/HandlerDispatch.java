@@ -46,6 +46,8 @@ public final class HandlerDispatch {
     static final long SLOW_TASK_NANOS = 1_000_000;
     /** The dispatch a handler thread belongs to (see {@link #onHandlerThread}). */
     private static final ThreadLocal<HandlerDispatch> HANDLER_THREAD = new ThreadLocal<>();
+    /** Set while a transport's receiving thread runs handlers itself ({@link #runHere}). */
+    private static final ThreadLocal<boolean[]> RECEIVING_THREAD = ThreadLocal.withInitial(() -> new boolean[1]);
 
     private final ThreadPoolExecutor pool;
     private final int capacity;
@@ -87,6 +89,15 @@ public final class HandlerDispatch {
     /** True on a handler thread of any dispatch (its sends wait less: they hold a handler). */
     public static boolean onHandlerThread() {
         return HANDLER_THREAD.get() != null;
+    }
+
+    /**
+     * True while this thread, a transport's receiving thread, runs message
+     * handlers itself ({@link #runHere}): it must not wait for anything that
+     * arrives through itself (responses, flow-control confirmations).
+     */
+    public static boolean onReceivingThread() {
+        return RECEIVING_THREAD.get()[0];
     }
 
     /** True on one of this dispatch's own threads: waiting for this dispatch to be idle would wait for itself. */
@@ -152,6 +163,42 @@ public final class HandlerDispatch {
             return true;
         }
         l.add(job);
+        return true;
+    }
+
+    /**
+     * True if {@code source} has no task queued or running: a task run by the
+     * caller now comes after every earlier one of that source.
+     */
+    public boolean idle(int source) {
+        Lane l = lanes.get(source);
+        return l == null || l.tasks.get() == 0;
+    }
+
+    /**
+     * Runs {@code task} of {@code source} on the calling thread (a transport's
+     * receiving thread), accounted like a submitted task while it runs
+     * ({@link #onReceivingThread} true meanwhile). For order, ask
+     * {@link #idle} first and submit nothing of that source meanwhile. False
+     * if this dispatch was shut down (the task is dropped).
+     */
+    public boolean runHere(int source, Runnable task, long taskBytes) {
+        if (closed) {
+            return false;
+        }
+        Lane l = lane(source);
+        l.tasks.incrementAndGet();
+        l.bytes.addAndGet(taskBytes);
+        tasks.incrementAndGet();
+        bytes.addAndGet(taskBytes);
+        boolean[] here = RECEIVING_THREAD.get();
+        boolean outer = here[0];
+        here[0] = true;
+        try {
+            runGuarded(l, new Job(task, taskBytes));
+        } finally {
+            here[0] = outer;
+        }
         return true;
     }
 

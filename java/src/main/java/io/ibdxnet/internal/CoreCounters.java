@@ -17,6 +17,8 @@ public final class CoreCounters {
     public final AtomicLong possibleLosses = new AtomicLong();
     /** Received messages copied together from several frames or receive buffers (the others are imported in place). */
     final AtomicLong receivedCopied = new AtomicLong();
+    /** Sends of handlers on a receiving thread that could not go out at once (deferred instead of waiting). */
+    public final AtomicLong receivingThreadSendsDeferred = new AtomicLong();
 
     /** Adds the counters to {@code m} under their documented names (violations summed with the transport's). */
     public void addTo(Map<String, Long> m) {
@@ -29,5 +31,6 @@ public final class CoreCounters {
         m.put("replies_failed", repliesFailed.get());
         m.put("possible_losses", possibleLosses.get());
         m.put("messages_received_copied", receivedCopied.get());
+        m.put("receiving_thread_sends_deferred", receivingThreadSendsDeferred.get());
     }
 }

@@ -19,6 +19,13 @@ public final class DeferredMessage {
     public long sendBy;
     /** The request whose future learns of a failure (set by the caller). */
     public PendingRequests.Pending request;
+    /** Sent by a handler on a transport's receiving thread ({@link DeferredSends#receivingThreadSendsWaiting}). */
+    public boolean fromReceivingThread;
+
+    /** An answer to a request (a reply, or the error reply of a failed handler). */
+    public boolean isResponse() {
+        return (kindFlags & io.ibdxnet.core.Frame.RESPONSE) != 0;
+    }
 
     DeferredMessage(int dest, byte type, byte subtype, int kindFlags, int requestId, int messageId, byte[] payload,
             int sentInline) {

@@ -59,6 +59,8 @@ public final class DeferredSends {
     private final ThreadPoolExecutor pool;
     private final Sender sender;
     private final Outcome outcome;
+    /** Deferred messages of handlers on a receiving thread not yet sent (or failed). */
+    private final AtomicInteger fromReceivingThread = new AtomicInteger();
 
     /** {@code maxBytesPerNode}: see {@link #defer}. */
     public DeferredSends(int nodeId, long maxBytesPerNode, Sender sender, Outcome outcome) {
@@ -81,11 +83,22 @@ public final class DeferredSends {
     }
 
     /**
+     * True while a send deferred by a handler on a transport's receiving
+     * thread still waits: that thread then hands further batches to the
+     * handler pool (whose sends may wait) rather than defer without bound.
+     */
+    public boolean receivingThreadSendsWaiting() {
+        return fromReceivingThread.get() > 0;
+    }
+
+    /**
      * Queues {@code d} behind what was deferred to its node before; a pool
      * thread sends it. Refused with {@link FailureReason#OVERLOADED} when the
      * lane already holds payload and {@code d}'s would take it beyond
      * {@code maxBytesPerNode} — unless part of {@code d} was sent already
-     * (the rest must follow, or the stream breaks).
+     * (the rest must follow, or the stream breaks) or a handler on a
+     * receiving thread sent it (one batch's sends at most wait at a time:
+     * see {@link #receivingThreadSendsWaiting}).
      */
     public void defer(DeferredMessage d) throws NetworkException {
         Lane l = lanes.get(d.dest);
@@ -96,10 +109,13 @@ public final class DeferredSends {
         long size = d.payload.length - d.sentInline;
         boolean start;
         synchronized (l) {
-            if (d.sentInline == 0 && l.bytes > 0 && l.bytes + size > maxBytesPerNode) {
+            if (d.sentInline == 0 && !d.fromReceivingThread && l.bytes > 0 && l.bytes + size > maxBytesPerNode) {
                 throw new NetworkException(FailureReason.OVERLOADED, "async request to node " + d.dest + " refused: "
                         + l.bytes + " bytes of " + l.queue.size() + " requests already wait to be sent to it "
                         + "(maxDeferredBytesPerNode = " + maxBytesPerNode + ")");
+            }
+            if (d.fromReceivingThread) {
+                fromReceivingThread.incrementAndGet();
             }
             l.bytes += size;
             l.queue.add(d);
@@ -161,6 +177,9 @@ public final class DeferredSends {
             }
             l.done++; // only the draining thread writes it
             l.waiters.signal();
+            if (d.fromReceivingThread) {
+                fromReceivingThread.decrementAndGet();
+            }
             try {
                 outcome.ended(d, failure);
             } catch (RuntimeException ignored) {

@@ -58,6 +58,8 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     private final RateLimitedLog warnings;
     private final ReceiveLimits limits;
     private final ErrorReplier replier;
+    /** Sends deferred by handlers that ran on a receiving thread are still waiting: hand the next batches to the pool. */
+    private final java.util.function.BooleanSupplier receivingThreadSendsWaiting;
     private final Thread coordinator;
     private final NodeRefs<StreamAssembler> assemblers = new NodeRefs<>();
     /**
@@ -67,6 +69,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
      */
     private final ReentrantLock role = new ReentrantLock();
     private final AtomicLong inlineBuffers = new AtomicLong();
+    private final AtomicLong handledOnReceivingThread = new AtomicLong();
     /** Role holder only: the batch being filled from the current buffer. */
     private Batch batch = new Batch();
     /** Role holder only: one importer for every received message (valid during importPayload). */
@@ -91,7 +94,8 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
 
     public IncomingPath(DXNetConfig config, Transport transport, IncomingBufferQueue ibq, HandlerDispatch handlers,
             MessageTypes types, PendingRequests requests, CoreCounters counters, RateLimitedLog warnings,
-            ErrorReplier replier, Thread.UncaughtExceptionHandler onDeath) {
+            ErrorReplier replier, java.util.function.BooleanSupplier receivingThreadSendsWaiting,
+            Thread.UncaughtExceptionHandler onDeath) {
         this.config = config;
         this.transport = transport;
         this.ibq = ibq;
@@ -102,6 +106,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         this.warnings = warnings;
         this.limits = new ReceiveLimits(config.maxMessageSize, config.maxUnfinishedBytesPerConnection, config.maxUnfinishedBytes);
         this.replier = replier;
+        this.receivingThreadSendsWaiting = receivingThreadSendsWaiting;
         this.coordinator = new Thread(this::coordinate, "dxnet-mcc-" + config.nodeId);
         this.coordinator.setDaemon(true);
         this.coordinator.setUncaughtExceptionHandler(onDeath);
@@ -177,7 +182,15 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
      * waits for the coordinator and it is free, that thread turns the buffer
      * into messages itself: a round trip then crosses one thread hand-off less
      * on each side. Otherwise (or if no handler room is free right now) the
-     * buffer goes to the queue. Never blocks; false if the queue is full.
+     * buffer goes to the queue. Never blocks (but see below); false if the
+     * queue is full.
+     *
+     * <p>With {@code handleOnReceivingThread}, that thread also runs the
+     * buffer's handlers itself (under the lock: nothing else of any source is
+     * turned into messages meanwhile) when none of the source's tasks is
+     * queued or running in the pool (order) and no send deferred by such a
+     * handler still waits (else the pool handles them, whose sends may wait:
+     * backpressure). The call then lasts as long as the handlers.
      */
     public boolean offer(IncomingBuffer b) {
         int src = b.source;
@@ -187,7 +200,9 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
                 // source's waits in the queue: this one is next in its stream.
                 if (running && ibq.idle(src) && handlers.hasRoom(src)) {
                     inlineBuffers.incrementAndGet();
-                    if (handle(b) == WAITS) {
+                    boolean here = config.handleOnReceivingThread && handlers.idle(src)
+                            && !receivingThreadSendsWaiting.getAsBoolean();
+                    if (handle(b, here) == WAITS) {
                         ibq.offerHeld(b); // the rest waits for the node budget, first in its lane
                         waitForBudget(src);
                     }
@@ -208,6 +223,11 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     /** Buffers turned into messages by the transport's own thread (see {@link #offer}). */
     public long inlineBuffers() {
         return inlineBuffers.get();
+    }
+
+    /** Batches whose handlers ran on the transport's own thread ({@code handleOnReceivingThread}). */
+    public long handledOnReceivingThread() {
+        return handledOnReceivingThread.get();
     }
 
     /**
@@ -239,7 +259,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
                 }
                 int result;
                 try {
-                    result = handle(b);
+                    result = handle(b, false);
                 } catch (RuntimeException | Error e) {
                     ibq.finished(b);
                     throw e;
@@ -291,13 +311,15 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
      * One buffer into messages, one batch of them to the handlers (one
      * hand-off per buffer, not per message: waking a handler thread was the
      * top hotspot with small messages). Role holder only, after
-     * {@link HandlerDispatch#hasRoom} for its source. {@link #DONE}; or
+     * {@link HandlerDispatch#hasRoom} for its source; {@code here}: the
+     * handlers run on this thread now instead ({@link HandlerDispatch#runHere}).
+     * {@link #DONE}; or
      * {@link #WAITS}: its stream stopped at a claim the node budget cannot
      * grant yet (the buffer is kept, unconfirmed, {@link IncomingBuffer#parsed}
      * bytes in); or {@link #CLOSED}: the handlers were shut down and messages
      * taken from the buffer never reach one.
      */
-    private int handle(IncomingBuffer b) {
+    private int handle(IncomingBuffer b, boolean here) {
         boolean fed = true;
         try {
             fed = parse(b, sink);
@@ -310,7 +332,10 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         if (!batch.messages.isEmpty()) {
             Batch full = batch;
             batch = new Batch();
-            if (!handlers.submit(b.source, full, full.bytes)) {
+            if (here) {
+                handledOnReceivingThread.incrementAndGet();
+            }
+            if (!(here ? handlers.runHere(b.source, full, full.bytes) : handlers.submit(b.source, full, full.bytes))) {
                 consumedNotHandled = true;
                 return CLOSED;
             }

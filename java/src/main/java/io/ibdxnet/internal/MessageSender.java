@@ -92,7 +92,7 @@ public final class MessageSender {
      * later than {@code callerDeadline} (a request's own deadline).
      */
     public long sendDeadline(long now, long callerDeadline) {
-        int ms = SCRATCH.get().handlerThread ? Math.min(config.sendTimeoutMs, config.handlerSendTimeoutMs)
+        int ms = SCRATCH.get().handlerThread || HandlerDispatch.onReceivingThread() ? Math.min(config.sendTimeoutMs, config.handlerSendTimeoutMs)
                 : config.sendTimeoutMs;
         long bySend = now + TimeUnit.MILLISECONDS.toNanos(ms);
         return callerDeadline - bySend < 0 ? callerDeadline : bySend;
