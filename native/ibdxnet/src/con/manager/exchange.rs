@@ -135,6 +135,22 @@ impl<F: Fabric> ConManager<F> {
             self.refuse_dead_pairing(node, peer_qpn, st);
             return;
         }
+        if let Some(c) = current.as_ref().filter(|c| c.state() == ConState::Pending) {
+            if peer_qpn != 0 && peer_qpn != c.qp().qp_num() {
+                // Our fresh queue pair, and the peer's queue pair is connected to
+                // an older one of ours (its exchange arrived late or was retried
+                // after that pairing ended). Connected to it, ours would wait for
+                // an answer naming it that never comes, the peer's `Close` of it
+                // would close ours, and the caller's next fresh queue pair met the
+                // next late exchange: under churn between two nodes connecting to
+                // each other on a loaded host, neither connect came up within its
+                // timeout (issue 22). Tell the peer that pairing is dead; ours goes
+                // on announcing itself (peer_qpn 0) until the peer answers it.
+                self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
+                self.refuse_dead_pairing(node, peer_qpn, st);
+                return;
+            }
+        }
         if let Some(c) = &current {
             let restarted = c.peer_instance() != 0 && c.peer_instance() != instance;
             let other_qp = c.state() != ConState::Pending && c.peer_qpn() != remote.qpn;
