@@ -215,8 +215,9 @@ fn connection_churn_completes_every_close_and_falls_silent() {
 /// to one of the slot's 4 nodes (the next 4 after the previous slot's),
 /// again and again for 6 s. Every connect succeeds, the slowest within 2 s
 /// (the connect timeout is 10 s); the latencies of the connects that had to
-/// wait are printed, with the slowest ones. Measured on 2 shared cores:
-/// p99 29–65 ms, slowest 72–163 ms (every 10th packet lost: 414 ms).
+/// wait are printed, with the slowest ones. Measured on one of 2 shared
+/// cores: p99 56–65 ms, slowest 155–163 ms (unpinned: p99 29 ms, slowest
+/// 72 ms; unpinned with every 10th control packet lost: slowest 414 ms).
 ///
 /// This does not reproduce the soak's connects that were not established
 /// within 10 s: those needed late exchanges after closes between two nodes
