@@ -44,8 +44,9 @@ public class SoakTest {
      * node's fresh queue pair with a dead one (fixed in the connection manager,
      * {@code tests/stale_exchange.rs}). After the fix, on 2 shared cores (load
      * average 5 to 260 from other work): 12 of 12 runs passed on both cores
-     * (this test 3.2 to 9.9 s through gradle) and 5 of 5 with the JVM on one
-     * core (71 to 260 s each); {@code bench/results/2026-11-26-churn-64.txt}.
+     * (this test 3.2 to 9.9 s through gradle) and 6 of 6 with the JVM on one
+     * core (71 to 260 s each, this test 73 s);
+     * {@code bench/results/2026-11-26-churn-64.txt}.
      */
     @Test
     public void noLossUnderConnectionChurnAmong64NodesWithEightConnectionsOverIbOnSim() throws Exception {
