@@ -2,7 +2,7 @@
 //! engine posts from. Handed out as `Arc` (the reference count is the handle
 //! count); the queue pair and ring are released when the last handle goes.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::Instant;
 
 use super::node::NodeId;
@@ -86,6 +86,11 @@ pub struct Connection<F: Fabric> {
     created: Instant,
     /// Milliseconds since `created` of the last use (for LRU eviction).
     last_used_ms: AtomicU64,
+    /// Milliseconds since `created` when it became established (`u64::MAX` before).
+    established_ms: AtomicU64,
+    /// [`Connection::touch`] was called since it became established (a caller
+    /// took it, or the send thread posted on it).
+    touched: AtomicBool,
     /// Send work requests posted and not yet completed (kept by the send
     /// thread; reserved before posting, see [`Connection::begin_posting`]).
     inflight: AtomicU32,
@@ -103,6 +108,8 @@ impl<F: Fabric> Connection<F> {
             peer_flow_unit: AtomicU64::new(0),
             created: Instant::now(),
             last_used_ms: AtomicU64::new(0),
+            established_ms: AtomicU64::new(u64::MAX),
+            touched: AtomicBool::new(false),
             inflight: AtomicU32::new(0),
         }
     }
@@ -194,9 +201,29 @@ impl<F: Fabric> Connection<F> {
     /// Records a use (send or receive) for LRU eviction.
     pub fn touch(&self) {
         self.last_used_ms.store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.touched.store(true, Ordering::Relaxed);
     }
     /// When the connection was last used.
     pub fn last_used(&self) -> Instant {
         self.created + std::time::Duration::from_millis(self.last_used_ms.load(Ordering::Relaxed))
+    }
+    /// Job thread: both sides are connected. Its idle time counts from now,
+    /// and so does [`Connection::established_at`]; not a use
+    /// ([`Connection::touched_since_established`] is false until one).
+    pub(crate) fn set_established(&self) {
+        let now = self.created.elapsed().as_millis() as u64;
+        self.last_used_ms.store(now, Ordering::Relaxed);
+        self.established_ms.store(now, Ordering::Relaxed);
+        self.touched.store(false, Ordering::Relaxed);
+        self.set_state(ConState::Established);
+    }
+    /// True if [`Connection::touch`] was called since it became established.
+    pub fn touched_since_established(&self) -> bool {
+        self.established_ms.load(Ordering::Relaxed) != u64::MAX && self.touched.load(Ordering::Relaxed)
+    }
+    /// When the connection became established (`None` before).
+    pub fn established_at(&self) -> Option<Instant> {
+        let ms = self.established_ms.load(Ordering::Relaxed);
+        (ms != u64::MAX).then(|| self.created + std::time::Duration::from_millis(ms))
     }
 }

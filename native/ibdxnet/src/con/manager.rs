@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use super::auth::Auth;
 use super::auth::AuthStats;
 use super::config::ConConfig;
-use super::connection::Connection;
+use super::connection::{ConState, Connection};
 use super::error::ConError;
 use super::event::{EventSink, NodeEvent};
 use super::node::{NodeError, NodeId, NodeTable};
@@ -306,6 +306,10 @@ impl<F: Fabric> ConManager<F> {
         }
         let start = Instant::now();
         let _waiting = Waiting::new(&self.waiting, node);
+        // The node's connection as this caller saw it at each wake-up that
+        // found it changed (our queue pair, the peer's, the state), for the
+        // timeout's debug line: it showed how issue 22's connects starved.
+        let mut seen_states: Vec<(Duration, Option<SeenConnection>)> = Vec::new();
         loop {
             // The change count before looking: a change after this point wakes
             // the wait below at once (before, a connection established between
@@ -333,7 +337,23 @@ impl<F: Fabric> ConManager<F> {
                     return Err(ConError::Auth { node, problem });
                 }
             }
+            let now_state = self
+                .table
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&node)
+                .map(|c| (c.local_qpn(), c.peer_qpn(), c.state()));
+            if seen_states.last().is_none_or(|l| l.1 != now_state) && seen_states.len() < 64 {
+                seen_states.push((waited, now_state));
+            }
             if waited >= timeout {
+                log::debug!(
+                    "node {}: connect to {node} timed out after {waited:?}; its connection meanwhile \
+                     (after, (our qpn, peer qpn, state)): {seen_states:?}; create requested {}, discovered {}",
+                    self.me,
+                    lock(&self.create_requested).contains(&node),
+                    self.is_discovered(node)
+                );
                 return Err(ConError::Timeout { node, waited });
             }
             let (m, cv) = &self.changed;
@@ -560,6 +580,9 @@ impl<F: Fabric> ConManager<F> {
         lock(&self.discovered).contains(&node)
     }
 }
+
+/// A connection as a waiting caller saw it: our queue pair, the peer's, the state.
+type SeenConnection = (u32, u32, ConState);
 
 /// A caller of [`ConManager::connect`] waiting for a node, counted while it lives.
 struct Waiting<'a> {

@@ -25,6 +25,17 @@ use crate::fabric::{Fabric, FabricError, QpEndpoint, QueuePair};
 /// the peer is sending, would go down with it.
 const EVICT_IDLE: Duration = Duration::from_millis(20);
 
+/// A connection not used in either direction since it came up is evicted
+/// only this long after: the caller it was made for, at either end, may not
+/// have run yet. With [`EVICT_IDLE`] alone, a node at its limit evicted
+/// connections its peers' callers had not taken yet (issue 22: in the
+/// 64-node churn soak with the JVM on one core, before the fix of late
+/// exchanges, a peer's `Close` ended 43 established connections in a minute
+/// while a caller still waited for them). With this grace that soak took 0.69 of the time with 0.67 of the closes (one interleaved
+/// pair, `bench/results/2026-11-26-churn-64.txt`). A node may hold more than
+/// its limit meanwhile, as while connections come up.
+const FIRST_USE_GRACE: Duration = Duration::from_secs(1);
+
 /// What a peer's `Exchange` says.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Exchange {
@@ -42,11 +53,15 @@ pub(super) struct Exchange {
 }
 
 impl<F: Fabric> ConManager<F> {
-    /// How long ago the connection to `node` was used in either direction.
-    fn idle_for(&self, c: &Connection<F>) -> Duration {
+    /// True if the connection has been idle long enough to be evicted:
+    /// [`EVICT_IDLE`] since its last use in either direction, or
+    /// [`FIRST_USE_GRACE`] if it was not used since it came up.
+    fn idle_enough(&self, c: &Connection<F>) -> bool {
         let received =
             self.epoch + Duration::from_millis(self.last_received_ms[usize::from(c.node().0)].load(Ordering::Relaxed));
-        c.last_used().max(received).elapsed()
+        let last = c.last_used().max(received);
+        let used = c.touched_since_established() || c.established_at().is_some_and(|e| received > e);
+        last.elapsed() >= if used { EVICT_IDLE } else { FIRST_USE_GRACE }
     }
 
     /// Creates a pending connection (evicting the least recently used
@@ -63,9 +78,7 @@ impl<F: Fabric> ConManager<F> {
                 let t = self.table.read().unwrap_or_else(|p| p.into_inner());
                 t.values()
                     .filter(|c| {
-                        c.state() == ConState::Established
-                            && self.idle_for(c) >= EVICT_IDLE
-                            && !self.has_waiters(c.node())
+                        c.state() == ConState::Established && self.idle_enough(c) && !self.has_waiters(c.node())
                     })
                     .min_by_key(|c| c.last_used())
                     .map(|c| c.node())
@@ -135,6 +148,22 @@ impl<F: Fabric> ConManager<F> {
             self.refuse_dead_pairing(node, peer_qpn, st);
             return;
         }
+        if let Some(c) = current.as_ref().filter(|c| c.state() == ConState::Pending) {
+            if peer_qpn != 0 && peer_qpn != c.qp().qp_num() {
+                // Our fresh queue pair, and the peer's queue pair is connected to
+                // an older one of ours (its exchange arrived late or was retried
+                // after that pairing ended). Connected to it, ours would wait for
+                // an answer naming it that never comes, the peer's `Close` of it
+                // would close ours, and the caller's next fresh queue pair met the
+                // next late exchange: under churn between two nodes connecting to
+                // each other on a loaded host, neither connect came up within its
+                // timeout (issue 22). Tell the peer that pairing is dead; ours goes
+                // on announcing itself (peer_qpn 0) until the peer answers it.
+                self.stats.dropped_stale.fetch_add(1, Ordering::Relaxed);
+                self.refuse_dead_pairing(node, peer_qpn, st);
+                return;
+            }
+        }
         if let Some(c) = &current {
             let restarted = c.peer_instance() != 0 && c.peer_instance() != instance;
             let other_qp = c.state() != ConState::Pending && c.peer_qpn() != remote.qpn;
@@ -186,11 +215,10 @@ impl<F: Fabric> ConManager<F> {
         }
         let was_established = c.state() == ConState::Established;
         if peer_qpn == c.qp().qp_num() && c.state() == ConState::Connected {
-            c.set_state(ConState::Established);
             // Its idle time counts from here: a connection that took longer
             // than EVICT_IDLE to come up was evicted before its first use
             // (under churn on a loaded host, connects then never succeeded).
-            c.touch();
+            c.set_established();
             st.pending_since.remove(&node);
             st.last_exchange.remove(&node);
             log::debug!(

@@ -97,6 +97,15 @@ public final class Soak {
         public long closesTimedOut;
         public long bytesResent;
         public long lossesReported;
+        /**
+         * The senders' {@code sendMessage} calls: the slowest, and how many took
+         * 100 ms or more and 1 s or more. A call that had to connect (or
+         * reconnect after an eviction) includes the connect's wait: in the
+         * churn soaks these bound the connect latency from above.
+         */
+        public double slowestSendMs;
+        public long sendsOver100Ms;
+        public long sendsOver1S;
 
         @Override
         public String toString() {
@@ -104,7 +113,9 @@ public final class Soak {
                     + " corrupted %d; %d faults injected", sent, verified, seconds, verified / seconds, lost, duplicated,
                     reordered, corrupted, faults)
                     + (closes == 0 ? "" : String.format("; %d connection closes by eviction (%d timed out), %d bytes"
-                    + " resent after a close, %d losses reported", closes, closesTimedOut, bytesResent, lossesReported));
+                    + " resent after a close, %d losses reported", closes, closesTimedOut, bytesResent, lossesReported))
+                    + (slowestSendMs == 0 ? "" : String.format("; slowest send call %.1f ms, %d took >= 100 ms, %d >= 1 s",
+                    slowestSendMs, sendsOver100Ms, sendsOver1S));
         }
     }
 
@@ -202,6 +213,9 @@ public final class Soak {
         SequenceChecker checker = new SequenceChecker(nodeCount, THREADS);
         AtomicLong verified = checker.verified;
         AtomicLong faults = new AtomicLong();
+        AtomicLong slowestSendNs = new AtomicLong();
+        AtomicLong sendsOver100Ms = new AtomicLong();
+        AtomicLong sendsOver1S = new AtomicLong();
         List<DXNet> nodes = new ArrayList<>();
         try {
             for (int id = 0; id < nodeCount; id++) {
@@ -248,7 +262,17 @@ public final class Soak {
                                 int size = rnd.nextInt(100) < 95 ? rnd.nextInt(128) : rnd.nextInt(64 << 10);
                                 byte[] data = new byte[size];
                                 rnd.nextBytes(data);
-                                from.sendMessage(new Numbered(dest, from.nodeId(), thread, seqTo[dest]++, data));
+                                Numbered m = new Numbered(dest, from.nodeId(), thread, seqTo[dest]++, data);
+                                long sendStart = System.nanoTime();
+                                from.sendMessage(m);
+                                long took = System.nanoTime() - sendStart;
+                                if (took >= 100_000_000L) {
+                                    sendsOver100Ms.incrementAndGet();
+                                    if (took >= 1_000_000_000L) {
+                                        sendsOver1S.incrementAndGet();
+                                    }
+                                }
+                                slowestSendNs.accumulateAndGet(took, Math::max);
                                 if (rnd.nextInt(200_000) == 0) {
                                     faults.incrementAndGet();
                                     LockSupport.parkNanos(5_000_000); // a paused sender
@@ -293,6 +317,9 @@ public final class Soak {
             }
         }
         report.faults = faults.get();
+        report.slowestSendMs = slowestSendNs.get() / 1e6;
+        report.sendsOver100Ms = sendsOver100Ms.get();
+        report.sendsOver1S = sendsOver1S.get();
         checker.report(report);
         return report;
     }
