@@ -201,7 +201,8 @@ public final class IbTransport implements Transport, EngineCallbacks {
      * caller finds it established.
      */
     Connection open(int node, long deadlineNanos) throws NetworkException {
-        long leftMs = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
+        // Rounded up: a deadline of connectTimeoutMs from just now is not "cut short".
+        long leftMs = Math.floorDiv(deadlineNanos - System.nanoTime() + 999_999, 1_000_000);
         int timeoutMs = (int) Math.max(1, Math.min(connectTimeoutMs, leftMs));
         try {
             NativeEngine.RingHandle ring = engine.connect(node, timeoutMs);
