@@ -125,6 +125,34 @@ fn mesh(n: u16, defaults: bool) -> Duration {
 /// 31 × 50 ms per thread: more than the bound.
 const BOUND: Duration = Duration::from_secs(1);
 
+/// `n` small engines on one sim network with room for `max` connections
+/// each (settings changed by `tweak`), every one knowing every other.
+fn churn_engines(n: u16, max: u32, tweak: impl Fn(&mut EngineConfig)) -> Vec<Engine<SimFabric>> {
+    let net = SimNetwork::new();
+    let engines: Vec<Engine<SimFabric>> = (0..n)
+        .map(|i| {
+            let mut c = base_config(i, FabricKind::Sim);
+            c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+            c.send_ring_size = 64 << 10;
+            c.srq_size = 64;
+            c.recv_buffer_count = 512;
+            c.incoming_ring_size = 128;
+            c.max_connections = max;
+            tweak(&mut c);
+            Engine::start(c, StreamHandler::<SimFabric>::new(NodeId(i), StreamOptions::default())).expect("start")
+        })
+        .collect();
+    let addrs: Vec<_> = engines.iter().map(|e| e.manager().local_addr()).collect();
+    for (i, e) in engines.iter().enumerate() {
+        for (j, a) in addrs.iter().enumerate() {
+            if i != j {
+                e.add_node(NodeId(j as u16), *a).unwrap();
+            }
+        }
+    }
+    engines
+}
+
 #[test]
 fn nodes_in_one_process_reach_the_full_mesh_quickly() {
     let _ = env_logger::Builder::from_default_env().is_test(true).try_init();
@@ -145,28 +173,7 @@ fn connection_churn_completes_every_close_and_falls_silent() {
     let _ = env_logger::Builder::from_default_env().is_test(true).try_init();
     let n = env_u64("IBDXNET_CHURN_NODES", 16) as u16;
     let max = env_u64("IBDXNET_CHURN_MAX", 4) as u32;
-    let net = SimNetwork::new();
-    let engines: Vec<Engine<SimFabric>> = (0..n)
-        .map(|i| {
-            let mut c = base_config(i, FabricKind::Sim);
-            c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
-            c.send_ring_size = 64 << 10;
-            c.srq_size = 64;
-            c.recv_buffer_count = 512;
-            c.incoming_ring_size = 128;
-            c.max_connections = max;
-            c.connect_timeout = Duration::from_secs(2);
-            Engine::start(c, StreamHandler::<SimFabric>::new(NodeId(i), StreamOptions::default())).expect("start")
-        })
-        .collect();
-    let addrs: Vec<_> = engines.iter().map(|e| e.manager().local_addr()).collect();
-    for (i, e) in engines.iter().enumerate() {
-        for (j, a) in addrs.iter().enumerate() {
-            if i != j {
-                e.add_node(NodeId(j as u16), *a).unwrap();
-            }
-        }
-    }
+    let engines = churn_engines(n, max, |c| c.connect_timeout = Duration::from_secs(2));
     let engines = Arc::new(engines);
     let threads: Vec<_> = (0..n)
         .map(|i| {
@@ -243,27 +250,7 @@ fn connection_churn_among_many_nodes_connects_within_a_bound() {
         let cpu = ibdxnet::sys::affinity::allowed_cpus().expect("affinity")[0];
         ibdxnet::sys::affinity::pin_current_thread(cpu).expect("pin");
     }
-    let net = SimNetwork::new();
-    let engines: Vec<Engine<SimFabric>> = (0..n)
-        .map(|i| {
-            let mut c = base_config(i, FabricKind::Sim);
-            c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
-            c.send_ring_size = 64 << 10;
-            c.srq_size = 64;
-            c.recv_buffer_count = 512;
-            c.incoming_ring_size = 128;
-            c.max_connections = max;
-            Engine::start(c, StreamHandler::<SimFabric>::new(NodeId(i), StreamOptions::default())).expect("start")
-        })
-        .collect();
-    let addrs: Vec<_> = engines.iter().map(|e| e.manager().local_addr()).collect();
-    for (i, e) in engines.iter().enumerate() {
-        for (j, a) in addrs.iter().enumerate() {
-            if i != j {
-                e.add_node(NodeId(j as u16), *a).unwrap();
-            }
-        }
-    }
+    let engines = churn_engines(n, max, |_| {});
     // Fault injection: every n-th control packet lost (0: none).
     let drop_every = env_u64("IBDXNET_CHURN_MANY_DROP_EVERY", 0) as u32;
     for e in &engines {

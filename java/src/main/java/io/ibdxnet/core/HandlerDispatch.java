@@ -143,20 +143,29 @@ public final class HandlerDispatch {
         }
     }
 
-    /**
-     * Queues {@code task} of source node {@code source} ({@link NodeId}),
-     * accounted as {@code taskBytes}; never blocks (ask {@link #hasRoom}
-     * first). False if this dispatch was shut down (the task is dropped).
-     */
-    public boolean submit(int source, Runnable task, long taskBytes) {
+    /** Counts a task of {@code source} ({@code taskBytes}) as queued or running; null once shut down. */
+    private Lane account(int source, long taskBytes) {
         if (closed) {
-            return false;
+            return null;
         }
         Lane l = lane(source);
         l.tasks.incrementAndGet();
         l.bytes.addAndGet(taskBytes);
         tasks.incrementAndGet();
         bytes.addAndGet(taskBytes);
+        return l;
+    }
+
+    /**
+     * Queues {@code task} of source node {@code source} ({@link NodeId}),
+     * accounted as {@code taskBytes}; never blocks (ask {@link #hasRoom}
+     * first). False if this dispatch was shut down (the task is dropped).
+     */
+    public boolean submit(int source, Runnable task, long taskBytes) {
+        Lane l = account(source, taskBytes);
+        if (l == null) {
+            return false;
+        }
         Job job = new Job(task, taskBytes);
         if (!ordered) {
             pool.execute(() -> runGuarded(l, job));
@@ -183,14 +192,10 @@ public final class HandlerDispatch {
      * if this dispatch was shut down (the task is dropped).
      */
     public boolean runHere(int source, Runnable task, long taskBytes) {
-        if (closed) {
+        Lane l = account(source, taskBytes);
+        if (l == null) {
             return false;
         }
-        Lane l = lane(source);
-        l.tasks.incrementAndGet();
-        l.bytes.addAndGet(taskBytes);
-        tasks.incrementAndGet();
-        bytes.addAndGet(taskBytes);
         boolean[] here = RECEIVING_THREAD.get();
         boolean outer = here[0];
         here[0] = true;
