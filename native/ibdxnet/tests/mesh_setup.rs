@@ -32,37 +32,17 @@ fn stat(e: &Engine<SimFabric>, key: &str) -> u64 {
 /// One mesh: start `n` engines, connect all pairs; returns the time to the
 /// full mesh (after start-up) and prints the breakdown.
 fn mesh(n: u16, defaults: bool) -> Duration {
-    let net = SimNetwork::new();
     let t_start = Instant::now();
-    let engines: Vec<Engine<SimFabric>> = (0..n)
-        .map(|i| {
-            let mut c = base_config(i, FabricKind::Sim);
-            c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
-            if defaults {
-                // The engine's defaults (what Java passes unless told otherwise).
-                let d = EngineConfig::new(NodeId(i), c.listen);
-                c.send_ring_size = d.send_ring_size;
-                c.srq_size = d.srq_size;
-                c.recv_buffer_count = d.recv_buffer_count;
-                c.incoming_ring_size = d.incoming_ring_size;
-            } else {
-                // Small memory per node: the mesh is about the connection manager.
-                c.send_ring_size = 64 << 10;
-                c.srq_size = 64;
-                c.recv_buffer_count = 512;
-                c.incoming_ring_size = 128;
-            }
-            Engine::start(c, StreamHandler::<SimFabric>::new(NodeId(i), StreamOptions::default())).expect("start")
-        })
-        .collect();
-    let addrs: Vec<_> = engines.iter().map(|e| e.manager().local_addr()).collect();
-    for (i, e) in engines.iter().enumerate() {
-        for (j, a) in addrs.iter().enumerate() {
-            if i != j {
-                e.add_node(NodeId(j as u16), *a).unwrap();
-            }
+    let engines = small_engines(n, |c| {
+        if defaults {
+            // The engine's defaults (what Java passes unless told otherwise).
+            let d = EngineConfig::new(c.node_id, c.listen);
+            c.send_ring_size = d.send_ring_size;
+            c.srq_size = d.srq_size;
+            c.recv_buffer_count = d.recv_buffer_count;
+            c.incoming_ring_size = d.incoming_ring_size;
         }
-    }
+    });
     let started = t_start.elapsed();
     let engines = Arc::new(engines);
     let t0 = Instant::now();
@@ -128,6 +108,16 @@ const BOUND: Duration = Duration::from_secs(1);
 /// `n` small engines on one sim network with room for `max` connections
 /// each (settings changed by `tweak`), every one knowing every other.
 fn churn_engines(n: u16, max: u32, tweak: impl Fn(&mut EngineConfig)) -> Vec<Engine<SimFabric>> {
+    small_engines(n, |c| {
+        c.max_connections = max;
+        tweak(c);
+    })
+}
+
+/// `n` engines on one sim network with small memory each (the mesh tests
+/// are about the connection manager; settings changed by `tweak`), every
+/// one knowing every other.
+fn small_engines(n: u16, tweak: impl Fn(&mut EngineConfig)) -> Vec<Engine<SimFabric>> {
     let net = SimNetwork::new();
     let engines: Vec<Engine<SimFabric>> = (0..n)
         .map(|i| {
@@ -137,7 +127,6 @@ fn churn_engines(n: u16, max: u32, tweak: impl Fn(&mut EngineConfig)) -> Vec<Eng
             c.srq_size = 64;
             c.recv_buffer_count = 512;
             c.incoming_ring_size = 128;
-            c.max_connections = max;
             tweak(&mut c);
             Engine::start(c, StreamHandler::<SimFabric>::new(NodeId(i), StreamOptions::default())).expect("start")
         })
