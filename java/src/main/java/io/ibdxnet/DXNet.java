@@ -906,7 +906,7 @@ public final class DXNet implements AutoCloseable {
         // request timeout): then the peers can be told exactly what was handled.
         // Not from one of our own handlers: it would wait for itself (and for
         // the tasks queued behind it); the node then closes without that count.
-        boolean fromOwnHandler = handlers.isOwnThread() || HandlerDispatch.onReceivingThread();
+        boolean fromOwnHandler = handlers.isOwnThread();
         try {
             exact = exact && !fromOwnHandler && handlers.awaitIdle(config.requestTimeoutMs);
         } catch (InterruptedException e) {
