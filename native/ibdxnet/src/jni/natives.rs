@@ -96,7 +96,9 @@ macro_rules! with_native {
 /// `countersAddress`): never freed with it, so a read after `destroy` (or
 /// racing it) loads the last values from live memory. That keeps the
 /// statistics (`EngineStats`, a few KiB with the timers' histograms) of
-/// every engine ever created.
+/// every engine ever created. The send thread's sleeping word, which Java
+/// reads in place before `wakeSendThread`, is kept the same way (4 bytes),
+/// so a read racing `destroy` loads live memory too.
 struct Slot {
     /// [`CLOSED`] | number of leases held.
     state: AtomicU64,
@@ -105,6 +107,8 @@ struct Slot {
     engine: AtomicPtr<AnyEngine>,
     /// The engine's statistics; outlives the engine (see above).
     stats: Arc<EngineStats>,
+    /// The send thread's sleeping word (`abi::SleepWord`); outlives the engine.
+    send_sleep_word: Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// In [`Slot::state`]: no new lease is granted.
@@ -236,8 +240,10 @@ extern "system" fn create<'l>(
             _ => AnyEngine::Sim(start(cfg, handler)?),
         };
         let stats = with_native!(&any, |n| n.engine.stats_shared());
+        let send_sleep_word = with_native!(&any, |n| n.engine.send_doorbell().sleeping_word());
         let engine = AtomicPtr::new(Box::into_raw(Box::new(any)));
-        let slot: &'static Slot = Box::leak(Box::new(Slot { state: AtomicU64::new(0), engine, stats }));
+        let slot: &'static Slot =
+            Box::leak(Box::new(Slot { state: AtomicU64::new(0), engine, stats, send_sleep_word }));
         Ok(slot as *const Slot as jlong)
     })
 }
@@ -374,12 +380,10 @@ extern "system" fn ring_size<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jl
     guarded(&mut env, -1, |_| Ok(with_native!(engine(handle)?, |n| n.engine.config().send_ring_size as jint)))
 }
 
+/// The address of the send thread's sleeping word. Valid for the life of
+/// the process, also after `destroy`: the handle's slot keeps it.
 extern "system" fn send_sleep_word<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) -> jlong {
-    guarded(
-        &mut env,
-        0,
-        |_| Ok(with_native!(engine(handle)?, |n| n.engine.send_doorbell().sleeping_address() as jlong)),
-    )
+    guarded(&mut env, 0, |_| Ok(Arc::as_ptr(&slot(handle)?.send_sleep_word) as jlong))
 }
 
 extern "system" fn wake_send_thread<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) {

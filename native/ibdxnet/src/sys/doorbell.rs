@@ -12,12 +12,15 @@
 //! Both sides store, fence, then load: either W's CAS sees the 1 (and rings),
 //! or S's re-check sees W's work. A ring before S blocks is kept by the
 //! eventfd's counter, so `wait` returns at once: no wake-up is lost. The word
-//! lives at a fixed address (the engine keeps the doorbell in an `Arc`) so Java can read it too
-//! (`abi::SleepWord`), skipping the JNI call while the thread is awake.
+//! lives at a fixed address in its own allocation so Java can read it too
+//! (`abi::SleepWord`), skipping the JNI call while the thread is awake; whoever
+//! hands its address out keeps it alive with [`Doorbell::sleeping_word`], also
+//! after the doorbell (and its eventfd) is gone.
 
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::util::EventFd;
@@ -27,7 +30,7 @@ pub use crate::util::EventFd;
 pub struct Doorbell {
     /// 1 while the thread announced that it sleeps (or is about to); the
     /// only field of `abi::SleepWord`, the layout Java reads it by.
-    sleeping: AtomicU32,
+    sleeping: Arc<AtomicU32>,
     bell: EventFd,
 }
 
@@ -43,13 +46,14 @@ pub struct Woken {
 impl Doorbell {
     /// A doorbell with a non-blocking eventfd.
     pub fn new() -> io::Result<Doorbell> {
-        Ok(Doorbell { sleeping: AtomicU32::new(0), bell: EventFd::new()? })
+        Ok(Doorbell { sleeping: Arc::new(AtomicU32::new(0)), bell: EventFd::new()? })
     }
 
-    /// The address of the sleeping word (for Java: read it, and call into
-    /// the library only when it is 1).
-    pub fn sleeping_address(&self) -> *const AtomicU32 {
-        &self.sleeping
+    /// The sleeping word itself (for Java: read it at its address, and call
+    /// into the library only when it is 1). The holder keeps the word's
+    /// memory valid after the doorbell is dropped; it then stays 0 or 1.
+    pub fn sleeping_word(&self) -> Arc<AtomicU32> {
+        self.sleeping.clone()
     }
 
     /// True while the thread announced sleep.
@@ -122,6 +126,18 @@ impl Doorbell {
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    #[test]
+    fn the_sleeping_word_outlives_its_doorbell() {
+        let d = Doorbell::new().unwrap();
+        let w = d.sleeping_word();
+        d.announce();
+        assert_eq!(w.load(Ordering::Relaxed), 1);
+        drop(d);
+        // Still our allocation (ASan would report a use after free otherwise).
+        assert_eq!(w.load(Ordering::Relaxed), 1);
+        assert_eq!(Arc::strong_count(&w), 1);
+    }
 
     #[test]
     fn a_ring_before_the_wait_is_not_lost() {

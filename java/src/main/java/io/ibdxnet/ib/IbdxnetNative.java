@@ -51,7 +51,10 @@ final class IbdxnetNative {
 
     static native int ringSize(long handle);
 
-    /** Address of the send thread's {@code IbdxnetSleepWord}: 1 while it sleeps (read it before {@link #wakeSendThread}). */
+    /**
+     * Address of the send thread's {@code IbdxnetSleepWord}: 1 while it sleeps (read it before
+     * {@link #wakeSendThread}). Valid for the life of the process, also after {@link #destroy}.
+     */
     static native long sendSleepWord(long handle);
 
     /** Wakes the native send thread if it sleeps; call after publishing data, only when its sleep word is 1. */

@@ -49,11 +49,16 @@ public final class NativeEngine implements AutoCloseable {
      * and this read are both volatile, hence ordered.
      */
     public void wakeSendThread() {
-        // The word lives in the engine: never read it once the engine is closed
-        // (a close racing this call is the caller's to exclude, as IbTransport does).
+        // The word stays valid after close (the handle's never-freed slot keeps
+        // it), so a close racing this read is harmless; the native call then
+        // finds the engine closed, and a closed engine has no thread to wake.
         long h = handle;
         if (h != 0 && Memory.getIntVolatile(sendSleepWord) != 0) {
-            IbdxnetNative.wakeSendThread(h);
+            try {
+                IbdxnetNative.wakeSendThread(h);
+            } catch (EngineClosedException e) {
+                // raced close(): nothing to wake
+            }
         }
     }
 
