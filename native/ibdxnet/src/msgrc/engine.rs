@@ -353,7 +353,14 @@ impl<F: Fabric> Engine<F> {
         self.mgr.shutdown();
         self.send_doorbell.ring();
         self.recv_doorbell.ring();
+        let me = std::thread::current().id();
         for t in self.threads.drain(..) {
+            if t.thread().id() == me {
+                // Called inside one of our up-calls: that thread ends its loop
+                // when the up-call returns (`running` is false); joining itself
+                // would fail (EDEADLK) and panic half-way through.
+                continue;
+            }
             if t.join().is_err() {
                 log::error!("node {}: an engine thread could not be joined", self.cfg.node_id);
             }
