@@ -63,7 +63,7 @@ public class RingExporterTest {
                 c.publish(r);
                 assertEquals(0, c.writers.get());
                 assertEquals(OutgoingRingBuffer.aligned(frame), c.orb.readyToPost());
-                byte[] got = c.orb.copyReady(frame);
+                byte[] got = c.orb.copyStranded();
                 byte[] header = new byte[Frame.HEADER];
                 Frame.writeHeader(header, frame, 77, (byte) 3, (byte) 4, Frame.FIRST | Frame.LAST, 5, expected.length);
                 assertArrayEquals("header at shift " + shift, header, Arrays.copyOf(got, Frame.HEADER));

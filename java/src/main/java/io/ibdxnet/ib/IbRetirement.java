@@ -105,9 +105,8 @@ final class IbRetirement {
      */
     private void settle(Connection r) {
         if (r.orderly && t.connections.get(r.node) == r) {
-            long ready = r.orb.readyToPost();
-            if (ready > 0) {
-                byte[] stranded = r.orb.copyReady((int) ready);
+            byte[] stranded = r.orb.copyStranded();
+            if (stranded.length > 0) {
                 resender.execute(() -> resend(r, stranded));
             } else {
                 t.connections.compareAndSet(r.node, r, null);

@@ -226,10 +226,18 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         return back - frontPosted;
     }
 
-    /** A copy of the {@code n} bytes ready to post (whole records), for resending elsewhere. */
-    public byte[] copyReady(int n) {
+    /**
+     * A copy of what was published and never posted, for resending on
+     * another connection: whole records, from the start of the record the
+     * engine posted only the head of (that head never reaches the peer's
+     * messages: a receiver drops a connection's unfinished record when the
+     * stream moves to the next connection). Empty if everything was posted.
+     */
+    public byte[] copyStranded() {
+        readyToPost();
+        int n = (int) (back - postRecordStart);
         byte[] out = new byte[n];
-        long index = frontPosted & mask;
+        long index = postRecordStart & mask;
         int first = (int) Math.min(n, capacity - index);
         Memory.copy(address + index, out, 0, first);
         if (first < n) {
@@ -243,27 +251,70 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         return (int) (frontPosted & mask);
     }
 
-    /** The engine posted {@code n} more bytes. */
+    /**
+     * The engine posted {@code n} more bytes; it may stop inside a record
+     * (its work requests have a size of their own).
+     */
     public void posted(long n) {
-        frontPosted += n;
+        long p = frontPosted + n;
+        frontPosted = p;
+        long s = postRecordStart;
+        while (s < p) {
+            int len = lengthAt(s); // at or after postRecordStart: never zeroed
+            if (len == 0) {
+                throw new IllegalStateException("posted " + n + " bytes past the published records");
+            }
+            long next = s + aligned(len);
+            if (next > p) {
+                break; // p lies inside the record at s
+            }
+            s = next;
+        }
+        postRecordStart = s;
+        freeConfirmed();
     }
 
-    /** The engine confirmed {@code n} more bytes sent: zero them and free their space. */
+    /**
+     * The engine confirmed {@code n} more bytes sent: zero them and free
+     * their space — but never the head of a record posted only in part: it is
+     * kept until the whole record was posted, so a close in between can
+     * resend the record whole ({@link #copyStranded}).
+     */
     public void confirmed(long n) {
+        confirmedUpTo += n;
+        freeConfirmed();
+    }
+
+    private void freeConfirmed() {
         long f = front;
+        long to = Math.min(confirmedUpTo, postRecordStart);
+        long n = to - f;
+        if (n <= 0) {
+            return;
+        }
         long index = f & mask;
         long first = Math.min(n, capacity - index);
         Memory.fill(address + index, first, (byte) 0);
         if (first < n) {
             Memory.fill(address, n - first, (byte) 0);
         }
-        front = f + n;
+        front = to;
         waiters.signal();
+    }
+
+    /** The first byte not yet freed (for tests). */
+    long frontPosition() {
+        return front;
+    }
+
+    /** The end of what was reserved (for tests). */
+    long reservedPosition() {
+        return reserved;
     }
 
     /** Bytes posted and not yet confirmed. */
     public long inFlight() {
-        return frontPosted - front;
+        return frontPosted - confirmedUpTo;
     }
 
     /** True if everything reserved was confirmed. */

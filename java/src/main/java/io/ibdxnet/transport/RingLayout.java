@@ -58,6 +58,10 @@ final class RingLayout {
         volatile long front;
         long back;
         long frontPosted;
+        /** Start of the record {@code frontPosted} lies in ({@code frontPosted} itself on a boundary). */
+        long postRecordStart;
+        /** {@code front} plus what was confirmed beyond {@code postRecordStart}, not yet freed. */
+        long confirmedUpTo;
 
         ConsumerFields(long address, int capacity) {
             super(address, capacity);

@@ -43,6 +43,66 @@ public class OutgoingRingBufferTest {
         }
     }
 
+    private static void record(OutgoingRingBuffer orb, int length, int fill) throws Exception {
+        long p = orb.reserve(length, FOREVER);
+        byte[] body = new byte[length - 4];
+        java.util.Arrays.fill(body, (byte) fill);
+        orb.write(p + 4, body, 0, body.length);
+        orb.publish(p, length);
+    }
+
+    /**
+     * The engine posts in work requests of its own size, so it may stop
+     * inside a record; the connection may then close before the rest is
+     * posted. The record's posted head must stay in the ring (not zeroed,
+     * not freed) even when confirmed, so the stranded copy resends the record
+     * whole on the next connection (the receiver drops the head it got on the
+     * closed one). Before: the copy started at the cut, mid-record, and the
+     * next connection's stream began with a length word read from the middle
+     * of a message (a protocol violation at the receiver, the rest lost).
+     */
+    @Test
+    public void aRecordPostedInPartIsKeptWholeForTheStrandedCopy() throws Exception {
+        long mem = NativeBlocks.allocate(128);
+        Memory.fill(mem, 128, (byte) 0);
+        try {
+            OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, 128);
+            record(orb, 40, 1); // 0..39
+            record(orb, 24, 2); // 40..63
+            record(orb, 16, 3); // 64..79
+            assertEquals(80, orb.readyToPost());
+            orb.posted(50); // the first record and 10 bytes of the second
+            orb.confirmed(50);
+            assertEquals("only the first record, posted whole, is freed", 40, orb.frontPosition());
+            assertEquals(128 - 80 + 40, freeSpace(orb));
+            byte[] stranded = orb.copyStranded();
+            assertEquals("the second record whole, and the third", 40, stranded.length);
+            assertEquals(24, readLength(stranded, 0));
+            for (int i = 4; i < 24; i++) {
+                assertEquals("byte " + i + " of the partly posted record", 2, stranded[i]);
+            }
+            assertEquals(16, readLength(stranded, 24));
+            // The rest of the record posted and confirmed: its space is freed and zeroed.
+            orb.posted(14);
+            orb.confirmed(14);
+            assertEquals(128 - 16, freeSpace(orb));
+            assertEquals(0, Memory.getInt(mem + 40));
+            assertEquals(16, orb.copyStranded().length);
+            assertEquals(16, orb.inFlight() + orb.readyToPost());
+        } finally {
+            NativeBlocks.free(mem);
+        }
+    }
+
+    private static int readLength(byte[] b, int at) {
+        return (b[at] & 0xFF) << 24 | (b[at + 1] & 0xFF) << 16 | (b[at + 2] & 0xFF) << 8 | (b[at + 3] & 0xFF);
+    }
+
+    /** Bytes a reservation could take now. */
+    private static long freeSpace(OutgoingRingBuffer orb) {
+        return orb.capacity() - (orb.reservedPosition() - orb.frontPosition());
+    }
+
     @Test
     public void areasFollowTheFrontPostedPointerAndUnpublishedRecordsBlockTheWalk() throws Exception {
         long mem = NativeBlocks.allocate(64);
