@@ -191,6 +191,13 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             log::debug!("node {me}: package for replaced connection {} to {node} not posted", p.connection);
             return 0;
         }
+        if self.draining.iter().any(|d| d.conn.node() == node && !d.inflight.is_empty()) {
+            // An older connection to the node still has work requests in flight
+            // (e.g. retried while the receiver has no buffer): posted now, this
+            // one's could overtake them there and interleave the two streams.
+            // The data stays unposted until they completed.
+            return 0;
+        }
         let ring_size = ns.conn.ring().size();
         if p.length > ring_size || p.offset >= ring_size {
             log::error!("node {me}: work package {p:?} exceeds the send ring of {ring_size} bytes; ignored");
