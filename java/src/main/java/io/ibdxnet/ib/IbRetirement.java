@@ -101,10 +101,11 @@ final class IbRetirement {
      * Send thread: a retired connection. After an orderly close, records that
      * were published but never posted (the close raced with their sender) go
      * to the node's next connection before anything newer: a resender thread
-     * connects, writes them, then installs the new connection.
+     * connects, writes them, then installs the new connection. The same for a
+     * connection a resend was filling when it closed (not yet the node's).
      */
     private void settle(Connection r) {
-        if (r.orderly && t.connections.get(r.node) == r) {
+        if (r.orderly && (t.connections.get(r.node) == r || r.installing)) {
             byte[] stranded = r.orb.copyStranded();
             if (stranded.length > 0) {
                 resender.execute(() -> resend(r, stranded));
@@ -127,6 +128,7 @@ final class IbRetirement {
             Connection n = null;
             try {
                 n = t.open(node);
+                n.installing = true;
                 long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(t.connectTimeoutMs);
                 byte[] word = new byte[4];
                 for (int at = 0; at < stranded.length; ) {

@@ -74,6 +74,12 @@ public final class IbTransport implements Transport, EngineCallbacks {
         final int connectionId;
         /** Set once, when the connection is closed and handed to the send thread to settle. */
         final java.util.concurrent.atomic.AtomicBoolean retiring = new java.util.concurrent.atomic.AtomicBoolean();
+        /**
+         * Being filled with a closed connection's stranded records before it
+         * becomes the node's connection: if it closes meanwhile, what it holds
+         * is resent in turn although it is not (yet) the node's connection.
+         */
+        volatile boolean installing;
 
         Connection(int node, OutgoingRingBuffer orb, int connectionId, FlowWindow flow) {
             super(node, orb, flow);
