@@ -11,8 +11,6 @@ import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
 import io.ibdxnet.ib.NativeEngine;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -102,9 +100,7 @@ public class CrossProcessTransportTest {
     }
 
     private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
+        return io.ibdxnet.TestPorts.freePort();
     }
 
     private ChildJvm peer(String... args) throws IOException {

@@ -225,10 +225,7 @@ public class DXNetConfigTest {
     /** A start that fails after the port was bound leaves no thread and no port behind: a retry works (issue 21, bug 1). */
     @Test
     public void aFailedNioStartLeavesNothingBehind() throws Exception {
-        int port;
-        try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
-            port = probe.getLocalPort();
-        }
+        int port = TestPorts.freePort();
         java.util.Set<Thread> before = Thread.getAllStackTraces().keySet();
         DXNetConfig c = new DXNetConfig(0);
         c.transport = "nio";
@@ -449,9 +446,7 @@ public class DXNetConfigTest {
     public void oneNodeTableFileServesEveryNode() throws Exception {
         int[] ports = new int[2];
         for (int i = 0; i < 2; i++) {
-            try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-                ports[i] = s.getLocalPort();
-            }
+            ports[i] = TestPorts.freePort();
         }
         Path f = Files.createTempFile("shared-nodes", ".properties");
         try {

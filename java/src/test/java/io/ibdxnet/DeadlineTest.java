@@ -89,9 +89,7 @@ public class DeadlineTest {
             silent.add(s);
             port = s.getLocalPort();
         } else {
-            try (ServerSocket probe = new ServerSocket(0)) {
-                port = probe.getLocalPort(); // no loopback node there
-            }
+            port = TestPorts.freePort(); // no loopback node there
         }
         n.addNode(UNREACHABLE, "127.0.0.1:" + port);
     }

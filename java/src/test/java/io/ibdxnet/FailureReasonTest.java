@@ -8,7 +8,6 @@ import static org.junit.Assert.fail;
 import io.ibdxnet.app.BytesMessage;
 import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -145,10 +144,7 @@ public class FailureReasonTest extends EveryTransport {
             c.connectTimeoutMs = 500;
             c.sendTimeoutMs = 10_000;
         });
-        int port;
-        try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort(); // free once closed; on ib a UDP port where nobody answers
-        }
+        int port = TestPorts.freePort(); // nobody listens; on ib a UDP port where nobody answers
         n.get(0).addNode(7, "127.0.0.1:" + port);
         assertEquals(FailureReason.UNREACHABLE, reasonOf(() -> n.get(0).sendMessage(new BytesMessage(7, new byte[8]))));
         assertEquals(FailureReason.UNREACHABLE, reasonOf(n.get(0).sendAsync(new BytesRequest(7, new byte[8]), 10_000)));

@@ -7,7 +7,6 @@ import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import io.ibdxnet.TestSupport;
-import java.net.DatagramSocket;
 import java.util.List;
 import java.util.Map;
 import java.util.function.BooleanSupplier;
@@ -161,10 +160,7 @@ public class NativeEngineTest {
     public void failedConnectionsAreIbExceptions() throws Exception {
         StreamCallbacks cb = new StreamCallbacks(7, 0);
         try (NativeEngine e = NativeEngine.start(config(7), cb)) {
-            int deadPort;
-            try (DatagramSocket s = new DatagramSocket(0)) {
-                deadPort = s.getLocalPort();
-            }
+            int deadPort = io.ibdxnet.TestPorts.freePort();
             e.addNode(8, "127.0.0.1", deadPort);
             try {
                 e.connect(8, 200);

@@ -70,9 +70,7 @@ public class NioFailureTest {
     }
 
     private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
+        return io.ibdxnet.TestPorts.freePort();
     }
 
     /** A fake peer: accepts one connection and hands it to {@code script}. */

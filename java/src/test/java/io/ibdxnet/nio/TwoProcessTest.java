@@ -18,8 +18,6 @@ import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
 import io.ibdxnet.app.DemoMain;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -65,9 +63,7 @@ public class TwoProcessTest {
     }
 
     private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
+        return io.ibdxnet.TestPorts.freePort();
     }
 
     /** JVM start-up in an emulated VM is slow. */
