@@ -66,6 +66,34 @@ public class RingReleaseTest {
     }
 
     /**
+     * A mapped ring no longer reachable is unmapped (the JDK's automatic
+     * arena): connections that come and go do not leak address space.
+     * {@code mincore} fails on a range that is no longer mapped.
+     */
+    @Test
+    public void anUnreachableRingIsUnmapped() throws Exception {
+        Assume.assumeTrue("mapped rings need JDK 22+", Pages.available());
+        int size = 64 << 20;
+        long a = mapAndWrite(size);
+        assertTrue("mapped and partly resident", Pages.resident(a, size) > 0);
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (Pages.resident(a, size) != -1) {
+            assertTrue("still mapped after 30 s of collections", System.nanoTime() - until < 0);
+            System.gc();
+            Thread.sleep(20);
+        }
+    }
+
+    /** Maps a ring, writes its first page, drops every reference; returns its address. */
+    private static long mapAndWrite(int size) throws Exception {
+        RingMemory m = RingMemory.allocate(size, "a test ring");
+        OutgoingRingBuffer orb = new OutgoingRingBuffer(m);
+        long pos = orb.reserve(8, System.nanoTime() + TimeUnit.SECONDS.toNanos(10));
+        orb.publish(pos, 8);
+        return m.address;
+    }
+
+    /**
      * Releases zero the ring slowly (page by page, yielding), as if the
      * kernel dropped its pages while producers write: a producer writing
      * during a release would lose its record or leave garbage. Several
