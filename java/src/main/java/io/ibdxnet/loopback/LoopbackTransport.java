@@ -296,13 +296,15 @@ public final class LoopbackTransport implements Transport {
                 continue;
             }
             stallWait.reset();
-            long now = System.nanoTime();
-            if (now - nextRelease >= 0) {
-                releaseIdleRings(now);
-                nextRelease = now + RELEASE_CHECK_NS;
-            }
             // Idle: yield for a moment (cheap to wake), then sleep (a sender unparks us).
             IdleStrategy.until(() -> !wim.isEmpty());
+            if (wim.isEmpty()) { // about to sleep, not between two messages: rings idle long enough give pages back
+                long now = System.nanoTime();
+                if (now - nextRelease >= 0) {
+                    releaseIdleRings(now);
+                    nextRelease = now + RELEASE_CHECK_NS;
+                }
+            }
             // Senders write, then read `sleeping`; we write it, then read the
             // queue: one of us sees the other, so the long park loses nothing
             // (it only bounds how long a missed unpark could cost). Not a back-off:
