@@ -29,10 +29,16 @@ public class OutgoingRingBufferTest {
         return v;
     }
 
+    /** {@code bytes} of zeroed native memory (free with NativeBlocks.free). */
+    private static long zeroed(int bytes) {
+        long mem = NativeBlocks.allocate(bytes);
+        Memory.fill(mem, bytes, (byte) 0);
+        return mem;
+    }
+
     @Test
     public void aClosedRingSaysSoInsteadOfThrowing() throws Exception {
-        long mem = NativeBlocks.allocate(64);
-        Memory.fill(mem, 64, (byte) 0);
+        long mem = zeroed(64);
         try {
             OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, 64);
             assertEquals(0, orb.reserve(8, FOREVER));
@@ -63,8 +69,7 @@ public class OutgoingRingBufferTest {
      */
     @Test
     public void aRecordPostedInPartIsKeptWholeForTheStrandedCopy() throws Exception {
-        long mem = NativeBlocks.allocate(128);
-        Memory.fill(mem, 128, (byte) 0);
+        long mem = zeroed(128);
         try {
             OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, 128);
             record(orb, 40, 1); // 0..39
@@ -105,8 +110,7 @@ public class OutgoingRingBufferTest {
 
     @Test
     public void areasFollowTheFrontPostedPointerAndUnpublishedRecordsBlockTheWalk() throws Exception {
-        long mem = NativeBlocks.allocate(64);
-        Memory.fill(mem, 64, (byte) 0);
+        long mem = zeroed(64);
         try {
             OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, 64);
             long p = orb.reserve(38, FOREVER); // occupies 40
@@ -159,8 +163,7 @@ public class OutgoingRingBufferTest {
     @Test
     public void concurrentProducersNeverInterleaveOrLoseRecords() throws Exception {
         int capacity = 1 << 12;
-        long mem = NativeBlocks.allocate(capacity);
-        Memory.fill(mem, capacity, (byte) 0);
+        long mem = zeroed(capacity);
         OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, capacity);
         int producers = 4;
         int perProducer = 50_000;
