@@ -191,11 +191,15 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             log::debug!("node {me}: package for replaced connection {} to {node} not posted", p.connection);
             return 0;
         }
-        if self.draining.iter().any(|d| d.conn.node() == node && !d.inflight.is_empty()) {
-            // An older connection to the node still has work requests in flight
-            // (e.g. retried while the receiver has no buffer): posted now, this
-            // one's could overtake them there and interleave the two streams.
-            // The data stays unposted until they completed.
+        if self.draining.iter().any(|d| {
+            d.conn.node() == node && !d.failed && d.conn.state() == ConState::Closing && !d.inflight.is_empty()
+        }) {
+            // An older connection to the node is in its orderly close with work
+            // requests in flight (e.g. retried while the receiver has no buffer):
+            // posted now, this one's could overtake them there and interleave the
+            // two streams. The data stays unposted until they completed. Not for a
+            // failed or closed one: its requests never arrive, and a queue pair
+            // taken down may never complete them.
             return 0;
         }
         let ring_size = ns.conn.ring().size();
