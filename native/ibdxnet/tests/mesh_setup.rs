@@ -188,16 +188,7 @@ fn connection_churn_completes_every_close_and_falls_silent() {
     let out = sum("packets_out");
     std::thread::sleep(Duration::from_millis(500));
     let quiet = sum("packets_out") - out;
-    eprintln!(
-        "churn: {} created, {} closed, {} drained, {} timed out, {} stale dropped, {} packets out; {quiet} in the \
-         500 ms after",
-        sum("connections_created"),
-        sum("connections_closed"),
-        sum("closes_drained"),
-        sum("closes_timed_out"),
-        sum("dropped_stale"),
-        sum("packets_out"),
-    );
+    eprintln!("churn: {}; {quiet} packets in the 500 ms after", close_counts(&sum));
     assert!(sum("connections_closed") > 0, "nothing was evicted");
     assert_eq!(sum("closes_timed_out"), 0, "orderly closes ran into their deadline");
     // Discovery rounds of nodes not heard from are the only packets allowed.
@@ -286,8 +277,7 @@ fn connection_churn_among_many_nodes_connects_within_a_bound() {
     let failed: Vec<&Connect> = lat.iter().filter(|c| c.4.is_some()).collect();
     eprintln!(
         "churn n={n} max={max} fanout={fanout} {run_for:?}: {} connects waited; latency p50 {:.1?} p90 {:.1?} p99 {:.1?} \
-         max {:.1?}; {} ≥ 1 s, {} failed; {} created, {} closed, {} drained, {} timed out, {} stale dropped, \
-         {} packets out, {} in",
+         max {:.1?}; {} ≥ 1 s, {} failed; {}, {} packets in",
         lat.len(),
         pct(50),
         pct(90),
@@ -295,12 +285,7 @@ fn connection_churn_among_many_nodes_connects_within_a_bound() {
         lat[lat.len() - 1].0,
         lat.iter().filter(|c| c.0 >= Duration::from_secs(1)).count(),
         failed.len(),
-        sum("connections_created"),
-        sum("connections_closed"),
-        sum("closes_drained"),
-        sum("closes_timed_out"),
-        sum("dropped_stale"),
-        sum("packets_out"),
+        close_counts(&sum),
         sum("packets_in"),
     );
     for c in lat.iter().rev().take(8) {
@@ -309,4 +294,17 @@ fn connection_churn_among_many_nodes_connects_within_a_bound() {
     assert!(failed.is_empty(), "{} connects failed, first {:?}", failed.len(), failed[0]);
     let worst = lat[lat.len() - 1].0;
     assert!(worst < Duration::from_secs(2), "slowest connect {worst:?}");
+}
+
+/// The connection manager's counters a churn test reports, summed over its engines by `sum`.
+fn close_counts(sum: &impl Fn(&str) -> u64) -> String {
+    format!(
+        "{} created, {} closed, {} drained, {} timed out, {} stale dropped, {} packets out",
+        sum("connections_created"),
+        sum("connections_closed"),
+        sum("closes_drained"),
+        sum("closes_timed_out"),
+        sum("dropped_stale"),
+        sum("packets_out"),
+    )
 }
