@@ -8,6 +8,7 @@ import java.util.Iterator;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 import java.util.logging.Logger;
 
 /**
@@ -21,7 +22,9 @@ import java.util.logging.Logger;
  * handshake that got least far (the oldest of those), so a process that
  * keeps idle sockets open from an honest node's own address cannot lock
  * that node out: an honest hello arrives with the connection and is read
- * at once. When all slots are held, a new connection displaces from the
+ * at once. A silent handshake is read once more before it is displaced:
+ * its hello may have come after its accept, while a burst of accepts ran
+ * before the selector could report it. When all slots are held, a new connection displaces from the
  * address holding the most (if that evens the shares), else it is refused
  * ({@code busy}). Selector thread only.
  */
@@ -67,14 +70,20 @@ final class NioAdmission {
     /**
      * Makes room for one more handshake from {@code from}, handing what it
      * displaces to {@code close}; false (counted {@code busy}) if none can be had.
+     * {@code listen} reads a silent handshake before it is displaced; true if
+     * that moved it on (its hello came, or it ended).
      */
-    boolean makeRoom(InetAddress from, Consumer<NioChannel> close) {
+    boolean makeRoom(InetAddress from, Consumer<NioChannel> close, Predicate<NioChannel> listen) {
         ArrayDeque<NioChannel> own = purge(from);
-        int ownCount = own == null ? 0 : own.size();
-        if (ownCount >= PER_ADDRESS) {
-            displace(own, from, close, "its address holds " + PER_ADDRESS + " pending handshakes already");
-            return true;
+        if (own != null && own.size() >= PER_ADDRESS) {
+            NioChannel weakest = weakestUnheard(from, listen);
+            if (weakest != null) {
+                displace(pending.get(from), weakest, from, close, "its address holds " + PER_ADDRESS + " pending handshakes already");
+                return true;
+            }
+            own = purge(from);
         }
+        int ownCount = own == null ? 0 : own.size();
         if (entries >= MAX_PENDING) {
             purgeAll();
         }
@@ -88,7 +97,8 @@ final class NioAdmission {
             }
         }
         if (busiest != null && busiest.getValue().size() > ownCount + 1) {
-            displace(busiest.getValue(), busiest.getKey(), close, "all " + MAX_PENDING + " handshake slots are held");
+            displace(busiest.getValue(), weakest(busiest.getValue()), busiest.getKey(), close,
+                    "all " + MAX_PENDING + " handshake slots are held");
             return true;
         }
         handshake.count("busy");
@@ -97,20 +107,44 @@ final class NioAdmission {
         return false;
     }
 
+    /**
+     * The handshake from {@code at} to displace while the address is at its
+     * cap, or null once it is not (one that was heard ended): one still
+     * silent is heard first, and passed over if its hello came meanwhile.
+     * Each channel is heard once at most (after that it is past step 0 or gone).
+     */
+    private NioChannel weakestUnheard(InetAddress at, Predicate<NioChannel> listen) {
+        while (true) {
+            ArrayDeque<NioChannel> q = purge(at);
+            if (q == null || q.size() < PER_ADDRESS) {
+                return null;
+            }
+            NioChannel weakest = weakest(q);
+            if (progress(weakest) > 0 || !listen.test(weakest)) {
+                return weakest;
+            }
+        }
+    }
+
     /** {@code c} took a slot. */
     void admitted(NioChannel c) {
         pending.computeIfAbsent(c.remoteAddress, a -> new ArrayDeque<>()).addLast(c);
         entries++;
     }
 
-    /** Closes the handshake in {@code q} that got least far, the oldest of those. */
-    private void displace(ArrayDeque<NioChannel> q, InetAddress at, Consumer<NioChannel> close, String why) {
+    /** The handshake in {@code q} that got least far, the oldest of those. */
+    private static NioChannel weakest(ArrayDeque<NioChannel> q) {
         NioChannel weakest = null;
         for (NioChannel c : q) {
             if (weakest == null || progress(c) < progress(weakest)) {
                 weakest = c;
             }
         }
+        return weakest;
+    }
+
+    /** Closes {@code weakest}, a handshake in {@code q} (from {@code at}). */
+    private void displace(ArrayDeque<NioChannel> q, NioChannel weakest, InetAddress at, Consumer<NioChannel> close, String why) {
         q.remove(weakest);
         entries--;
         if (q.isEmpty()) {

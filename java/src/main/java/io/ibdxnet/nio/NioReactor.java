@@ -306,7 +306,7 @@ final class NioReactor {
                 acceptLog.warn(0, "node " + settings.nodeId + ": accept failed: " + e);
                 return;
             }
-            if (!admission.known(from) || !admission.makeRoom(from, this::displace)) {
+            if (!admission.known(from) || !admission.makeRoom(from, this::displace, this::listen)) {
                 reset(s);
                 continue;
             }
@@ -335,6 +335,21 @@ final class NioReactor {
                 conns.close(c); // closed while it was read, as in handle
             }
         }
+    }
+
+    /**
+     * Reads a silent handshake before the admission displaces it (its hello
+     * may have come during this burst of accepts); true if it moved on or ended.
+     */
+    private boolean listen(NioChannel c) {
+        try {
+            read(c, System.nanoTime());
+        } catch (IOException e) {
+            conns.fail(c, NioFailure.of(e));
+        } catch (CancelledKeyException e) {
+            conns.close(c);
+        }
+        return c.state() != NioChannel.State.HANDSHAKE || c.handshake == null || c.handshake.step > 0;
     }
 
     /** A handshake made room for a newer one from its address: closed with a reset, counted by the admission. */

@@ -16,7 +16,7 @@ import java.util.Map;
  * <pre>
  *   args: ID TRANSPORT LISTEN [KEY_FILE|-] [PEER_ID=HOST:PORT ...]
  *   prints "ready PORT" once started; it answers every BytesRequest.
- *   ping NODE MS  →  "answered NODE ms=T attempts=N" (first answer; a failed send is retried 10 ms later)
+ *   ping NODE MS  →  "answered NODE ms=T attempts=N [last=REASON]" (first answer; a failed send is retried 10 ms later)
  *                     or "unanswered NODE ms=T attempts=N last=REASON" after MS
  *   stats         →  "stats {name=value, ...}" (the transport's counters)
  *   quit          →  closes the node, exits
@@ -69,7 +69,8 @@ public final class NetnsNode {
             try {
                 int left = (int) Math.max(1, (end - System.nanoTime()) / 1_000_000L);
                 n.sendSync(new BytesRequest(node, new byte[8]), left);
-                return "answered " + node + " ms=" + (System.nanoTime() - t0) / 1_000_000L + " attempts=" + attempts;
+                return "answered " + node + " ms=" + (System.nanoTime() - t0) / 1_000_000L + " attempts=" + attempts
+                        + (attempts > 1 ? " last=" + last : "");
             } catch (NetworkException e) {
                 last = e.getMessage().replace('\n', ' ');
                 pause(10); // each attempt takes a connection (and its ring): not a busy loop

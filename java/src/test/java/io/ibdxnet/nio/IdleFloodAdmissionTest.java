@@ -136,7 +136,8 @@ public class IdleFloodAdmissionTest {
         System.out.println("figure " + mode + " victim kernel: " + dropped + "| loadavg " + load);
         for (int i = 0; i < pings.size(); i++) {
             Matcher m = pings.get(i);
-            assertTrue(mode + ", start " + (i + 1) + " of the known node, flooded: " + m.group(),
+            assertTrue(mode + ", start " + (i + 1) + " of the known node, flooded: " + m.group() + " | victim " + stats.group()
+                    + " | kernel " + dropped + "| loadavg " + load,
                     m.group(1).equals("answered") && Long.parseLong(m.group(2)) <= LIMIT_MS);
         }
         // Thousands of refusals, one warning per kind per second at most.

@@ -3,6 +3,7 @@ package io.ibdxnet.nio;
 import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
 
 import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.TestSupport;
@@ -10,6 +11,7 @@ import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.TransportListener;
 import java.io.DataInputStream;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketException;
@@ -17,6 +19,7 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import org.junit.After;
 import org.junit.Rule;
@@ -171,6 +174,51 @@ public class NioAdmissionTest {
         assertEquals(NioWire.REPLY_OK, helloStatus(from, t.localPort(), node));
         assertEquals(extra + 1, stat(t, "handshakes_displaced"));
         assertEquals(0, stat(t, "hellos_refused_busy"));
+    }
+
+    /**
+     * Accepts come in bursts before the selector reports reads: a silent
+     * handshake whose hello came meanwhile is read once more before it is
+     * displaced, and is kept; the next silent one goes instead.
+     */
+    @Test
+    public void aSilentHandshakeIsHeardOnceMoreBeforeItIsDisplaced() throws Exception {
+        NioAdmission a = new NioAdmission(1, null, false);
+        InetAddress from = InetAddress.getByName("127.0.0.1");
+        List<NioChannel> slots = new ArrayList<>();
+        for (int i = 0; i < NioAdmission.PER_ADDRESS; i++) {
+            assertTrue(a.makeRoom(from, c -> fail("displaced below the cap"), c -> {
+                fail("heard below the cap");
+                return false;
+            }));
+            NioChannel c = NioChannel.incoming(i, null, from);
+            c.handshake = new NioHandshake.Pending();
+            a.admitted(c);
+            slots.add(c);
+        }
+        List<NioChannel> heard = new ArrayList<>();
+        List<NioChannel> displaced = new ArrayList<>();
+        // The oldest (the first to go) said its hello during the burst.
+        assertTrue(a.makeRoom(from, displaced::add, c -> {
+            heard.add(c);
+            if (c == slots.get(0)) {
+                c.handshake.step = 1;
+                return true;
+            }
+            return false;
+        }));
+        assertEquals("the oldest, then the next silent one, were heard", Arrays.asList(slots.get(0), slots.get(1)), heard);
+        assertEquals("the next silent one was displaced", Collections.singletonList(slots.get(1)), displaced);
+        assertEquals(1, a.displaced.get());
+        NioChannel newer = NioChannel.incoming(NioAdmission.PER_ADDRESS, null, from);
+        newer.handshake = new NioHandshake.Pending();
+        a.admitted(newer);
+        // At the cap again: the oldest has gone further than every silent one, it is neither heard nor displaced.
+        heard.clear();
+        displaced.clear();
+        assertTrue(a.makeRoom(from, displaced::add, c -> heard.add(c) && false));
+        assertEquals(Collections.singletonList(slots.get(2)), displaced);
+        assertEquals(Collections.singletonList(slots.get(2)), heard);
     }
 
     @Test
