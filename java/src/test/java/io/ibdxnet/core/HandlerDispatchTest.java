@@ -74,10 +74,23 @@ public class HandlerDispatchTest {
         return seenByTwo.get();
     }
 
-    /** A busy source: another source's task runs after one burst of it, not after the whole backlog. */
+    /**
+     * A busy source: another source's task runs after one burst of it, not
+     * after the whole backlog. A fast task preempted for over 1 ms counts as
+     * slow and ends the burst early (seen in CI: 45), so up to three tries:
+     * never more than a burst, and exactly one in some try.
+     */
     @Test
     public void aBusySourceGivesTheThreadBackAfterABurst() throws Exception {
-        assertEquals("source 1's tasks before source 2's", HandlerDispatch.BURST, fastTasksBeforeTheOtherSource(3));
+        List<Integer> seen = new java.util.ArrayList<>();
+        for (int attempt = 0; attempt < 3 && !seen.contains(HandlerDispatch.BURST); attempt++) {
+            int n = fastTasksBeforeTheOtherSource(3);
+            seen.add(n);
+            d.shutdown();
+            d = null;
+            assertTrue("source 1's tasks before source 2's, per try: " + seen, n >= 1 && n <= HandlerDispatch.BURST);
+        }
+        assertTrue("one try ran exactly a burst of source 1 first: " + seen, seen.contains(HandlerDispatch.BURST));
     }
 
     /** A source whose task ran long goes to the back at once (round-robin), not after a burst. */
