@@ -131,6 +131,11 @@ public class SendPathBenchmark {
         }
 
         @Override
+        public boolean awaitSent(long timeoutMs) {
+            return true;
+        }
+
+        @Override
         public void close() {}
     }
 

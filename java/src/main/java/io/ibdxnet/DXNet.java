@@ -18,6 +18,7 @@ import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -55,6 +56,18 @@ import java.util.logging.Logger;
  */
 public final class DXNet implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(DXNet.class.getName());
+    /**
+     * How long {@link #close} waits for what was sent to leave this node
+     * before it closes the connections (a peer that does not read holds it
+     * this long at most).
+     */
+    static final long SEND_ON_CLOSE_MS = 2_000;
+    /**
+     * A disconnect fails the node's pending requests this much later (and
+     * after what it sent before was parsed): an answer still on its way
+     * through the transport's receive path completes its request instead.
+     */
+    static final long DISCONNECT_GRACE_MS = 100;
 
     private final DXNetConfig config;
     private final CoreCounters counters = new CoreCounters();
@@ -95,7 +108,22 @@ public final class DXNet implements AutoCloseable {
 
             @Override
             public void onDisconnected(int node) {
-                requests.failTo(node, "node " + node + " disconnected");
+                // The requests pending now fail once what the node sent before it
+                // went was parsed: an answer among it completes its request. The
+                // event can come on another thread than the data (ib: the job
+                // thread, the data on the receive thread), hence a short grace first.
+                List<PendingRequests.Pending> pending = requests.pendingTo(node);
+                if (!pending.isEmpty()) {
+                    Runnable fail = () -> requests.fail(pending, "node " + node + " disconnected");
+                    requests.later(DISCONNECT_GRACE_MS, () -> {
+                        IncomingPath in = incoming;
+                        if (in != null) {
+                            in.afterReceived(node, fail);
+                        } else {
+                            fail.run();
+                        }
+                    });
+                }
                 connectionEvent(node, false);
             }
 
@@ -912,6 +940,12 @@ public final class DXNet implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             exact = false;
+        }
+        // What the handlers sent (an answer, say) leaves before the peers hear we went.
+        try {
+            transport.awaitSent(SEND_ON_CLOSE_MS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
         if (exact) {
             transport.closeAfterHandlingEverythingConsumed();

@@ -490,6 +490,12 @@ public final class IbTransport implements Transport, EngineCallbacks {
         }
     }
 
+    /** Acknowledged by the remote adapter: a send completion confirms its bytes here. */
+    @Override
+    public boolean awaitSent(long timeoutMs) throws InterruptedException {
+        return RingConnection.awaitLeft(connections, OutgoingRingBuffer::isDrained, timeoutMs);
+    }
+
     @Override
     public void close() {
         close(false);

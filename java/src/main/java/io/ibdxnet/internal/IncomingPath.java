@@ -88,6 +88,22 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     private static final int DONE = 0;
     private static final int WAITS = 1;
     private static final int CLOSED = 2;
+    /** Actions waiting until their source's buffers received so far are parsed ({@link #afterReceived}). */
+    private final java.util.concurrent.ConcurrentLinkedQueue<AfterSource> afters = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** {@link #afters} is not empty (read by the coordinator before it waits for a buffer). */
+    private volatile boolean aftersWaiting;
+
+    /** An action for when nothing of {@code source} waits in the queue or is being parsed. */
+    private static final class AfterSource {
+        final int source;
+        final Runnable action;
+
+        AfterSource(int source, Runnable action) {
+            this.source = source;
+            this.action = action;
+        }
+    }
+
     /** Bytes were consumed whose messages never reached a handler (stopped or closed meanwhile). */
     private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
@@ -206,6 +222,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
                         ibq.offerHeld(b); // the rest waits for the node budget, first in its lane
                         waitForBudget(src);
                     }
+                    runAfters();
                     return true;
                 }
             } catch (Throwable e) { // the transport's thread must live on; what the buffer held is lost
@@ -218,6 +235,47 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
             }
         }
         return ibq.offer(b);
+    }
+
+    /**
+     * Runs {@code action} once every buffer of {@code source} received so
+     * far was turned into messages (at once if none waits): a disconnect
+     * fails the requests to a node only after the answers it sent before it
+     * went were read. Never blocks (the transport's thread calls it): if the
+     * coordinator is parsing, it runs the action when that source's buffers
+     * are through. A source whose buffers keep coming, or wait for the
+     * budget, holds its action back; its requests' own deadlines still apply.
+     */
+    public void afterReceived(int source, Runnable action) {
+        afters.add(new AfterSource(source, action));
+        aftersWaiting = true; // before the tryLock: a coordinator that holds the role sees it when it loops
+        if (role.tryLock()) {
+            try {
+                runAfters();
+            } finally {
+                role.unlock();
+            }
+        }
+    }
+
+    /** Role holder only: runs the actions whose source has nothing left to parse. */
+    private void runAfters() {
+        if (!aftersWaiting) {
+            return;
+        }
+        for (java.util.Iterator<AfterSource> it = afters.iterator(); it.hasNext();) {
+            AfterSource a = it.next();
+            if (ibq.idle(a.source)) {
+                it.remove();
+                try {
+                    a.action.run();
+                } catch (RuntimeException e) {
+                    warnings.caused(Level.WARNING, "after received", a.source, "node " + config.nodeId
+                            + ": an action after the buffers of node " + a.source + " failed", e);
+                }
+            }
+        }
+        aftersWaiting = !afters.isEmpty();
     }
 
     /** Buffers turned into messages by the transport's own thread (see {@link #offer}). */
@@ -242,13 +300,14 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
             try {
                 // While a stream waits for the node budget, look at the limits every
                 // millisecond (budget also comes back on a transport's thread, inline).
-                b = ibq.poll(budgetWaiting ? 1 : 1_000); // stop() interrupts the wait
+                b = ibq.poll(budgetWaiting || aftersWaiting ? 1 : 1_000); // stop() interrupts the wait
             } catch (InterruptedException e) {
                 return;
             }
             role.lock();
             try {
                 resumeBudgetWaiters();
+                runAfters();
                 if (b == null) {
                     continue;
                 }
@@ -270,6 +329,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
                     continue;
                 }
                 ibq.finished(b);
+                runAfters();
                 if (result == CLOSED) {
                     return;
                 }

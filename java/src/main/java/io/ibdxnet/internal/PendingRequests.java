@@ -129,10 +129,35 @@ public final class PendingRequests {
 
     /** Fails every request to {@code node} with a {@link NetworkException} saying {@code reason}. */
     public void failTo(int node, String reason) {
+        fail(pendingTo(node), reason);
+    }
+
+    /** The requests to {@code node} pending now (to fail just these later: a request sent meanwhile may reach its successor). */
+    public java.util.List<Pending> pendingTo(int node) {
+        java.util.List<Pending> to = new java.util.ArrayList<>();
         for (Pending p : pending.values()) {
-            if (p.target == node && pending.remove(p.requestId, p)) {
+            if (p.target == node) {
+                to.add(p);
+            }
+        }
+        return to;
+    }
+
+    /** Fails those of {@code which} still pending, saying {@code reason}. */
+    public void fail(java.util.List<Pending> which, String reason) {
+        for (Pending p : which) {
+            if (pending.remove(p.requestId, p)) {
                 p.future.completeExceptionally(new NetworkException(FailureReason.DISCONNECTED, reason));
             }
+        }
+    }
+
+    /** Runs {@code r} in {@code delayMs} on the timeout thread (not at all once closed). */
+    public void later(long delayMs, Runnable r) {
+        try {
+            timeouts.schedule(r, delayMs, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closed: close() failed every request already
         }
     }
 

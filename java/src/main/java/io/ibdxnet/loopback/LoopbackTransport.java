@@ -364,6 +364,12 @@ public final class LoopbackTransport implements Transport {
         }
     }
 
+    /** Pumped into the receiver's buffers (confirmed as it is pumped). */
+    @Override
+    public boolean awaitSent(long timeoutMs) throws InterruptedException {
+        return RingConnection.awaitLeft(connections, OutgoingRingBuffer::isDrained, timeoutMs);
+    }
+
     @Override
     public void close() {
         if (!running) {

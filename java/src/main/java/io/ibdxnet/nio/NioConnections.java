@@ -9,8 +9,10 @@ import io.ibdxnet.transport.TransportListener;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.BooleanSupplier;
 import java.util.logging.Logger;
 
@@ -46,6 +48,13 @@ final class NioConnections {
     private final Map<Integer, NioChannel> incoming = new HashMap<>();
     /** Per node: {instance, id} of the last incoming connection that ended with a goodbye. */
     private final Map<Integer, long[]> goodbyes = new HashMap<>();
+    /**
+     * Nodes that left (said so on our connection to them) while their own
+     * connection to us was still open: their disconnect is told when that
+     * one ends, after what it carried (an answer sent before the shutdown
+     * may still be on it).
+     */
+    private final Set<Integer> leftWhileSending = new HashSet<>();
 
     NioConnections(NioSettings settings, TransportListener listener, NioHandshake handshake,
             Confirmations confirmations, NioCounters counters, BooleanSupplier running) {
@@ -122,7 +131,7 @@ final class NioConnections {
             return;
         }
         boolean wasOpen = c.state() == NioChannel.State.OPEN;
-        close(c, why);
+        boolean told = close(c, why);
         if (c.orderly && why.kind() == NioFailure.PEER_CLOSED) {
             return; // we are closing in order (evicted): the peer's close is expected
         }
@@ -134,7 +143,11 @@ final class NioConnections {
             if (running.getAsBoolean() && unconfirmed > 0) {
                 listener.onPossibleLoss(c.peer(), unconfirmed, "node " + c.peer() + " shut down before handling them");
             }
-            disconnected(c, wasOpen);
+            if (c.outgoing && wasOpen && incoming.containsKey(c.peer())) {
+                leftWhileSending.add(c.peer()); // told when its own connection ends (see close)
+            } else if (!told) {
+                disconnected(c, wasOpen);
+            }
             return;
         }
         counters.failures.incrementAndGet();
@@ -147,7 +160,9 @@ final class NioConnections {
             failureLog.warn("connection failed", c.peer(), "node " + settings.nodeId + ": connection " + (c.outgoing ? "to" : "from") + " node "
                     + c.peer() + " failed: " + why.getMessage());
         }
-        disconnected(c, wasOpen);
+        if (!told) {
+            disconnected(c, wasOpen);
+        }
     }
 
     private void disconnected(NioChannel c, boolean wasOpen) {
@@ -161,14 +176,23 @@ final class NioConnections {
         close(c, NioFailure.CLOSED.exception("connection closed"));
     }
 
-    /** Closes the socket and forgets the channel; senders waiting for it learn {@code why}. */
-    void close(NioChannel c, NioException why) {
+    /**
+     * Closes the socket and forgets the channel; senders waiting for it learn
+     * {@code why}. True if that told the disconnect of a node that had left
+     * while this, its connection to us, was open.
+     */
+    boolean close(NioChannel c, NioException why) {
         c.closed(why);
         if (c.outgoing) {
             outgoing.compareAndSet(c.peer(), c, null);
         } else if (c.peer() >= 0 && incoming.get(c.peer()) == c) {
             incoming.remove(c.peer());
+            if (leftWhileSending.remove(c.peer())) {
+                disconnected(c, true);
+                return true;
+            }
         }
+        return false;
     }
 
     /** Evicted: {@code c} takes no more frames; it flushes, says goodbye, and the peer closes. */

@@ -8,6 +8,7 @@ import io.ibdxnet.transport.ConnectLocks;
 import io.ibdxnet.transport.DirectBufferPool;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import io.ibdxnet.transport.RingConnection;
 import io.ibdxnet.transport.RingRecord;
 import io.ibdxnet.transport.Transport;
@@ -305,6 +306,12 @@ public final class NioTransport implements Transport {
     /** Test hook: the selector thread sleeps {@code ms} at its next turn, as if this process were paused; returns once it does. */
     void pauseForTest(long ms) {
         reactor.pauseForTest(ms);
+    }
+
+    /** Written to the socket (the peer's flow-control confirmations come in units, so not those). */
+    @Override
+    public boolean awaitSent(long timeoutMs) throws InterruptedException {
+        return RingConnection.awaitLeft(conns.outgoing, OutgoingRingBuffer::isAllPosted, timeoutMs);
     }
 
     @Override

@@ -36,12 +36,14 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     public static final int ALIGN = 4;
     private static final boolean BIG_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN;
     private static final VarHandle RESERVED;
+    private static final VarHandle FRONT_POSTED;
     /** Producers waiting for room, woken when space is confirmed or the ring closes. */
     private final WaitList waiters = new WaitList();
 
     static {
         try {
             RESERVED = MethodHandles.lookup().findVarHandle(RingLayout.ProducerFields.class, "reserved", long.class);
+            FRONT_POSTED = MethodHandles.lookup().findVarHandle(RingLayout.ConsumerFields.class, "frontPosted", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -320,5 +322,15 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** True if everything reserved was confirmed. */
     public boolean isDrained() {
         return front == reserved;
+    }
+
+    /**
+     * True if everything reserved was posted (handed to the network). Any
+     * thread, for a poll: the send thread's latest post becomes visible
+     * eventually, never early.
+     */
+    public boolean isAllPosted() {
+        long r = reserved;
+        return (long) FRONT_POSTED.getOpaque(this) - r >= 0;
     }
 }

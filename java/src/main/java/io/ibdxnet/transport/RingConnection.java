@@ -38,6 +38,31 @@ public class RingConnection {
         return sum;
     }
 
+    /**
+     * Waits up to {@code timeoutMs} until {@code left} holds for the ring of
+     * every connection in {@code table} that is not closed (what senders
+     * published there has left this node); true if it did. A poll every
+     * millisecond: only for a close.
+     */
+    public static boolean awaitLeft(NodeRefs<? extends RingConnection> table,
+            java.util.function.Predicate<OutgoingRingBuffer> left, long timeoutMs) throws InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        while (true) {
+            boolean all = true;
+            for (int i = 0; i < table.length() && all; i++) {
+                RingConnection c = table.get(i);
+                all = c == null || c.orb == null || c.orb.isClosed() || left.test(c.orb);
+            }
+            if (all) {
+                return true;
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+    }
+
     /** The frame size check every transport makes before sending. */
     public static void checkFrame(byte[] header, int length, int maxFrame) {
         if (header.length < 4) {

@@ -114,4 +114,13 @@ public interface Transport extends AutoCloseable {
     default void closeAfterHandlingEverythingConsumed() {
         close();
     }
+
+    /**
+     * Waits up to {@code timeoutMs} until what senders published on open
+     * connections has left this node (written to the socket, pumped to the
+     * receiver, or acknowledged by the remote adapter), as a close in order
+     * does first; true if it did. A connection that fails meanwhile is not
+     * waited for.
+     */
+    boolean awaitSent(long timeoutMs) throws InterruptedException;
 }
