@@ -107,7 +107,8 @@ shown() { # NATIVE IMPL [OPTIONS...]
 # threads of every process of the run per message (per round trip for rtt);
 # peak_rss_mb the peak resident sets (VmHWM, MiB) of those processes, summed;
 # bytes_per_connection the memory of one connection endpoint (ib: the
-# engine's registered send ring; nio, loopback: the outgoing ring);
+# engine's registered send ring; nio, loopback: the outgoing rings' resident
+# bytes per open connection, see Workload.bytesPerConnection);
 # heap_committed_mb the Java heap committed at the end, summed likewise.
 run() {
 	local impl=$1 pattern=$2 size=$3 senders=$4 handlers=$5 nodes=$6 native=${7-$NATIVE_STD} main=io.ibdxnet.bench.Workload line kv

@@ -198,9 +198,10 @@ public final class DXNetConfig {
      */
     public int nioBufferCount;
     /**
-     * Key {@code nioRingSize}: nio, loopback: outgoing ring per connection, bytes of direct memory,
-     * allocated when the connection opens. Type: integer; default: {@code 4194304}; range: a power
-     * of two in [8192, 1073741824].
+     * Key {@code nioRingSize}: nio, loopback: outgoing ring per connection, bytes, taken when the
+     * connection opens: on JDK 22+ (the jar) a private mapping, resident only where written and
+     * given back once the ring was empty for a second; on JDK 17–21 direct memory, resident in
+     * full. Type: integer; default: {@code 4194304}; range: a power of two in [8192, 1073741824].
      */
     public int nioRingSize;
     /**
@@ -337,7 +338,9 @@ public final class DXNetConfig {
         ConfigKey.ofInt("nioBufferCount", 512, 2, MAX_BUFFER_COUNT, "nio, loopback: pooled receive buffers",
             c -> c.nioBufferCount, (c, v) -> c.nioBufferCount = v),
         ConfigKey.ofPow2("nioRingSize", 4 << 20, 8192, 1 << 30, "nio, loopback: outgoing ring per connection, "
-            + "bytes of direct memory, allocated when the connection opens",
+            + "bytes, taken when the connection opens: on JDK 22+ (the jar) a private mapping, resident only where "
+            + "written and given back once the ring was empty for a second; on JDK 17–21 direct memory, resident "
+            + "in full",
             c -> c.nioRingSize, (c, v) -> c.nioRingSize = v),
         ConfigKey.ofInt("keepAliveMs", 1_000, 1, MAX_TIMEOUT_MS, "nio: an idle connection sends a keep-alive "
             + "after this long",

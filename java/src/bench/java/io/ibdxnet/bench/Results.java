@@ -73,7 +73,8 @@ final class Results {
         long peakRssBytes = -1;
         /**
          * Memory of one connection endpoint, bytes: ib the engine's {@code bytes_per_connection}
-         * (its registered send ring), nio and loopback the outgoing ring ({@code nioRingSize});
+         * (its registered send ring), nio and loopback the outgoing ring's resident bytes
+         * (all of {@code nioRingSize} in direct memory; see {@code Workload.bytesPerConnection});
          * -1: not accounted.
          */
         long bytesPerConnection = -1;

@@ -118,16 +118,25 @@ public final class Workload {
     /**
      * Memory of one connection endpoint: ib the engine's {@code bytes_per_connection}
      * (the registered send ring; mapped, resident only where written), nio and
-     * loopback the outgoing ring ({@code nioRingSize}, direct memory) — the
-     * per-connection buffers besides it (a few hundred bytes, the socket's
-     * kernel buffers) are not counted.
+     * loopback the outgoing rings' resident bytes at the end of the run
+     * ({@code ring_bytes_resident}) per open outgoing connection: the whole
+     * {@code nioRingSize} in direct memory (JDK 17–21), the pages written and
+     * not yet given back in a mapped ring (JDK 22+) — the per-connection
+     * buffers besides it (a few hundred bytes, the socket's kernel buffers)
+     * are not counted. {@code nioRingSize} if the transport does not tell.
      */
     private static long bytesPerConnection(WorkloadOptions o, DXNet node) {
+        java.util.Map<String, Long> s = node.transportStats();
         if (o.row.impl.equals("ib")) {
-            Long v = node.transportStats().get("bytes_per_connection");
+            Long v = s.get("bytes_per_connection");
             return v == null ? -1 : v;
         }
-        return o.ringSize();
+        Long resident = s.get("ring_bytes_resident");
+        Long open = s.get("connections");
+        if (resident == null || open == null || open <= 0) {
+            return o.ringSize();
+        }
+        return resident / open;
     }
 
     private static final AtomicLong RECEIVED = new AtomicLong();

@@ -9,11 +9,11 @@ import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.memory.Memory;
 import io.ibdxnet.transport.Confirmations;
 import io.ibdxnet.transport.DirectBufferPool;
-import io.ibdxnet.transport.DirectMemory;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
+import io.ibdxnet.transport.RingMemory;
 import io.ibdxnet.transport.RingRecord;
 import io.ibdxnet.transport.Transport;
 import io.ibdxnet.transport.TransportListener;
@@ -42,6 +42,8 @@ public final class LoopbackTransport implements Transport {
      * sender's unpark ends it; the bound only limits what a missed unpark costs.
      */
     private static final long SLEEP_BOUND_NS = 50_000_000L;
+    /** How often the idle pump looks for rings to give pages back ({@link OutgoingRingBuffer#releaseIfIdle}). */
+    private static final long RELEASE_CHECK_NS = 100_000_000L;
 
     private final int nodeId;
     private final int port;
@@ -56,6 +58,8 @@ public final class LoopbackTransport implements Transport {
     private final NodeRefs<Connection> connections = new NodeRefs<>();
     private final WriteInterestManager wim = new WriteInterestManager();
     private final Thread pump;
+    /** Pump only: when to look for idle rings next. */
+    private long nextRelease;
     private final AtomicLong bytesSent = new AtomicLong();
     private volatile boolean running = true;
     private volatile boolean sleeping;
@@ -72,10 +76,10 @@ public final class LoopbackTransport implements Transport {
         /** Its receiver could not take everything: the pump retries it after a pause. */
         volatile boolean stalled;
 
-        Connection(int node, LoopbackTransport peer, ByteBuffer ring, FlowWindow flow) {
-            super(node, new OutgoingRingBuffer(Memory.address(ring), ring.capacity()), flow);
+        Connection(int node, LoopbackTransport peer, RingMemory ring, FlowWindow flow) {
+            super(node, new OutgoingRingBuffer(ring), flow);
             this.peer = peer;
-            this.view = ring.duplicate();
+            this.view = ring.buffer.duplicate();
         }
     }
 
@@ -148,6 +152,7 @@ public final class LoopbackTransport implements Transport {
         m.put("connections", open);
         m.put("bytes_sent", bytesSent.get());
         m.put("unconfirmed_bytes", RingConnection.unconfirmed(connections));
+        m.put("ring_bytes_resident", RingConnection.ringResident(connections));
         pool.putStats(m);
         return m;
     }
@@ -214,9 +219,9 @@ public final class LoopbackTransport implements Transport {
         if (peer == null || !peer.running || peer.nodeId != node) {
             throw new NetworkException(FailureReason.UNREACHABLE, "no node " + node + " at loopback port " + port);
         }
-        ByteBuffer ring;
+        RingMemory ring;
         try {
-            ring = DirectMemory.allocate(ringSize, "the ring of the connection to node " + node + " (nioRingSize = "
+            ring = RingMemory.allocate(ringSize, "the ring of the connection to node " + node + " (nioRingSize = "
                     + ringSize + ")");
         } catch (IllegalStateException e) {
             throw new NetworkException(FailureReason.RESOURCES, e.getMessage(), e);
@@ -293,6 +298,13 @@ public final class LoopbackTransport implements Transport {
             stallWait.reset();
             // Idle: yield for a moment (cheap to wake), then sleep (a sender unparks us).
             IdleStrategy.until(() -> !wim.isEmpty());
+            if (wim.isEmpty()) { // about to sleep, not between two messages: rings idle long enough give pages back
+                long now = System.nanoTime();
+                if (now - nextRelease >= 0) {
+                    releaseIdleRings(now);
+                    nextRelease = now + RELEASE_CHECK_NS;
+                }
+            }
             // Senders write, then read `sleeping`; we write it, then read the
             // queue: one of us sees the other, so the long park loses nothing
             // (it only bounds how long a missed unpark could cost). Not a back-off:
@@ -302,6 +314,16 @@ public final class LoopbackTransport implements Transport {
                 LockSupport.parkNanos(SLEEP_BOUND_NS);
             }
             sleeping = false;
+        }
+    }
+
+    /** Gives back the pages of rings empty for a while (pump only: the rings' send thread). */
+    private void releaseIdleRings(long now) {
+        for (int i = 0; i < connections.length(); i++) {
+            Connection c = connections.get(i);
+            if (c != null) {
+                c.orb.releaseIfIdle(now, OutgoingRingBuffer.RELEASE_AFTER_NANOS);
+            }
         }
     }
 

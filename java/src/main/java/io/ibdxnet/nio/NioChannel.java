@@ -6,6 +6,7 @@ import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.RingConnection;
+import io.ibdxnet.transport.RingMemory;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
@@ -75,20 +76,20 @@ final class NioChannel extends RingConnection {
     private final ByteBuffer[] ringViews;
     private long writeLeft;
 
-    private NioChannel(int id, int node, boolean outgoing, SocketChannel socket, InetAddress remote, ByteBuffer ring,
+    private NioChannel(int id, int node, boolean outgoing, SocketChannel socket, InetAddress remote, RingMemory memory,
             FlowWindow flow, State state) {
-        super(node, ring == null ? null : new OutgoingRingBuffer(Memory.address(ring), ring.capacity()), flow);
+        super(node, memory == null ? null : new OutgoingRingBuffer(memory), flow);
         this.id = id;
         this.outgoing = outgoing;
         this.socket = socket;
         this.remoteAddress = remote;
         this.peer = node;
         this.state = state;
-        this.ringViews = ring == null ? null : new ByteBuffer[] {ring.duplicate(), ring.duplicate()};
+        this.ringViews = memory == null ? null : new ByteBuffer[] {memory.buffer.duplicate(), memory.buffer.duplicate()};
     }
 
     static NioChannel outgoing(int node, SocketChannel socket, int ringSize, FlowWindow flow) {
-        ByteBuffer ring = io.ibdxnet.transport.DirectMemory.allocate(ringSize,
+        RingMemory ring = RingMemory.allocate(ringSize,
                 "the ring of the connection to node " + node + " (nioRingSize = " + ringSize + ")");
         return new NioChannel(0, node, true, socket, null, ring, flow, State.CONNECTING);
     }

@@ -1,5 +1,6 @@
 package io.ibdxnet.nio;
 
+import io.ibdxnet.transport.OutgoingRingBuffer;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -7,7 +8,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * What the selector thread checks every housekeeping period (and before
  * each new connection): handshakes past their deadline, connections silent
- * beyond the idle timeout, keep-alives on quiet ones, and the eviction of
+ * beyond the idle timeout, keep-alives on quiet ones, the pages of rings
+ * empty for a second given back, and the eviction of
  * the least recently used outgoing connection when there are too many.
  */
 final class NioHousekeeping {
@@ -68,6 +70,9 @@ final class NioHousekeeping {
                     } else if (now - c.lastWrite > keepAlive && c.betweenRecords() && c.control.remaining() >= 4) {
                         c.control.putInt(NioWire.KEEP_ALIVE);
                         reactor.flush(c, now);
+                    }
+                    if (c.outgoing && c.orb != null) {
+                        c.orb.releaseIfIdle(now, OutgoingRingBuffer.RELEASE_AFTER_NANOS); // an idle ring's pages
                     }
             }
         }

@@ -116,6 +116,7 @@ public final class NioTransport implements Transport {
         m.put("rejected", handshake.refusedTotal() + reactor.admissionRefused());
         reactor.counters.putEndings(m);
         m.put("unconfirmed_bytes", RingConnection.unconfirmed(conns.outgoing));
+        m.put("ring_bytes_resident", RingConnection.ringResident(conns.outgoing));
         pool.putStats(m);
         handshake.stats(m);
         reactor.admissionStats(m);
@@ -275,7 +276,7 @@ public final class NioTransport implements Transport {
         try {
             c = NioChannel.outgoing(node, socket, settings.ringSize,
                     new FlowWindow(settings.flowControlWindow, reactor.confirmations.unit()));
-        } catch (IllegalStateException e) { // no direct memory for the ring
+        } catch (IllegalStateException e) { // no memory for the ring (direct or mapped)
             try {
                 socket.close();
             } catch (IOException x) {

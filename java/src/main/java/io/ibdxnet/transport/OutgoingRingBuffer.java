@@ -39,6 +39,23 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     private static final VarHandle FRONT_POSTED;
     /** Producers waiting for room, woken when space is confirmed or the ring closes. */
     private final WaitList waiters = new WaitList();
+    /**
+     * Set in {@code reserved} while {@link #releaseIfIdle} gives the pages
+     * back: {@code reserved + size - front} then exceeds any capacity, so
+     * {@link #reserve} waits and {@link #tryReserve} says {@link #FULL}
+     * without a test of their own. Positions stay far below it (2^62 bytes).
+     */
+    private static final long RELEASING = 1L << 62;
+    /** How long a ring stays empty before the transports' housekeeping gives its pages back ({@link #releaseIfIdle}). */
+    public static final long RELEASE_AFTER_NANOS = 1_000_000_000L;
+    /** The memory when it can give its pages back (null: the caller's, e.g. the engine's registered ring). */
+    private final RingMemory memory;
+    // ---- send thread only: releaseIfIdle's view of the ring ----
+    /** {@code reserved} when last seen idle, and since when; -1 when last seen busy. */
+    private long idlePosition = -1;
+    private long idleSince;
+    /** {@code reserved} when the pages were last given back (a new ring has none to give). */
+    private long releasedAt;
 
     static {
         try {
@@ -52,6 +69,17 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** A ring over {@code capacity} zeroed bytes (a power of two) of native memory at {@code address}. */
     public OutgoingRingBuffer(long address, int capacity) {
         super(address, checkedCapacity(capacity));
+        this.memory = null;
+    }
+
+    /**
+     * A ring over {@code memory} (zeroed, a power of two), which it keeps
+     * reachable (see {@link RingMemory}); its pages are given back when idle
+     * if it is mapped.
+     */
+    public OutgoingRingBuffer(RingMemory memory) {
+        super(memory.address, checkedCapacity(memory.size));
+        this.memory = memory;
     }
 
     private static int checkedCapacity(int capacity) {
@@ -319,7 +347,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         return frontPosted - confirmedUpTo;
     }
 
-    /** True if everything reserved was confirmed. */
+    /** True if everything reserved was confirmed (false while the pages are being given back). */
     public boolean isDrained() {
         return front == reserved;
     }
@@ -332,5 +360,53 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     public boolean isAllPosted() {
         long r = reserved;
         return (long) FRONT_POSTED.getOpaque(this) - r >= 0;
+    }
+
+    /**
+     * Gives the ring's pages back ({@link RingMemory}: mapped memory only)
+     * if it has been empty — everything reserved confirmed — since an
+     * earlier call at least {@code idleNanos} before {@code now} and was used
+     * since its pages were last given back. Send thread only (so nothing is
+     * posted or confirmed meanwhile); never on a hot path: the send thread's
+     * housekeeping calls it about once a second. True if it did.
+     *
+     * <p>Producers are excluded by a CAS of {@code reserved} from the idle
+     * position {@code front} to the same with {@link #RELEASING} set: it
+     * fails if any producer reserved since (that producer's record is then in
+     * the ring: not idle), and once it succeeded every reservation waits
+     * (see {@link #RELEASING}) until {@code reserved} is restored after the
+     * pages read zero again. A producer that read {@code reserved} before
+     * fails its own CAS and reads it again.
+     */
+    public boolean releaseIfIdle(long now, long idleNanos) {
+        if (memory == null || !memory.releasable() || closed) {
+            return false;
+        }
+        long r = reserved;
+        if (r != front) {
+            idlePosition = -1;
+            return false;
+        }
+        if (r != idlePosition) {
+            idlePosition = r;
+            idleSince = now;
+            return false;
+        }
+        if (r == releasedAt || now - idleSince < idleNanos || !RESERVED.compareAndSet(this, r, r | RELEASING)) {
+            return false;
+        }
+        try {
+            memory.releasePages();
+            releasedAt = r;
+        } finally {
+            reserved = r;
+            waiters.signal();
+        }
+        return true;
+    }
+
+    /** Bytes of the ring's memory resident now (whole pages), -1 if unknown (see {@link RingMemory#resident}). */
+    public long resident() {
+        return memory == null ? -1 : memory.resident();
     }
 }

@@ -63,6 +63,22 @@ public class RingConnection {
         }
     }
 
+    /**
+     * Bytes of ring memory resident now over a transport's connection table
+     * (whole pages, {@link OutgoingRingBuffer#resident}; rings that cannot
+     * tell count nothing). A gauge: one {@code mincore} per mapped ring.
+     */
+    public static long ringResident(NodeRefs<? extends RingConnection> table) {
+        long sum = 0;
+        for (int i = 0; i < table.length(); i++) {
+            RingConnection c = table.get(i);
+            if (c != null && c.orb != null) {
+                sum += Math.max(0, c.orb.resident());
+            }
+        }
+        return sum;
+    }
+
     /** The frame size check every transport makes before sending. */
     public static void checkFrame(byte[] header, int length, int maxFrame) {
         if (header.length < 4) {
