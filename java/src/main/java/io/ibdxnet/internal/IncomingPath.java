@@ -241,9 +241,9 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
      * Runs {@code action} once every buffer of {@code source} received so
      * far was turned into messages (at once if none waits): a disconnect
      * fails the requests to a node only after the answers it sent before it
-     * went were read. Never blocks (the transport's thread calls it): if the
-     * coordinator is parsing, it runs the action when that source's buffers
-     * are through. A source whose buffers keep coming, or wait for the
+     * went were read. Never blocks (DXNet calls it on the request timeout
+     * thread, which must not wait behind a parse): if the coordinator is
+     * parsing, it runs the action when that source's buffers are through. A source whose buffers keep coming, or wait for the
      * budget, holds its action back; its requests' own deadlines still apply.
      */
     public void afterReceived(int source, Runnable action) {
