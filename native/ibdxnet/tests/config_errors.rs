@@ -158,6 +158,7 @@ const WRONG_TYPE: &[Case] = &[
     ("engine_threads", "Shared", &[]),
     ("stats_timers", "yes", &[]),
     ("stats_timers", "1", &[]),
+    ("evict_at_limit", "no", &[]),
     ("stats_print_interval_ms", "1s", &[]),
 ];
 
@@ -266,7 +267,7 @@ fn the_tables_cover_every_key() {
             assert!(WRONG_TYPE.iter().any(|(k, ..)| *k == key), "no wrong-type case for '{key}'");
         }
         // Every fabric name, both booleans and both threading modes are in range.
-        if key != "fabric" && key != "stats_timers" && key != "engine_threads" {
+        if !["fabric", "stats_timers", "evict_at_limit", "engine_threads"].contains(&key) {
             assert!(OUT_OF_RANGE.iter().any(|(k, ..)| *k == key), "no out-of-range case for '{key}'");
         }
     }

@@ -22,8 +22,12 @@ pub struct ConConfig {
     /// Pre-shared key sealing every packet (`None`: packets are not sealed).
     pub auth_key: Option<AuthKey>,
     /// Most established connections; the least recently used idle one is
-    /// evicted beyond it.
+    /// evicted beyond it (if `evict_at_limit`).
     pub max_connections: u32,
+    /// Whether the limit evicts; false: it only sizes the completion queues
+    /// (upstream DXNet closes connections in Java alone, as its C++ library
+    /// never evicted).
+    pub evict_at_limit: bool,
     /// Bytes of each connection's send ring (a power of two).
     pub send_ring_size: u32,
     /// How long a connect waits; also bounds an orderly close, and three

@@ -575,6 +575,11 @@ impl<F: Fabric> ConManager<F> {
         m
     }
 
+    /// True if `node` is in the node table.
+    pub fn is_known(&self, node: NodeId) -> bool {
+        self.nodes.get(node).is_some()
+    }
+
     /// True if `node` answered a packet since it was last lost.
     pub fn is_discovered(&self, node: NodeId) -> bool {
         lock(&self.discovered).contains(&node)

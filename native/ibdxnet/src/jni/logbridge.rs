@@ -47,6 +47,7 @@ pub const TARGETS: &[&str] = &[
     "ibdxnet::jni::bench",
     "ibdxnet::jni::compat",
     "ibdxnet::jni::compat::handler",
+    "ibdxnet::jni::compat::held",
     "ibdxnet::jni::compat::natives",
     "ibdxnet::jni::handler",
     "ibdxnet::jni::logbridge",
@@ -56,6 +57,7 @@ pub const TARGETS: &[&str] = &[
     "ibdxnet::msgrc::send",
     "ibdxnet::msgrc::stats_print",
     "ibdxnet::sys::region",
+    "ibdxnet::sys::write_watch",
     crate::msgrc::stats_print::TARGET,
 ];
 

@@ -23,8 +23,8 @@ pub(crate) const SLEEP_TIMEOUT: Duration = Duration::from_millis(100);
 /// How an attempt to sleep ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sleep {
-    /// Blocked until woken or the timeout.
-    Slept,
+    /// Blocked until the timeout, or (`true`) until the doorbell or a queue woke it.
+    Slept(bool),
     /// The last look before blocking found this much work.
     FoundWork(usize),
     /// Blocking is not possible now (work only polling moves on).
@@ -67,6 +67,17 @@ pub(crate) trait Sleeper {
     fn last_look(&mut self) -> usize;
     /// After blocking: consumes the queue's wake-up if `watched`, counts the sleep.
     fn woke(&mut self, watched: bool);
+    /// The longest it may block (asked after `arm`): [`SLEEP_TIMEOUT`],
+    /// less where some of its work can come without a wake-up.
+    fn sleep_bound(&self) -> Duration {
+        SLEEP_TIMEOUT
+    }
+    /// One more descriptor whose readability wakes it (asked after `arm`),
+    /// made readable and consumed by someone else (the ring watch's fault
+    /// queue): waiting on it directly saves the hand-off through the doorbell.
+    fn wake_fd(&self) -> Option<RawFd> {
+        None
+    }
 }
 
 /// Sleeps for all of `agents` on their one doorbell (`sys::doorbell`):
@@ -110,19 +121,35 @@ pub(crate) fn sleep_together(agents: &mut [&mut dyn Sleeper]) -> Sleep {
             Armed::Doorbell => {}
         }
     }
+    for fd in agents.iter().filter_map(|a| a.wake_fd()) {
+        if n == fds.len() {
+            door.retract();
+            return Sleep::NotNow;
+        }
+        fds[n] = fd;
+        n += 1;
+    }
     let work: usize = agents.iter_mut().map(|a| a.last_look()).sum();
     if work > 0 {
         door.retract();
         return Sleep::FoundWork(work);
     }
-    if let Err(e) = door.wait(&fds[..n], SLEEP_TIMEOUT) {
-        log::error!("{}: an engine thread could not sleep: {e}", std::thread::current().name().unwrap_or("ibdxnet"));
-    }
+    let bound = agents.iter().map(|a| a.sleep_bound()).min().unwrap_or(SLEEP_TIMEOUT);
+    let woken = match door.wait(&fds[..n], bound) {
+        Ok(w) => w.rung || w.ready != 0,
+        Err(e) => {
+            log::error!(
+                "{}: an engine thread could not sleep: {e}",
+                std::thread::current().name().unwrap_or("ibdxnet")
+            );
+            false
+        }
+    };
     door.retract();
     for (i, a) in agents.iter_mut().enumerate() {
         a.woke(watched & (1 << i) != 0);
     }
-    Sleep::Slept
+    Sleep::Slept(woken)
 }
 
 /// The one engine thread of `engine_threads=shared`: each iteration the send
@@ -174,7 +201,11 @@ pub(crate) fn agent_loop<A: Agent>(
         if park.idle(agent.do_work()) {
             publish(count);
             match agent.sleep() {
-                Sleep::Slept => {}
+                Sleep::Slept(false) => {}
+                // Whatever woke it may be followed by more (a write watch
+                // rings at a message's first byte, before it is published):
+                // poll for a while before sleeping again.
+                Sleep::Slept(true) => park.rewind(),
                 Sleep::FoundWork(n) => {
                     park.idle(n);
                 }

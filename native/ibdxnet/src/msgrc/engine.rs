@@ -45,6 +45,7 @@ fn con_config(cfg: &EngineConfig) -> ConConfig {
         listen: cfg.listen,
         auth_key: cfg.auth_key.clone(),
         max_connections: cfg.max_connections,
+        evict_at_limit: cfg.evict_at_limit,
         send_ring_size: cfg.send_ring_size,
         connect_timeout: cfg.connect_timeout,
         exchange_retry: cfg.exchange_retry,
@@ -336,6 +337,13 @@ impl<F: Fabric> Engine<F> {
         let mut m = counters(&self.stats, &self.mgr, &self.pool, Memory::of(&self.cfg));
         m.extend(self.stats.timer_entries());
         m
+    }
+
+    /// The statistics as the print thread prints them (`stats_print::lines`):
+    /// a head line naming `what`, the counters, one line per timer.
+    pub fn statistics_lines(&self, what: &str) -> Vec<String> {
+        let c = counters(&self.stats, &self.mgr, &self.pool, Memory::of(&self.cfg));
+        stats_print::lines(self.cfg.node_id, what, &c, &self.stats, self.cfg.stats_timers)
     }
 
     /// Receive buffers currently free in the pool.

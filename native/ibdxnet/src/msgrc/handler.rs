@@ -32,6 +32,26 @@ impl ThreadRole {
     }
 }
 
+/// How the send thread learns of the user's new data while it sleeps
+/// ([`EngineHandler::arm_send_wakeup`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendWakeup {
+    /// The user rings the doorbell after publishing (our Java reads the
+    /// sleeping word and calls `wakeSendThread`).
+    Doorbell,
+    /// The user armed a wake-up of its own (upstream DXNet: its writes into
+    /// the send rings, `sys::write_watch`) that makes `fd` readable and rings
+    /// the doorbell; some data may come unseen: sleep at most `bound`.
+    Watch {
+        /// Readable on the user's next data (consumed by the user's side).
+        fd: std::os::fd::RawFd,
+        /// The longest sleep.
+        bound: std::time::Duration,
+    },
+    /// Nothing will ring: do not block, park briefly and call again.
+    Poll,
+}
+
 /// The engine's user (paper Listings 1–2). Called from the engine's threads.
 pub trait EngineHandler: Send + Sync + 'static {
     /// Send thread, once per iteration: the outcome of the previous package
@@ -47,6 +67,11 @@ pub trait EngineHandler: Send + Sync + 'static {
     /// there); false: every return counts as applied in full.
     fn acknowledges_handover(&self) -> bool {
         false
+    }
+    /// Send thread, before it sleeps (after announcing it on its doorbell,
+    /// before its last look): how it learns of the user's new data.
+    fn arm_send_wakeup(&self) -> SendWakeup {
+        SendWakeup::Doorbell
     }
     /// Receive thread: new entries in `ring`; returns how many entries, from
     /// the front, were consumed (their buffers are returned later).

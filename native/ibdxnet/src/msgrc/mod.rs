@@ -27,6 +27,6 @@ pub use crate::abi::{
 };
 pub use config::EngineConfig;
 pub use engine::{Engine, EngineError};
-pub use handler::{EngineHandler, ThreadRole};
+pub use handler::{EngineHandler, SendWakeup, ThreadRole};
 pub use shared::{CompletedList, IncomingRing};
 pub use stats::EngineStats;

@@ -13,10 +13,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::agent::{sleep_together, Agent, Armed, Sleep, Sleeper};
+use super::agent::{sleep_together, Agent, Armed, Sleep, Sleeper, SLEEP_TIMEOUT};
 use super::config::EngineConfig;
-use super::handler::EngineHandler;
+use super::handler::{EngineHandler, SendWakeup};
 use super::imm;
 use super::shared::CompletedList;
 use super::stats::{EngineStats, TimerId};
@@ -99,6 +100,9 @@ pub(crate) struct SendThread<F: Fabric, H: EngineHandler> {
     wcs: Vec<WorkCompletion>,
     outstanding: u64,
     doorbell: Arc<Doorbell>,
+    /// The longest sleep the handler's wake-up allows, and its descriptor (set by `arm`).
+    sleep_bound: Duration,
+    watch_fd: Option<std::os::fd::RawFd>,
 }
 
 impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
@@ -124,13 +128,16 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             nodes: HashMap::new(),
             draining: Vec::new(),
             prev: Box::default(),
-            completed: CompletedList::new(cfg.max_connections + 64)?,
+            // Without eviction the connections are not bounded by the limit: room for every node.
+            completed: CompletedList::new(if cfg.evict_at_limit { cfg.max_connections + 64 } else { 0xFFFF })?,
             explicit_ack,
             batch: SendBatch::with_capacity(64, 128),
             planned: Vec::with_capacity(64),
             wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
             outstanding: 0,
             doorbell,
+            sleep_bound: SLEEP_TIMEOUT,
+            watch_fd: None,
         })
     }
 
@@ -451,8 +458,14 @@ impl<F: Fabric, H: EngineHandler> Sleeper for SendThread<F, H> {
         &self.doorbell
     }
 
-    /// The send completion queue, only while requests are in flight.
+    /// The user's own wake-up (upstream's writes into the rings), then the
+    /// send completion queue, only while requests are in flight.
     fn arm(&mut self) -> Armed {
+        (self.sleep_bound, self.watch_fd) = match self.handler.arm_send_wakeup() {
+            SendWakeup::Doorbell => (SLEEP_TIMEOUT, None),
+            SendWakeup::Watch { fd, bound } => (bound.min(SLEEP_TIMEOUT), Some(fd)),
+            SendWakeup::Poll => return Armed::NotNow,
+        };
         if self.outstanding == 0 {
             return Armed::Doorbell;
         }
@@ -471,6 +484,14 @@ impl<F: Fabric, H: EngineHandler> Sleeper for SendThread<F, H> {
     /// The last look (this up-call also hands over the previous results).
     fn last_look(&mut self) -> usize {
         self.iterate()
+    }
+
+    fn sleep_bound(&self) -> Duration {
+        self.sleep_bound
+    }
+
+    fn wake_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.watch_fd
     }
 
     fn woke(&mut self, watched: bool) {

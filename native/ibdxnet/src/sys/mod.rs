@@ -6,3 +6,4 @@ pub mod doorbell;
 pub mod parking;
 pub mod queue;
 pub mod region;
+pub mod write_watch;

@@ -104,6 +104,12 @@ impl Parking {
         false
     }
 
+    /// Counts idleness from now (after a wake-up): busy, then yield, again.
+    pub fn rewind(&mut self) {
+        self.idle_since = Some(Instant::now());
+        self.phase = Phase::Busy;
+    }
+
     /// One idle iteration of the park phase (also where blocking is not
     /// possible right now).
     pub fn nap(&self) {

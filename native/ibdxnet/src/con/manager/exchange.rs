@@ -73,7 +73,7 @@ impl<F: Fabric> ConManager<F> {
     /// re-requested and evicted the next). So the limit counts established
     /// connections; the ones coming up may exceed it until they are used.
     pub(super) fn create(&self, node: NodeId, st: &mut JobState<F>) -> Option<Arc<Connection<F>>> {
-        while self.connection_count() >= self.cfg.max_connections as usize {
+        while self.cfg.evict_at_limit && self.connection_count() >= self.cfg.max_connections as usize {
             let lru = {
                 let t = self.table.read().unwrap_or_else(|p| p.into_inner());
                 t.values()

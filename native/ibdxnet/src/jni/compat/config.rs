@@ -21,8 +21,17 @@ pub const LISTEN_PROPERTY: &str = "ibdxnet.compat.listen";
 pub const KEYS_ENV: &str = "IBDXNET_COMPAT_KEYS";
 /// System property with the meaning of [`KEYS_ENV`] (it wins over it).
 pub const KEYS_PROPERTY: &str = "ibdxnet.compat.keys";
+/// Environment variable: `0` turns the ring watch off (`sys::write_watch`):
+/// the send thread then polls for upstream's data with short parks.
+pub const RING_WATCH_ENV: &str = "IBDXNET_COMPAT_RING_WATCH";
 /// The engine key of the statistics print interval.
 pub const STATS_INTERVAL_KEY: &str = "stats_print_interval_ms";
+
+/// Idle time before the polling send thread parks, ms.
+pub const COMPAT_PARK_AFTER_MS: u64 = 1;
+/// Its sleep per idle iteration once parked, ns (the kernel's timer slack,
+/// 50 µs by default, is added: see `sys::parking`).
+pub const COMPAT_PARK_FOR_NS: u64 = 1;
 
 /// `MsgrcJNIBinding.init`'s parameters after the callback handler, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +140,18 @@ pub fn map(p: &InitParams, listen: Option<&str>, extra_keys: Option<&str>) -> Re
     set(&mut c, "recv_buffer_size", size.to_string(), "m_incomingBufferSize")?;
     set(&mut c, "recv_buffer_count", count.to_string(), &pool_note)?;
     set(&mut c, "recv_sges_per_wr", p.max_sges.to_string(), "m_maxSGEs")?;
+    // Upstream Java rings no doorbell, so the send thread polls
+    // (`CompatHandler::wakes_send_thread`): it slows down to short parks
+    // after this much idleness (upstream's C++: after 1 s, busy then yielding).
+    set(&mut c, "parking_park_after_ms", COMPAT_PARK_AFTER_MS.to_string(), "(compat polling)")?;
+    set(&mut c, "parking_park_for_ns", COMPAT_PARK_FOR_NS.to_string(), "(compat polling)")?;
+    // Upstream's C++ always timed its operations and printed the timers at
+    // shutdown; so does the statistics block at our shutdown.
+    set(&mut c, "stats_timers", "true".into(), "(compat statistics)")?;
+    // Upstream's C++ never closed a connection for its limit: Java dismisses
+    // its own (and never tells the library). `IBDXNET_COMPAT_KEYS=evict_at_limit=true`
+    // evicts again, reported as nodeDisconnected.
+    set(&mut c, "evict_at_limit", "false".into(), "(compat: no native eviction)")?;
     if p.pin_send_recv_threads {
         // Upstream's C++ pins the send thread to CPU 0, the receive thread to CPU 1.
         set(&mut c, "pin_threads", "send=0,recv=1".into(), "m_pinSendRecvThreads")?;

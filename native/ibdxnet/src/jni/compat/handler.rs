@@ -14,7 +14,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use jni::objects::{GlobalRef, JMethodID, JObject, JValue};
+use jni::objects::{GlobalRef, JMethodID, JObject, JObjectArray, JValue};
 use jni::{JNIEnv, JavaVM};
 
 use super::held::Held;
@@ -23,7 +23,14 @@ use crate::abi::NODE_ID_INVALID;
 use crate::con::NodeEvent;
 use crate::fabric::Fabric;
 use crate::jni::handler::{attach_current_thread, current_env, detach_current_thread, Upcalls};
-use crate::msgrc::{CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, ThreadRole};
+use crate::msgrc::{
+    CompletedList, EngineHandler, IncomingRing, NextWorkPackage, PrevWorkResults, SendWakeup, ThreadRole,
+};
+
+/// The longest the send thread sleeps on the ring watch: a write that ended
+/// just before the rings were armed, while Java published it just after the
+/// last look, is seen this late at most.
+pub const WATCHED_SLEEP_BOUND: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// No previous package.
 const NO_RESULTS: PrevWorkResults = PrevWorkResults {
@@ -81,6 +88,55 @@ unsafe impl Sync for SendCell {}
 // SAFETY: the structs are plain memory; moving them to the send thread is fine.
 unsafe impl Send for SendCell {}
 
+/// Upstream's `AbstractConnectionManager.m_connections` (a final array, so
+/// looked up once): the connections Java holds, by node id. Read before a
+/// `nodeDisconnected`, which upstream passes on to `closeConnection` unchecked:
+/// a null element there (Java dismissed or closed the connection itself, which
+/// it never tells the library) would throw a NullPointerException.
+pub struct JavaConnections(GlobalRef);
+
+impl JavaConnections {
+    /// Upstream's array on `handler`, if its class has one (a handler that
+    /// is not upstream's `IBConnectionManager` has none).
+    pub fn lookup(env: &mut JNIEnv, handler: &JObject) -> Option<Self> {
+        let got = env
+            .get_field(handler, "m_connections", "[Lde/hhu/bsinfo/dxnet/core/AbstractConnection;")
+            .and_then(|v| v.l())
+            .and_then(|a| env.new_global_ref(a));
+        match got {
+            Ok(g) if !g.as_obj().is_null() => Some(JavaConnections(g)),
+            _ => {
+                if env.exception_check().unwrap_or(false) {
+                    let _ = env.exception_clear();
+                }
+                None
+            }
+        }
+    }
+
+    /// Whether Java holds a connection to `node` (true if it cannot tell).
+    fn holds(&self, node: u16) -> bool {
+        let raw = current_env();
+        if raw.is_null() {
+            return true;
+        }
+        // SAFETY: `raw` is this attached thread's own live JNIEnv.
+        let Ok(mut env) = (unsafe { JNIEnv::from_raw(raw) }) else { return true };
+        let array: &JObjectArray = self.0.as_obj().into();
+        match env.get_object_array_element(array, i32::from(node)) {
+            Ok(e) => {
+                let held = !e.is_null();
+                let _ = env.delete_local_ref(e);
+                held
+            }
+            Err(_) => {
+                let _ = env.exception_clear();
+                true
+            }
+        }
+    }
+}
+
 /// Forwards engine call-backs to upstream's `CallbackHandler`.
 pub struct CompatHandler<F: Fabric> {
     vm: JavaVM,
@@ -90,6 +146,11 @@ pub struct CompatHandler<F: Fabric> {
     /// Bytes of each send ring (a power of two: checked at init).
     ring_size: u32,
     held: Arc<Held<F>>,
+    /// Upstream's connections array, if the handler has one.
+    java_connections: Option<JavaConnections>,
+    /// By node id: whether Java was told the node is discovered (and not
+    /// invalidated since): losses invalidate it, the next discovery tells it again.
+    told_discovered: Box<[AtomicBool]>,
     /// Set by `shutdown`: node events are no longer passed on (upstream Java
     /// closed its connections before calling `shutdown`; a `nodeDisconnected`
     /// for one of them throws a NullPointerException in its handler).
@@ -100,7 +161,14 @@ pub struct CompatHandler<F: Fabric> {
 
 impl<F: Fabric> CompatHandler<F> {
     /// A handler for `handler` (upstream's `CallbackHandler`).
-    pub fn new(vm: JavaVM, handler: GlobalRef, ids: UpstreamIds, ring_size: u32, held: Arc<Held<F>>) -> Self {
+    pub fn new(
+        vm: JavaVM,
+        handler: GlobalRef,
+        ids: UpstreamIds,
+        java_connections: Option<JavaConnections>,
+        ring_size: u32,
+        held: Arc<Held<F>>,
+    ) -> Self {
         let send = SendStructs {
             next: Box::new(UpNextWorkPackage::NOTHING),
             prev: Box::new(UpPrevWorkResults::from_ours(&PrevWorkResults::default())),
@@ -114,6 +182,8 @@ impl<F: Fabric> CompatHandler<F> {
             send: SendCell(UnsafeCell::new(send)),
             ring_size,
             held,
+            java_connections,
+            told_discovered: (0..=u16::MAX).map(|_| AtomicBool::new(false)).collect(),
             stopping: AtomicBool::new(false),
             upcalls: Upcalls::new(true),
         }
@@ -122,6 +192,30 @@ impl<F: Fabric> CompatHandler<F> {
     /// From now on, node events are not passed on (shutdown).
     pub fn stop_events(&self) {
         self.stopping.store(true, Ordering::Release);
+    }
+
+    /// `nodeInvalidated`, if Java was told the node is discovered.
+    fn invalidate(&self, node: u16) {
+        if self.told_discovered[node as usize].swap(false, Ordering::AcqRel) {
+            self.node_call("nodeInvalidated", self.ids.invalidated, node);
+        }
+    }
+
+    /// `nodeDisconnected`, if the connection Java holds went down, and Java
+    /// still has it (else upstream's handler would throw).
+    fn disconnect(&self, event: NodeEvent, node: u16) {
+        if !self.held.on_closed(node) {
+            log::debug!("compat: {event:?}: no connection of Java's went down, nodeDisconnected not called");
+        } else if self.java_connections.as_ref().is_some_and(|j| !j.holds(node)) {
+            log::debug!("compat: {event:?}: Java closed its connection itself, nodeDisconnected not called");
+        } else {
+            self.node_call("nodeDisconnected", self.ids.disconnected, node);
+        }
+    }
+
+    /// Whether Java was told `node` is discovered (and not invalidated since).
+    pub fn is_told_discovered(&self, node: u16) -> bool {
+        self.told_discovered[node as usize].load(Ordering::Acquire)
     }
 
     /// A `(S)V` call-back on the job thread.
@@ -174,6 +268,16 @@ impl<F: Fabric> EngineHandler for CompatHandler<F> {
         next
     }
 
+    /// Upstream Java only answers `getNextDataToSend`: its writes into the
+    /// rings it holds ring the doorbell (`sys::write_watch`); without the
+    /// watch, the send thread polls.
+    fn arm_send_wakeup(&self) -> SendWakeup {
+        match self.held.arm_watch() {
+            Some(fd) => SendWakeup::Watch { fd, bound: WATCHED_SLEEP_BOUND },
+            None => SendWakeup::Poll,
+        }
+    }
+
     fn received(&self, ring: &IncomingRing) -> u32 {
         let args = [JValue::Long(ring.address() as i64).as_jni()];
         // SAFETY: `handler` implements CallbackHandler, whose received(J)I the
@@ -196,19 +300,23 @@ impl<F: Fabric> EngineHandler for CompatHandler<F> {
             log::debug!("compat: {event:?} during shutdown: not passed on");
             return;
         }
+        // Upstream's C++ on a lost connection (EVENTS.md §2): nodeInvalidated,
+        // then nodeDisconnected, then, once the node answers again,
+        // nodeDiscovered. An orderly close (`Closed`: an eviction, or a
+        // connection replaced) keeps the node discovered: only the connection
+        // went, and Java may connect again at once.
         match event {
-            NodeEvent::Discovered(n) => self.node_call("nodeDiscovered", self.ids.discovered, n.0),
-            NodeEvent::Invalidated(n) => self.node_call("nodeInvalidated", self.ids.invalidated, n.0),
-            NodeEvent::Disconnected(n)
-            | NodeEvent::Closed(n)
-            | NodeEvent::Lost(n)
-            | NodeEvent::Left { node: n, .. } => {
-                if self.held.on_closed(n.0) {
-                    self.node_call("nodeDisconnected", self.ids.disconnected, n.0);
-                } else {
-                    log::debug!("compat: {event:?}: no connection of Java's went down, nodeDisconnected not called");
+            NodeEvent::Discovered(n) => {
+                if !self.told_discovered[n.0 as usize].swap(true, Ordering::AcqRel) {
+                    self.node_call("nodeDiscovered", self.ids.discovered, n.0);
                 }
             }
+            NodeEvent::Invalidated(n) => self.invalidate(n.0),
+            NodeEvent::Disconnected(n) | NodeEvent::Left { node: n, .. } => {
+                self.invalidate(n.0);
+                self.disconnect(event, n.0);
+            }
+            NodeEvent::Closed(n) | NodeEvent::Lost(n) => self.disconnect(event, n.0),
         }
     }
 

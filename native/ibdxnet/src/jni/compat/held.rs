@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::con::Connection;
 use crate::fabric::Fabric;
+use crate::sys::write_watch::WriteWatch;
 use crate::util::lock;
 
 /// The QPN of a node whose connection Java was told is gone: matches no
@@ -27,6 +28,9 @@ pub struct Held<F: Fabric> {
     /// By node id: the local QPN of the connection Java holds (0 = none).
     qpn_of: Box<[AtomicU32]>,
     inner: Mutex<Inner<F>>,
+    /// Rings the send thread's doorbell on Java's first write into a ring
+    /// Java holds (set once the engine runs; none where the kernel refuses).
+    watch: Mutex<Option<WriteWatch>>,
 }
 
 struct Inner<F: Fabric> {
@@ -39,6 +43,7 @@ impl<F: Fabric> Default for Held<F> {
         Held {
             qpn_of: (0..=u16::MAX).map(|_| AtomicU32::new(0)).collect(),
             inner: Mutex::new(Inner { by_node: HashMap::new(), retired: Vec::new() }),
+            watch: Mutex::new(None),
         }
     }
 }
@@ -59,10 +64,62 @@ impl<F: Fabric> Held<F> {
         let now = Instant::now();
         g.retired.retain(|(since, _)| now.duration_since(*since) < RETIRE_GRACE);
         self.qpn_of[node as usize].store(c.local_qpn(), Ordering::Release);
-        if let Some(old) = g.by_node.insert(node, c.clone()) {
-            if !Arc::ptr_eq(&old, &c) {
-                g.retired.push((now, old));
+        match g.by_node.insert(node, c.clone()) {
+            Some(old) if Arc::ptr_eq(&old, &c) => {}
+            old => {
+                self.watch_ring(&c);
+                if let Some(old) = old {
+                    self.unwatch_ring(&old);
+                    g.retired.push((now, old));
+                }
             }
+        }
+    }
+
+    /// Watches Java's writes into rings (`sys::write_watch`): the rings held
+    /// now and from now on.
+    pub fn set_watch(&self, w: WriteWatch) {
+        let g = lock(&self.inner);
+        *lock(&self.watch) = Some(w);
+        for c in g.by_node.values() {
+            self.watch_ring(c);
+        }
+    }
+
+    /// Write-protects the held rings before the send thread sleeps: the
+    /// descriptor that becomes readable on Java's next write into any of them
+    /// (which also rings the doorbell), or None (no watch, or arming failed).
+    pub fn arm_watch(&self) -> Option<std::os::fd::RawFd> {
+        lock(&self.watch).as_ref().filter(|w| w.arm()).map(WriteWatch::fault_fd)
+    }
+
+    /// Faults the ring watch took (Java's writes that woke the send
+    /// thread), or None without a watch.
+    pub fn watch_faults(&self) -> Option<u64> {
+        lock(&self.watch).as_ref().map(WriteWatch::faults)
+    }
+
+    fn watch_ring(&self, c: &Connection<F>) {
+        if let Some(w) = lock(&self.watch).as_ref() {
+            let (addr, len) = (c.ring().address(), c.ring().size() as usize);
+            if !w.covers_unpopulated() {
+                // The kernel protects only pages present: make them present,
+                // keeping every byte (an atomic add of 0, safe beside Java's writes).
+                for off in (0..len).step_by(4096) {
+                    // SAFETY: inside the ring's mapping, which `c` keeps alive.
+                    let b = unsafe { &*(addr.add(off) as *const std::sync::atomic::AtomicU8) };
+                    b.fetch_add(0, Ordering::Relaxed);
+                }
+            }
+            if let Err(e) = w.watch(addr, len) {
+                log::warn!("compat: watching the ring of node {} failed ({e}): the send thread polls it", c.node());
+            }
+        }
+    }
+
+    fn unwatch_ring(&self, c: &Connection<F>) {
+        if let Some(w) = lock(&self.watch).as_ref() {
+            w.unwatch(c.ring().address());
         }
     }
 
@@ -86,6 +143,7 @@ impl<F: Fabric> Held<F> {
         if gone {
             self.qpn_of[node as usize].store(GONE, Ordering::Release);
             if let Some(c) = g.by_node.remove(&node) {
+                self.unwatch_ring(&c);
                 g.retired.push((Instant::now(), c));
             }
         }
@@ -100,6 +158,7 @@ impl<F: Fabric> Held<F> {
 
     /// Drops everything (shutdown, after the engine's threads stopped).
     pub fn clear(&self) {
+        lock(&self.watch).take(); // unwatches all, stops its thread
         let mut g = lock(&self.inner);
         g.by_node.clear();
         g.retired.clear();

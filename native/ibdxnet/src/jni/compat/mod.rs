@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use jni::objects::GlobalRef;
 use jni::JavaVM;
 
-use self::handler::{CompatHandler, UpstreamIds};
+use self::handler::{CompatHandler, JavaConnections, UpstreamIds};
 use self::held::Held;
 use crate::con::{ConError, NodeId};
 use crate::fabric::sim::SimFabric;
@@ -26,6 +26,7 @@ use crate::fabric::Fabric;
 use crate::msgrc::config::DEFAULT_UDP_PORT;
 use crate::msgrc::recv_pool::ReturnError;
 use crate::msgrc::{Engine, EngineConfig};
+use crate::sys::write_watch::WriteWatch;
 
 /// The engine on one fabric, its handler and what Java holds.
 pub struct Compat<F: Fabric> {
@@ -36,14 +37,39 @@ pub struct Compat<F: Fabric> {
 
 impl<F: Fabric> Compat<F> {
     /// Starts the engine calling upstream's `handler`.
-    pub fn start(vm: JavaVM, handler: GlobalRef, ids: UpstreamIds, cfg: EngineConfig) -> Result<Self, String> {
+    pub fn start(
+        vm: JavaVM,
+        handler: GlobalRef,
+        ids: UpstreamIds,
+        java_connections: Option<JavaConnections>,
+        cfg: EngineConfig,
+    ) -> Result<Self, String> {
         let held = Arc::new(Held::default());
-        let h = Arc::new(CompatHandler::new(vm, handler, ids, cfg.send_ring_size, held.clone()));
+        let h = Arc::new(CompatHandler::new(vm, handler, ids, java_connections, cfg.send_ring_size, held.clone()));
         let engine = Engine::<F>::start(cfg, h.clone()).map_err(|e| e.to_string())?;
+        let off = std::env::var(config::RING_WATCH_ENV).is_ok_and(|v| v.trim() == "0");
+        match if off {
+            Err(std::io::Error::other(format!("{}=0", config::RING_WATCH_ENV)))
+        } else {
+            WriteWatch::new(engine.send_doorbell().clone())
+        } {
+            Ok(w) => held.set_watch(w),
+            Err(e) => log::warn!(
+                "ibdxnet compat: no userfaultfd write protection here ({e}): the send thread polls for upstream's data \
+                 (short parks, a few % of a core while idle)"
+            ),
+        }
         Ok(Compat { engine, held, handler: h })
     }
 
+    /// Connects, as upstream's `createConnection`; a node not discovered now
+    /// (never answered, or lost and not answering again yet) fails at once
+    /// with a timeout: upstream Java asks only for nodes it was told are
+    /// discovered, and waiting would hold its send or receive thread.
     fn connect(&self, node: NodeId) -> Result<(), ConError> {
+        if self.engine.manager().is_known(node) && !self.engine.manager().is_discovered(node) {
+            return Err(ConError::Timeout { node, waited: Duration::ZERO });
+        }
         let c = self.engine.connect(node)?;
         self.held.hold(c);
         Ok(())
@@ -110,7 +136,11 @@ impl AnyCompat {
     pub fn summary(&self) -> String {
         with_compat!(self, |c| {
             let (held, retired) = c.held.counts();
-            format!("upcall_exceptions={} held={held} retired={retired}", c.upcall_exceptions())
+            let faults = c.held.watch_faults().map_or("none (polling)".to_string(), |f| f.to_string());
+            format!(
+                "upcall_exceptions={} held={held} retired={retired} ring_watch_faults={faults}",
+                c.upcall_exceptions()
+            )
         })
     }
 }
@@ -166,8 +196,11 @@ fn stop(c: Arc<AnyCompat>) {
         match Arc::try_unwrap(c) {
             Ok(owned) => {
                 with_compat!(owned, |x| {
+                    // Upstream's C++ printed its statistics to stdout at every shutdown.
+                    let block = x.engine.statistics_lines("shutdown").join("\n");
                     x.engine.shutdown();
                     x.held.clear();
+                    println!("{block}");
                 });
                 return;
             }

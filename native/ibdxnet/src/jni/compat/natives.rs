@@ -15,7 +15,7 @@ use super::{current, install, take, AnyCompat, Compat};
 use crate::con::{ConError, NodeId};
 use crate::fabric::sim::SimFabric;
 use crate::fabric::verbs::VerbsFabric;
-use crate::fabric::{Fabric, FabricKind};
+use crate::fabric::{Fabric, FabricKind, ENV_FABRIC};
 
 /// Runs a native's body; a panic is logged and becomes `fallback`.
 fn guard<R>(what: &str, fallback: R, body: impl FnOnce() -> R) -> R {
@@ -69,9 +69,10 @@ fn start<F: Fabric>(env: &mut JNIEnv, handler: &JObject, cfg: crate::msgrc::Engi
         clear_exception(env, "CallbackHandler lookup");
         format!("the call-back handler lacks upstream's CallbackHandler methods: {e}")
     })?;
+    let java_connections = super::handler::JavaConnections::lookup(env, handler);
     let vm = env.get_java_vm().map_err(|e| format!("GetJavaVM: {e}"))?;
     let global = env.new_global_ref(handler).map_err(|e| format!("NewGlobalRef: {e}"))?;
-    Compat::start(vm, global, ids, cfg)
+    Compat::start(vm, global, ids, java_connections, cfg)
 }
 
 /// `static native boolean init(CallbackHandler, boolean pinSendRecvThreads,
@@ -156,6 +157,16 @@ fn init(env: &mut JNIEnv, handler: &JObject, p: &InitParams) -> Result<(), Strin
         );
     }
     let kind = cfg.fabric.resolve().map_err(|e| e.to_string())?;
+    // Upstream's init fails on a host without an RDMA device; `auto` would
+    // fall back to the in-process simulation, which only a user who asks for it gets.
+    let asked = cfg.fabric != FabricKind::Auto || std::env::var(ENV_FABRIC).is_ok_and(|v| !v.trim().is_empty());
+    if kind == FabricKind::Sim && !asked {
+        return Err(format!(
+            "no RDMA device found (as upstream's library, this one needs one); for the in-process simulation set \
+             {ENV_FABRIC}=sim or {}=fabric=sim",
+            config::KEYS_PROPERTY
+        ));
+    }
     let (node, listen) = (cfg.node_id, cfg.listen);
     let any = match kind {
         FabricKind::Verbs => AnyCompat::Verbs(start::<VerbsFabric>(env, handler, cfg)?),

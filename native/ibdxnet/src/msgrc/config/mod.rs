@@ -59,6 +59,8 @@ pub struct EngineConfig {
     pub device: FabricConfig,
     /// (`max_connections`)
     pub max_connections: u32,
+    /// (`evict_at_limit`)
+    pub evict_at_limit: bool,
     /// (`send_ring_size`)
     pub send_ring_size: u32,
     /// (`sq_size`)
@@ -155,6 +157,7 @@ impl EngineConfig {
             pin_threads: ThreadPins::default(),
             engine_threads: EngineThreads::Dedicated,
             stats_timers: false,
+            evict_at_limit: true,
             stats_print_interval: Duration::ZERO,
             auth_key_file: None,
             auth_key: None,

@@ -34,6 +34,8 @@ import org.junit.Test;
 public class UpstreamBindingTest {
     static final int RING = 1 << 20;
     static final int PORT = 20000 + ThreadLocalRandom.current().nextInt(20000);
+    /** Upstream's node on sim (asked for: without an RDMA device init refuses otherwise). */
+    static final String KEYS = "fabric=sim;discovery_interval_ms=100;parking_yield_after_ms=0";
 
     private DXNet node0;
     private DXNet node2;
@@ -111,6 +113,12 @@ public class UpstreamBindingTest {
         }
     }
 
+    /** The next event must be {@code event} (nothing else first). */
+    private static void expectNext(UpstreamPeer peer, String event) throws InterruptedException {
+        String e = peer.events.poll(20, TimeUnit.SECONDS);
+        assertEquals("the next event", event, e);
+    }
+
     private static UpstreamPeer.Received nextFrame(UpstreamPeer peer) throws InterruptedException {
         UpstreamPeer.Received r = peer.frames.poll(20, TimeUnit.SECONDS);
         if (r == null) {
@@ -166,7 +174,7 @@ public class UpstreamBindingTest {
         BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
         node0 = startNode0(got); // loads the library (and the io.ibdxnet natives)
         System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
-        System.setProperty("ibdxnet.compat.keys", "discovery_interval_ms=100;parking_yield_after_ms=0");
+        System.setProperty("ibdxnet.compat.keys", KEYS);
         UpstreamPeer peer = new UpstreamPeer(RING);
         assertTrue("init", initUpstream(peer, RING));
         upstreamUp = true;
@@ -188,10 +196,18 @@ public class UpstreamBindingTest {
         assertFalse(peer.throwInSend.get());
         MsgrcJNIBinding.returnRecvBuffer(0xFFFF_FFFFL); // an unknown handle: logged, nothing else
 
-        // Node 0 goes away (its engine leaves): upstream hears nodeDisconnected.
+        // Node 0 goes away (its engine leaves): upstream hears what its C++ said
+        // on a lost connection, nodeInvalidated then nodeDisconnected, and a
+        // createConnection meanwhile fails at once (not after the 5 s timeout).
+        peer.events.clear();
         node0.close();
         node0 = null;
-        expectEvent(peer, "disconnected 0");
+        expectNext(peer, "invalidated 0");
+        expectNext(peer, "disconnected 0");
+        long t0 = System.nanoTime();
+        assertNotEquals("createConnection to a lost node", 0, MsgrcJNIBinding.createConnection((short) 0));
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertTrue("createConnection to a lost node took " + ms + " ms", ms < 1000);
         // ... and comes back on the same address: rediscovered, connected anew.
         node0 = startNode0(got);
         expectEvent(peer, "discovered 0");
@@ -205,8 +221,39 @@ public class UpstreamBindingTest {
     }
 
     /**
-     * Our connection limit closes connections upstream Java still holds (it has no
-     * close native): the eviction reaches Java as nodeDisconnected, and it reconnects.
+     * As upstream's C++, the library evicts nothing by default: upstream's limit only
+     * sizes the queues (upstream Java dismisses connections itself).
+     */
+    @Test(timeout = 120_000)
+    public void noNativeEvictionByDefault() throws Exception {
+        BlockingQueue<byte[]> got0 = new LinkedBlockingQueue<>();
+        BlockingQueue<byte[]> got2 = new LinkedBlockingQueue<>();
+        node0 = startNode0(got0);
+        node2 = startNode(2, "127.0.0.3", got2);
+        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
+        System.setProperty("ibdxnet.compat.keys", KEYS);
+        UpstreamPeer peer = new UpstreamPeer(RING);
+        assertTrue("init", initUpstream(peer, RING, 1));
+        upstreamUp = true;
+        MsgrcJNIBinding.addNode(0x7F000001);
+        MsgrcJNIBinding.addNode(0x7F000003);
+        expectEvent(peer, "discovered 0");
+        connect(peer, 0);
+        exchange(peer, node0, 0, got0, "to 0");
+        Thread.sleep(200); // idle long enough to be evicted, were eviction on
+        waitFor("node 2 discovered", () -> MsgrcJNIBinding.createConnection((short) 2) == 0);
+        Thread.sleep(300);
+        for (String e : peer.events) {
+            assertFalse("no eviction: " + peer.events, e.startsWith("disconnected") || e.startsWith("invalidated"));
+        }
+        assertNotEquals("node 0's connection stays", -1L, MsgrcJNIBinding.getSendBufferAddress((short) 0));
+        assertTrue("no failure in the up-calls: " + peer.failures, peer.failures.isEmpty());
+    }
+
+    /**
+     * With eviction configured ({@code evict_at_limit=true}), our limit closes
+     * connections upstream Java still holds (it has no close native): the eviction
+     * reaches Java as nodeDisconnected, and it reconnects.
      */
     @Test(timeout = 120_000)
     public void evictionAtTheConnectionLimitIsReportedAsDisconnected() throws Exception {
@@ -215,7 +262,7 @@ public class UpstreamBindingTest {
         node0 = startNode0(got0);
         node2 = startNode(2, "127.0.0.3", got2);
         System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
-        System.setProperty("ibdxnet.compat.keys", "discovery_interval_ms=100;parking_yield_after_ms=0");
+        System.setProperty("ibdxnet.compat.keys", KEYS + ";evict_at_limit=true");
         UpstreamPeer peer = new UpstreamPeer(RING);
         assertTrue("init", initUpstream(peer, RING, 1));
         upstreamUp = true;
@@ -242,6 +289,7 @@ public class UpstreamBindingTest {
     @Test(timeout = 60_000)
     public void badConfigurationIsRefused() throws Exception {
         node0 = startNode0(new LinkedBlockingQueue<>());
+        System.setProperty("ibdxnet.compat.keys", KEYS);
         UpstreamPeer peer = new UpstreamPeer(RING);
         assertFalse("not a power of two", initUpstream(peer, 3_000_000));
         assertFalse("pool below srq × SGEs", MsgrcJNIBinding.init(peer, false, false, 0, (short) 1, 5000, 100, 20,
@@ -251,5 +299,84 @@ public class UpstreamBindingTest {
         MsgrcJNIBinding.returnRecvBuffer(5);
         MsgrcJNIBinding.addNode(0x7F000001);
         assertTrue(MsgrcJNIBinding.shutdown());
+    }
+
+    /** As upstream's C++: no RDMA device, no init, unless the simulation is asked for. */
+    @Test(timeout = 60_000)
+    public void initWithoutAnRdmaDeviceFailsUnlessSimIsAskedFor() throws Exception {
+        String[] devices = new java.io.File("/sys/class/infiniband").list();
+        org.junit.Assume.assumeTrue("an RDMA device is present", devices == null || devices.length == 0);
+        org.junit.Assume.assumeTrue("IBDXNET_FABRIC is set", System.getenv("IBDXNET_FABRIC") == null);
+        node0 = startNode0(new LinkedBlockingQueue<>()); // loads the library
+        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
+        System.clearProperty("ibdxnet.compat.keys");
+        assertFalse("init without a device", initUpstream(new UpstreamPeer(RING), RING));
+        System.setProperty("ibdxnet.compat.keys", "fabric=sim");
+        assertTrue("init on sim, asked for", initUpstream(new UpstreamPeer(RING), RING));
+        upstreamUp = true;
+    }
+
+    /**
+     * Upstream Java closes connections itself (its limit, its shutdown) and never
+     * tells the library; a peer leaving afterwards must not make its handler throw
+     * (upstream's nodeDisconnected dereferences the connection it no longer has).
+     */
+    @Test(timeout = 120_000)
+    public void aPeerLeavingAfterJavaClosedItsConnectionThrowsNothing() throws Exception {
+        BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
+        node0 = startNode0(got);
+        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
+        System.setProperty("ibdxnet.compat.keys", KEYS);
+        UpstreamPeer peer = new UpstreamPeer(RING);
+        assertTrue("init", initUpstream(peer, RING));
+        upstreamUp = true;
+        MsgrcJNIBinding.addNode(0x7F000001);
+        expectEvent(peer, "discovered 0");
+        connect(peer, 0);
+        exchange(peer, got, "before");
+        peer.m_connections[0] = null; // Java's own dismissal: the library is not told
+        peer.events.clear();
+        node0.close();
+        node0 = null;
+        expectNext(peer, "invalidated 0");
+        Thread.sleep(300);
+        assertTrue("no nodeDisconnected for a connection Java closed: " + peer.events, peer.events.isEmpty());
+        assertTrue("no failure in the up-calls: " + peer.failures, peer.failures.isEmpty());
+    }
+
+    /**
+     * Upstream Java never rings the send thread's doorbell: a message it writes after
+     * the engine went idle must not wait for a sleeping thread (it waited up to the
+     * 100 ms sleep timeout). The medians are far from that bound; the figures are
+     * measured by bench/upstream-idle.sh.
+     */
+    @Test(timeout = 120_000)
+    public void aMessageAfterIdlenessIsNotHeldBySleepingThreads() throws Exception {
+        BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
+        node0 = startNode0(got);
+        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
+        System.setProperty("ibdxnet.compat.keys", KEYS);
+        UpstreamPeer peer = new UpstreamPeer(RING);
+        assertTrue("init", initUpstream(peer, RING));
+        upstreamUp = true;
+        MsgrcJNIBinding.addNode(0x7F000001);
+        expectEvent(peer, "discovered 0");
+        connect(peer, 0);
+        exchange(peer, got, "warm-up");
+        byte[] hello = "idle".getBytes(StandardCharsets.UTF_8);
+        for (long gap : new long[] {10, 100, 1000}) {
+            int samples = gap < 1000 ? 7 : 3;
+            long[] ms = new long[samples];
+            for (int i = 0; i < samples; i++) {
+                Thread.sleep(gap);
+                long t0 = System.nanoTime();
+                peer.sendFrame(BytesMessage.TYPE.type(), BytesMessage.TYPE.subtype(), Frame.FIRST | Frame.LAST, 0,
+                        UpstreamPeer.byteArrayPayload(hello));
+                assertArrayEquals(hello, got.poll(20, TimeUnit.SECONDS));
+                ms[i] = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            }
+            java.util.Arrays.sort(ms);
+            assertTrue("after " + gap + " ms idle: " + java.util.Arrays.toString(ms) + " ms", ms[samples / 2] < 20);
+        }
     }
 }

@@ -1,5 +1,6 @@
 package io.ibdxnet.compat;
 
+import de.hhu.bsinfo.dxnet.core.AbstractConnection;
 import de.hhu.bsinfo.dxnet.ib.MsgrcJNIBinding;
 import io.ibdxnet.core.Frame;
 import io.ibdxnet.memory.Memory;
@@ -53,6 +54,24 @@ final class UpstreamPeer implements MsgrcJNIBinding.CallbackHandler {
     final AtomicLong sendCalls = new AtomicLong();
     final AtomicLong bytesConfirmed = new AtomicLong();
     final AtomicLong buffersReturned = new AtomicLong();
+    /**
+     * Upstream's {@code AbstractConnectionManager.m_connections}, by name and type:
+     * the library reads it before a {@code nodeDisconnected} (upstream's handler
+     * throws on a null element). Set on {@link #connect}, cleared on a disconnect.
+     */
+    @SuppressWarnings("rawtypes")
+    protected final AbstractConnection[] m_connections = new AbstractConnection[65536];
+
+    /** A connection as upstream Java keeps one (here only its presence counts). */
+    @SuppressWarnings("rawtypes")
+    static final class HeldConnection extends AbstractConnection {
+        HeldConnection() {
+            super((short) 1);
+        }
+
+        @Override
+        public void close(boolean force) {}
+    }
     final List<Throwable> failures = new ArrayList<>();
 
     private final int ringSize;
@@ -69,6 +88,7 @@ final class UpstreamPeer implements MsgrcJNIBinding.CallbackHandler {
 
     /** Java now sends to {@code node} through the ring at {@code address} (a fresh connection). */
     synchronized void connect(int node, long address) {
+        m_connections[node] = new HeldConnection();
         target = node;
         ring = address;
         written = posted = confirmed = 0;
@@ -123,6 +143,14 @@ final class UpstreamPeer implements MsgrcJNIBinding.CallbackHandler {
 
     @Override
     public void nodeDisconnected(short nodeId) {
+        if (m_connections[nodeId & 0xFFFF] == null) { // as upstream's closeConnection would
+            NullPointerException e = new NullPointerException("nodeDisconnected(" + nodeId + ") without a connection");
+            synchronized (failures) {
+                failures.add(e);
+            }
+            throw e;
+        }
+        m_connections[nodeId & 0xFFFF] = null;
         synchronized (this) {
             if (nodeId == target) {
                 dropConnection();
