@@ -51,6 +51,12 @@ final class UpstreamPeer implements MsgrcJNIBinding.CallbackHandler {
     final BlockingQueue<Received> frames = new LinkedBlockingQueue<>();
     final AtomicBoolean throwInSend = new AtomicBoolean();
     final AtomicBoolean throwInReceived = new AtomicBoolean();
+    /** At most this many ring entries are taken per {@code received} (upstream's full queue). */
+    volatile int maxTakenPerCall = Integer.MAX_VALUE;
+    /** Call {@code createConnection(source)} for each entry, as upstream's {@code getConnection} does. */
+    volatile boolean connectInReceived;
+    /** {@code createConnection} results other than 0 inside {@code received}. */
+    final AtomicLong failedConnectsInReceived = new AtomicLong();
     final AtomicLong sendCalls = new AtomicLong();
     final AtomicLong bytesConfirmed = new AtomicLong();
     final AtomicLong buffersReturned = new AtomicLong();
@@ -198,12 +204,15 @@ final class UpstreamPeer implements MsgrcJNIBinding.CallbackHandler {
             throw new IllegalStateException("test: thrown from received");
         }
         try {
-            int used = Memory.getInt(ringAddress);
+            int used = Math.min(Memory.getInt(ringAddress), maxTakenPerCall);
             int front = Memory.getInt(ringAddress + 4);
             int size = Memory.getInt(ringAddress + 12);
             for (int i = 0; i < used; i++) {
                 long e = ringAddress + RING_ENTRIES + (long) ENTRY * ((front + i) % size);
                 int source = Memory.getShort(e) & 0xFFFF;
+                if (connectInReceived && MsgrcJNIBinding.createConnection((short) source) != 0) {
+                    failedConnectsInReceived.incrementAndGet();
+                }
                 int length = Memory.getInt(e + 4);
                 long handle = Memory.getLong(e + 8);
                 long data = Memory.getLong(e + 16);
