@@ -123,7 +123,7 @@ public final class UpstreamIdleLatency {
 
     private static Sender upstreamSender(int port) throws Exception {
         System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + port);
-        System.setProperty("ibdxnet.compat.keys", "discovery_interval_ms=100;" + System.getProperty("compat.keys", ""));
+        System.setProperty("ibdxnet.compat.keys", "fabric=sim;discovery_interval_ms=100;" + System.getProperty("compat.keys", ""));
         int ring = 1 << 20;
         UpstreamPeer peer = new UpstreamPeer(ring);
         if (!MsgrcJNIBinding.init(peer, false, false, 0, (short) 1, 5000, 100, 20, 128, 2000, 2000, ring,
