@@ -141,10 +141,9 @@ impl SimHostFabric {
 fn ring_bytes(cfg: &FabricConfig) -> Result<u64, FabricError> {
     let env = std::env::var(ENV_RING).ok().filter(|v| !v.trim().is_empty());
     let bytes = match (cfg.simhost.ring_bytes, env) {
-        (0, Some(v)) => v
-            .trim()
-            .parse::<u64>()
-            .map_err(|e| FabricError::InvalidArgument(format!("{ENV_RING}={v}: {e}")))?,
+        (0, Some(v)) => {
+            v.trim().parse::<u64>().map_err(|e| FabricError::InvalidArgument(format!("{ENV_RING}={v}: {e}")))?
+        }
         (0, None) => u64::from(DEFAULT_RING_BYTES),
         (n, _) => u64::from(n),
     };

@@ -142,7 +142,8 @@ impl SimHostQp {
         }
         let qpn = dev.next_qpn.fetch_add(1, Ordering::Relaxed) & 0x00FF_FFFF;
         let path = dir::qp_path(&dev.dir, info.sim_addr, qpn);
-        let unavailable = |e: std::io::Error| FabricError::Unavailable(format!("simhost channel {}: {e}", path.display()));
+        let unavailable =
+            |e: std::io::Error| FabricError::Unavailable(format!("simhost channel {}: {e}", path.display()));
         let mut inbound = None;
         let file = dir::create_named(&path, 0, |f| {
             inbound = Some(Channel::map(f, Some((dev.ring_bytes, info.sim_addr, qpn)))?);
@@ -252,11 +253,7 @@ impl QueuePair for SimHostQp {
         }
         let mut g = lock(&self.0.inner);
         if self.0.raw_state() != ST_RESET {
-            return Err(FabricError::BadState(format!(
-                "connect needs RESET, QP {} is {:?}",
-                self.0.qpn,
-                self.state()
-            )));
+            return Err(FabricError::BadState(format!("connect needs RESET, QP {} is {:?}", self.0.qpn, self.state())));
         }
         g.remote = Some((remote.sim_addr, remote.qpn));
         let control = &self.0.inbound.hdr().control;

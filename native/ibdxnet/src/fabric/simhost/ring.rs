@@ -145,7 +145,10 @@ impl Channel {
             hdr.ident.magic.store(MAGIC, Ordering::Release);
         }
         let cap = hdr.ident.cap.load(Ordering::Relaxed);
-        if hdr.ident.magic.load(Ordering::Acquire) != MAGIC || !cap.is_power_of_two() || cap < 4096 || cap > 1 << 30 {
+        if hdr.ident.magic.load(Ordering::Acquire) != MAGIC
+            || !cap.is_power_of_two()
+            || !(4096..=1 << 30).contains(&cap)
+        {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "not a simhost channel file"));
         }
         drop(head);

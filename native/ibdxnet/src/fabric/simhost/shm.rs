@@ -83,9 +83,7 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
         tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
     };
     // SAFETY: `word` is a live, aligned u32; the timespec lives across the call.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, &ts as *const libc::timespec)
-    };
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, &ts as *const libc::timespec) };
 }
 
 /// Wakes every thread sleeping on `word` in any process.

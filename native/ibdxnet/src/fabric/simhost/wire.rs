@@ -7,8 +7,8 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::dir;
-use super::queues::CqEntry;
 use super::qp::{Inner, Msg, Payload, QpCore, RxCur, Sent};
+use super::queues::CqEntry;
 use super::ring::{Channel, RecHdr, F_FIRST, F_IMM, F_LAST, ST_ERROR, ST_RESET, ST_RTS};
 use super::Device;
 use crate::fabric::sim::in_range;
@@ -209,14 +209,8 @@ impl QpCore {
             let last = off + n == m.len;
             let flags = if off == 0 { F_FIRST } else { 0 } | if last { F_LAST } else { 0 };
             let flags = flags | if m.imm.is_some() { F_IMM } else { 0 };
-            let hdr = RecHdr {
-                len: n as u32,
-                flags,
-                total: m.len as u32,
-                imm: m.imm.unwrap_or(0),
-                seq: m.seq,
-                reserved: 0,
-            };
+            let hdr =
+                RecHdr { len: n as u32, flags, total: m.len as u32, imm: m.imm.unwrap_or(0), seq: m.seq, reserved: 0 };
             let pushed = match &m.payload {
                 Payload::Inline(bytes) => link.push(hdr, |dst| {
                     // SAFETY: `push` hands out `n` writable bytes; the source
@@ -312,7 +306,8 @@ impl QpCore {
             };
             let placed = {
                 let mrs = self.dev.mrs.read().unwrap_or_else(|p| p.into_inner());
-                let ok = covering(&cur.recv.sges, cur.filled, h.len).all(|(s, o, n)| in_range(&mrs, s.lkey, s.addr + o, n));
+                let ok =
+                    covering(&cur.recv.sges, cur.filled, h.len).all(|(s, o, n)| in_range(&mrs, s.lkey, s.addr + o, n));
                 if ok {
                     // SAFETY: the destination ranges are registered (checked,
                     // table read-locked during the copy); the payload is the
