@@ -100,6 +100,11 @@ fn child_entry() {
             }
             "STATE" => format!("{:?}", n.qp.state()),
             "STREAM" => stream_receive(&n, arg(1)),
+            // Streams both ways at once.
+            "DUPLEX" => std::thread::scope(|sc| {
+                sc.spawn(|| stream_send(&n, arg(1)));
+                stream_receive(&n, arg(1))
+            }),
             "EXIT" => return,
             other => panic!("child: unknown command {other}"),
         };
@@ -138,6 +143,38 @@ fn stream_receive(n: &Node<SimHostFabric>, count: u64) -> String {
         }
     }
     format!("OK {want}")
+}
+
+/// Sends `count` stream messages (every 8th signalled), as fast as the send
+/// queue allows; checks that they all complete successfully, in order.
+fn stream_send(a: &Node<SimHostFabric>, count: u64) {
+    let depth = a.qp.caps().max_send_wr as u64;
+    let slots = 64u64; // staging slots in the buffer's last MiB, reused after completion
+    let base = 7 << 20;
+    let (mut posted, mut done) = (0u64, 0u64);
+    let mut batch = [WorkCompletion::default(); 64];
+    let t0 = Instant::now();
+    while done < count {
+        while posted < count && posted - done < depth.min(slots) {
+            let m = stream_msg(posted);
+            let off = base + (posted % slots) as usize * 4096;
+            a.buf.write(off, &m);
+            // Every 8th signalled: the others' slots come free with it.
+            let flags = if posted % 8 == 7 || posted == count - 1 { S } else { SendFlags::NONE };
+            a.post_sends(&[(posted, &[(off, m.len())], Some(posted as u32), flags)]).unwrap();
+            posted += 1;
+        }
+        let got = a.send_cq.poll(&mut batch).unwrap();
+        for c in &batch[..got] {
+            assert_eq!(c.status, WcStatus::Success, "{c:?}");
+            assert!(c.wr_id >= done, "completion {c:?} out of order");
+            done = c.wr_id + 1;
+        }
+        if got == 0 {
+            assert!(t0.elapsed() < WAIT * 4, "only {done} of {count} sends completed");
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// The peer process, as the parent drives it.
@@ -298,32 +335,44 @@ fn a_stream_of_many_messages_arrives_without_loss_duplication_or_reordering() {
     let mut b = Peer::start(&a);
     writeln!(b.stdin, "STREAM {count}").unwrap();
     b.stdin.flush().unwrap();
-    let depth = a.qp.caps().max_send_wr as u64;
-    let slots = 64u64; // staging slots in a's buffer, reused after completion
-    let (mut posted, mut done) = (0u64, 0u64);
-    let mut batch = [WorkCompletion::default(); 64];
     let t0 = Instant::now();
-    while done < count {
-        while posted < count && posted - done < depth.min(slots) {
-            let m = stream_msg(posted);
-            let off = (posted % slots) as usize * 4096;
-            a.buf.write(off, &m);
-            // Every 8th signalled: the others' slots come free with it.
-            let flags = if posted % 8 == 7 || posted == count - 1 { S } else { SendFlags::NONE };
-            a.post_sends(&[(posted, &[(off, m.len())], Some(posted as u32), flags)]).unwrap();
-            posted += 1;
-        }
-        let got = a.send_cq.poll(&mut batch).unwrap();
-        for c in &batch[..got] {
-            assert_eq!(c.status, WcStatus::Success, "{c:?}");
-            assert!(c.wr_id >= done, "completion {c:?} out of order");
-            done = c.wr_id + 1;
-        }
-        if got == 0 {
-            assert!(t0.elapsed() < WAIT * 4, "only {done} of {count} sends completed");
-            std::thread::yield_now();
-        }
-    }
+    stream_send(&a, count);
     assert_eq!(b.answer(), format!("OK {count}"));
     eprintln!("{count} messages in {:?}", t0.elapsed());
+}
+
+#[test]
+fn streams_both_ways_at_once() {
+    let count = 50_000u64;
+    let a = node();
+    let mut b = Peer::start(&a);
+    writeln!(b.stdin, "DUPLEX {count}").unwrap();
+    b.stdin.flush().unwrap();
+    let t0 = Instant::now();
+    let got = std::thread::scope(|sc| {
+        sc.spawn(|| stream_send(&a, count));
+        stream_receive(&a, count)
+    });
+    assert_eq!(got, format!("OK {count}"));
+    assert_eq!(b.answer(), format!("OK {count}"));
+    eprintln!("{count} messages each way in {:?}", t0.elapsed());
+}
+
+#[test]
+fn a_message_larger_than_the_ring_arrives_in_fragments() {
+    let a = node();
+    let mut b = Peer::start(&a);
+    let len = 3 << 20; // three times the default ring of 1 MiB
+    assert_eq!(b.cmd(&format!("RECV 1 {len}")), "posted");
+    a.buf.write(0, &pattern(9, len));
+    // Over two SGEs, with a small message behind it.
+    a.post_sends(&[(1, &[(0, len / 3), (len / 3, len - len / 3)], Some(9), S), (2, &[(0, 0)], Some(10), S)]).unwrap();
+    assert_eq!(b.cmd("WAITRECV 1"), format!("0:0:{len}:Some(9):true"));
+    assert_eq!(b.cmd("RECV 1 64"), "posted");
+    assert_eq!(b.cmd("WAITRECV 1"), "1:0:0:Some(10):true");
+    let s = poll_n(&a.send_cq, 2);
+    assert_eq!(
+        s.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
+        [(1, WcStatus::Success), (2, WcStatus::Success)]
+    );
 }

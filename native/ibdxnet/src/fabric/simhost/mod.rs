@@ -42,6 +42,7 @@
 //!
 //! Lock order: QP → SRQ → CQ; the memory table is read-locked inside.
 
+mod copy;
 mod dir;
 mod qp;
 mod queues;
@@ -107,6 +108,8 @@ impl Device {
             return Some(p.clone());
         }
         let p = Arc::new(PeerDevice::open(&self.dir, addr)?);
+        // Forget dead devices no queue pair refers to any more.
+        peers.retain(|_, d| Arc::strong_count(d) > 1 || d.alive());
         peers.insert(addr, p.clone());
         Some(p)
     }

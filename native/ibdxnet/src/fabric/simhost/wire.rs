@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use super::copy::{covering, gather, scatter};
 use super::dir;
 use super::qp::{Inner, Msg, Payload, QpCore, RxCur, Sent};
 use super::queues::CqEntry;
 use super::ring::{Channel, RecHdr, F_FIRST, F_IMM, F_LAST, ST_ERROR, ST_RESET, ST_RTS};
 use super::Device;
 use crate::fabric::sim::in_range;
-use crate::fabric::{Sge, WcOpcode, WcStatus, WorkCompletion};
+use crate::fabric::{WcOpcode, WcStatus, WorkCompletion};
 use crate::util::lock;
 
 /// How long a message waits for its peer to connect before retry-exceeded.
@@ -354,58 +355,6 @@ impl QpCore {
         let rx = self.progress_rx(&mut g);
         let tx = self.progress_tx(&mut g, now);
         rx | tx
-    }
-}
-
-/// The pieces of `sges` that bytes `[off, off+len)` of their concatenation
-/// fall into: (sge, offset inside it, length).
-fn covering(sges: &[Sge], off: u32, len: u32) -> impl Iterator<Item = (&Sge, u64, u32)> {
-    let (mut skip, mut left) = (u64::from(off), u64::from(len));
-    sges.iter().filter_map(move |s| {
-        let l = u64::from(s.length);
-        if skip >= l {
-            skip -= l;
-            return None;
-        }
-        if left == 0 {
-            return None;
-        }
-        let n = (l - skip).min(left);
-        let piece = (s, skip, n as u32);
-        skip = 0;
-        left -= n;
-        Some(piece)
-    })
-}
-
-/// Copies bytes `[off, off+n)` of the concatenation of `sges` to `dst`.
-///
-/// # Safety
-/// The SGEs must be readable for their lengths, `dst` writable for `n` bytes.
-unsafe fn gather(sges: &[Sge], off: u64, n: u64, mut dst: *mut u8) {
-    for (s, o, len) in covering(sges, off as u32, n as u32) {
-        // SAFETY: inside an SGE the caller vouched for; `dst` advances
-        // within the `n` bytes it vouched for.
-        unsafe {
-            std::ptr::copy_nonoverlapping((s.addr + o) as *const u8, dst, len as usize);
-            dst = dst.add(len as usize);
-        }
-    }
-}
-
-/// Copies `len` bytes from `src` to bytes `[off, off+len)` of the
-/// concatenation of `sges`.
-///
-/// # Safety
-/// `src` must be readable for `len` bytes and the covered SGE ranges writable.
-unsafe fn scatter(mut src: *const u8, len: u32, sges: &[Sge], off: u32) {
-    for (s, o, n) in covering(sges, off, len) {
-        // SAFETY: as the caller vouched; `src` advances within its `len` bytes.
-        // `copy` tolerates a receive buffer registered twice.
-        unsafe {
-            std::ptr::copy(src, (s.addr + o) as *mut u8, n as usize);
-            src = src.add(n as usize);
-        }
     }
 }
 
