@@ -21,6 +21,7 @@ use self::handler::{CompatHandler, UpstreamIds};
 use self::held::Held;
 use crate::con::{ConError, NodeId};
 use crate::fabric::sim::SimFabric;
+use crate::fabric::simhost::SimHostFabric;
 use crate::fabric::verbs::VerbsFabric;
 use crate::fabric::Fabric;
 use crate::msgrc::config::DEFAULT_UDP_PORT;
@@ -71,6 +72,8 @@ pub enum AnyCompat {
     Sim(Compat<SimFabric>),
     /// libibverbs.
     Verbs(Compat<VerbsFabric>),
+    /// The simulation across the processes of this host.
+    SimHost(Compat<SimHostFabric>),
 }
 
 /// Runs `$body` with `$c` bound to the `Compat<F>`, whatever `F`.
@@ -79,6 +82,7 @@ macro_rules! with_compat {
         match $e {
             AnyCompat::Sim($c) => $body,
             AnyCompat::Verbs($c) => $body,
+            AnyCompat::SimHost($c) => $body,
         }
     };
 }

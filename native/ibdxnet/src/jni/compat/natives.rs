@@ -14,6 +14,7 @@ use super::config::{self, InitParams};
 use super::{current, install, take, AnyCompat, Compat};
 use crate::con::{ConError, NodeId};
 use crate::fabric::sim::SimFabric;
+use crate::fabric::simhost::SimHostFabric;
 use crate::fabric::verbs::VerbsFabric;
 use crate::fabric::{Fabric, FabricKind};
 
@@ -159,6 +160,7 @@ fn init(env: &mut JNIEnv, handler: &JObject, p: &InitParams) -> Result<(), Strin
     let (node, listen) = (cfg.node_id, cfg.listen);
     let any = match kind {
         FabricKind::Verbs => AnyCompat::Verbs(start::<VerbsFabric>(env, handler, cfg)?),
+        FabricKind::SimHost => AnyCompat::SimHost(start::<SimHostFabric>(env, handler, cfg)?),
         _ => AnyCompat::Sim(start::<SimFabric>(env, handler, cfg)?),
     };
     install(any)?;
