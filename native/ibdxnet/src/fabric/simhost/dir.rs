@@ -108,6 +108,7 @@ impl Published {
     /// Creates the directory if needed, sweeps dead devices, publishes `addr`.
     pub fn create(dir: &Path, addr: u64) -> io::Result<Published> {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        check_private(dir)?;
         sweep(dir);
         let path = dev_path(dir, addr);
         let file = create_named(&path, DEV_BYTES as u64, |f| {
@@ -177,6 +178,26 @@ impl PeerDevice {
     }
 }
 
+/// Refuses a directory that is not ours alone: anyone else who may write
+/// there could replace channel files.
+fn check_private(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir)?;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if !m.is_dir() || m.uid() != uid || m.mode() & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "not a directory of uid {uid} writable by it alone (owner {}, mode {:o})",
+                m.uid(),
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Removes the files of devices whose lock can be taken (they are dead).
 fn sweep(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
@@ -211,5 +232,46 @@ fn sweep(dir: &Path) {
         if pid.is_some_and(|pid| unsafe { libc::kill(pid, 0) } != 0) {
             let _ = std::fs::remove_file(p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ibdxnet-simhost-dir-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn dead_devices_are_swept_and_live_ones_kept() {
+        let d = scratch("sweep");
+        let live = Published::create(&d, 0xAAA).unwrap();
+        // A device that died: its file exists but nobody holds the lock.
+        std::fs::write(dev_path(&d, 0xBBB), [0u8; DEV_BYTES]).unwrap();
+        std::fs::write(qp_path(&d, 0xBBB, 0x11), b"x").unwrap();
+        let peer = PeerDevice::open(&d, 0xAAA).expect("published");
+        assert!(peer.alive());
+        let other = Published::create(&d, 0xCCC).unwrap();
+        assert!(!dev_path(&d, 0xBBB).exists() && !qp_path(&d, 0xBBB, 0x11).exists(), "dead files swept");
+        assert!(dev_path(&d, 0xAAA).exists(), "live device kept");
+        drop(live);
+        assert!(!peer.alive(), "a closed device is dead");
+        assert!(PeerDevice::open(&d, 0xAAA).is_none(), "and unpublished");
+        drop(other);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_directory_others_may_write_is_refused() {
+        let d = scratch("perm");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = Published::create(&d, 1).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -260,9 +260,15 @@ impl QueuePair for SimHostQp {
         control.remote_addr.store(remote.sim_addr, Ordering::Relaxed);
         control.remote_qpn.store(remote.qpn, Ordering::Relaxed);
         self.0.set_state(ST_RTS);
+        g.peer_dev = self.0.dev.peer(remote.sim_addr);
+        let peer = g.peer_dev.clone();
         drop(g);
-        // Our wire thread starts consuming what the peer may have written.
+        // Our wire thread starts consuming what the peer may have written;
+        // the peer's sends that wait for us to connect may go on.
         self.0.dev.kick();
+        if let Some(p) = peer {
+            p.doorbell().ring();
+        }
         Ok(())
     }
 
