@@ -7,13 +7,13 @@ mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use common::engine::{all_to_all, base_config, start_nodes, wait_until, Node, WAIT};
 use common::simhost_test_dir;
-use ibdxnet::con::NodeId;
+use ibdxnet::con::{NodeEvent, NodeId};
 use ibdxnet::fabric::simhost::{SimHostFabric, ENV_DIR};
 use ibdxnet::fabric::FabricKind;
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
@@ -55,8 +55,8 @@ fn stream_with(node: &Node<SimHostFabric>, peer: NodeId, addr: SocketAddr) -> (u
     (s.bytes, s.corrupt)
 }
 
-fn start_one(id: u16) -> Node<SimHostFabric> {
-    let handler = StreamHandler::new(NodeId(id), verified());
+fn start_one(id: u16, opts: StreamOptions) -> Node<SimHostFabric> {
+    let handler = StreamHandler::new(NodeId(id), opts);
     let mut c = base_config(id, FabricKind::SimHost);
     // The child finds the directory in $IBDXNET_SIMHOST_DIR.
     c.device.simhost.dir = std::env::var_os(CHILD_ENV).is_none().then(simhost_test_dir);
@@ -70,12 +70,25 @@ fn engine_child_entry() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }
-    let node = start_one(1);
+    let endless = std::env::var(CHILD_ENV).is_ok_and(|v| v == "endless");
+    let node = start_one(1, if endless { StreamOptions { limit: None, ..verified() } } else { verified() });
     let mut out = std::io::stdout();
     writeln!(out, "@{}", node.engine.manager().local_addr()).unwrap();
     out.flush().unwrap();
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line).unwrap();
+    if endless {
+        // Streams to node 0 until killed.
+        let peer = NodeId(0);
+        node.engine.add_node(peer, line.trim().parse().unwrap()).unwrap();
+        let c = node.engine.connect(peer).expect("connect");
+        // SAFETY: `c` is kept until the process is killed.
+        unsafe { node.handler.add_target(peer, c.ring().address(), c.ring().size()) };
+        writeln!(out, "@streaming").unwrap();
+        out.flush().unwrap();
+        std::thread::sleep(WAIT);
+        return;
+    }
     let (bytes, corrupt) = stream_with(&node, NodeId(0), line.trim().parse().unwrap());
     writeln!(out, "@{bytes} {corrupt} {}", node.engine.stats().errors.load(Relaxed)).unwrap();
     out.flush().unwrap();
@@ -84,20 +97,20 @@ fn engine_child_entry() {
     let _ = std::io::stdin().lock().read_line(&mut line);
 }
 
-#[test]
-fn two_nodes_in_two_processes_stream_both_ways() {
-    let node = start_one(0);
+/// Node 1 in a child process (`mode`: `1` or `endless`), its stdin, and a
+/// reader of its answers.
+fn spawn_child(mode: &str) -> (Child, ChildStdin, impl FnMut() -> String) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "engine_child_entry", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
+        .env(CHILD_ENV, mode)
         .env(ENV_DIR, simhost_test_dir())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut answer = || {
+    let answer = move || {
         let mut line = String::new();
         loop {
             line.clear();
@@ -107,6 +120,13 @@ fn two_nodes_in_two_processes_stream_both_ways() {
             }
         }
     };
+    (child, stdin, answer)
+}
+
+#[test]
+fn two_nodes_in_two_processes_stream_both_ways() {
+    let node = start_one(0, verified());
+    let (mut child, mut stdin, mut answer) = spawn_child("1");
     let child_addr: SocketAddr = answer().parse().unwrap();
     writeln!(stdin, "{}", node.engine.manager().local_addr()).unwrap();
     stdin.flush().unwrap();
@@ -120,4 +140,31 @@ fn two_nodes_in_two_processes_stream_both_ways() {
     writeln!(stdin, "done").unwrap();
     stdin.flush().unwrap();
     assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn a_killed_node_process_is_reported_disconnected() {
+    let node = start_one(0, StreamOptions { limit: None, ..verified() });
+    let (mut child, mut stdin, mut answer) = spawn_child("endless");
+    let child_addr: SocketAddr = answer().parse().unwrap();
+    let peer = NodeId(1);
+    node.engine.add_node(peer, child_addr).unwrap();
+    writeln!(stdin, "{}", node.engine.manager().local_addr()).unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(answer(), "streaming");
+    let c = node.engine.connect(peer).expect("connect");
+    // SAFETY: `c` is kept until the end of the test, after the engine stopped sending.
+    unsafe { node.handler.add_target(peer, c.ring().address(), c.ring().size()) };
+    let from_child = || node.handler.incoming().get(&1).map_or(0, |s| s.bytes);
+    wait_until("traffic from the child", || from_child() > (4 << 20));
+    child.kill().unwrap(); // SIGKILL
+    let killed = Instant::now();
+    child.wait().unwrap();
+    wait_until("node 1 reported disconnected", || node.handler.events().contains(&NodeEvent::Disconnected(peer)));
+    let took = killed.elapsed();
+    eprintln!("the killed node was reported disconnected after {took:?}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert_eq!(node.handler.incoming()[&1].corrupt, 0);
+    node.handler.stop_sending();
+    drop(c);
 }
