@@ -43,7 +43,9 @@ impl TestFabric for SimFabric {
 /// The device directory of the `simhost` tests (shared by the test
 /// processes; dead devices are swept when one opens).
 pub fn simhost_test_dir() -> std::path::PathBuf {
-    std::path::PathBuf::from("/dev/shm/ibdxnet-simhost-tests")
+    let shm = std::path::Path::new("/dev/shm");
+    let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+    base.join("ibdxnet-simhost-tests")
 }
 
 impl TestFabric for SimHostFabric {
