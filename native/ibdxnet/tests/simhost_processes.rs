@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use ibdxnet::fabric::simhost::{SimHostFabric, ENV_DIR};
+use ibdxnet::fabric::simhost::{SimHostFabric, ENV_DIR, ENV_RING};
 use ibdxnet::fabric::*;
 
 const S: SendFlags = SendFlags::SIGNALED;
@@ -187,10 +187,16 @@ struct Peer {
 impl Peer {
     /// Starts the peer and connects `node` with it (both ways).
     fn start(node: &Node<SimHostFabric>) -> Peer {
+        Peer::start_with_ring(node, 0)
+    }
+
+    /// As `start`, the peer's ring `ring` bytes (0: the default).
+    fn start_with_ring(node: &Node<SimHostFabric>, ring: u32) -> Peer {
         let exe = std::env::current_exe().unwrap();
         let mut child = Command::new(exe)
             .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, "1")
+            .env(ENV_RING, if ring == 0 { String::new() } else { ring.to_string() })
             .env(ENV_DIR, node.fabric.dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -243,10 +249,12 @@ impl Drop for Peer {
 }
 
 fn node() -> Node<SimHostFabric> {
-    let cfg = FabricConfig {
-        simhost: SimHostOptions { dir: Some(simhost_test_dir()), ..Default::default() },
-        ..Default::default()
-    };
+    node_with_ring(0)
+}
+
+fn node_with_ring(ring_bytes: u32) -> Node<SimHostFabric> {
+    let cfg =
+        FabricConfig { simhost: SimHostOptions { dir: Some(simhost_test_dir()), ring_bytes }, ..Default::default() };
     Node::new(SimHostFabric::open(&cfg).unwrap(), spec())
 }
 
@@ -356,6 +364,23 @@ fn streams_both_ways_at_once() {
     assert_eq!(got, format!("OK {count}"));
     assert_eq!(b.answer(), format!("OK {count}"));
     eprintln!("{count} messages each way in {:?}", t0.elapsed());
+}
+
+/// Rings of 8 KiB: messages of up to 2 KiB are often split, the rings are
+/// full most of the time, both ways.
+#[test]
+fn streams_both_ways_through_small_rings() {
+    let count = 30_000u64;
+    let a = node_with_ring(8192);
+    let mut b = Peer::start_with_ring(&a, 8192);
+    writeln!(b.stdin, "DUPLEX {count}").unwrap();
+    b.stdin.flush().unwrap();
+    let got = std::thread::scope(|sc| {
+        sc.spawn(|| stream_send(&a, count));
+        stream_receive(&a, count)
+    });
+    assert_eq!(got, format!("OK {count}"));
+    assert_eq!(b.answer(), format!("OK {count}"));
 }
 
 #[test]
