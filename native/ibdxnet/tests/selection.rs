@@ -26,10 +26,16 @@ fn auto_selection_and_environment_override() {
     assert_eq!(FabricKind::Sim.resolve().unwrap(), FabricKind::Sim, "empty means unset");
     std::env::remove_var(ENV_FABRIC);
 
-    for (s, k) in [("auto", FabricKind::Auto), ("sim", FabricKind::Sim), ("verbs", FabricKind::Verbs)] {
+    let kinds = [
+        ("auto", FabricKind::Auto),
+        ("sim", FabricKind::Sim),
+        ("verbs", FabricKind::Verbs),
+        ("simhost", FabricKind::SimHost),
+    ];
+    for (s, k) in kinds {
         assert_eq!(FabricKind::parse(s).unwrap(), k);
         assert_eq!(k.name(), s);
     }
     let e = FabricKind::parse(" InfiniBand ").unwrap_err();
-    assert_eq!(e.to_string(), "unknown fabric 'infiniband' (expected auto, verbs or sim)");
+    assert_eq!(e.to_string(), "unknown fabric 'infiniband' (expected auto, verbs, sim or simhost)");
 }

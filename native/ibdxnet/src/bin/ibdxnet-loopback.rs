@@ -4,7 +4,7 @@
 //! node and returns received buffers untouched.
 //!
 //! ```text
-//! ibdxnet-loopback [--fabric auto|sim|verbs] [--device NAME] [--gid-index N]
+//! ibdxnet-loopback [--fabric auto|sim|simhost|verbs] [--device NAME] [--gid-index N]
 //!                  [--nodes N] [--duration SECS] [--ring BYTES] [--recv-buffer BYTES]
 //!                  [--sges N] [--sq N] [--srq N] [--signal K] [--inline BYTES] [--verify] [--one-way] [--json]
 //!                  [--yield-after-ms MS] [--park-after-ms MS] [--set KEY=VALUE]...
@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use ibdxnet::con::NodeId;
 use ibdxnet::fabric::sim::SimFabric;
+use ibdxnet::fabric::simhost::SimHostFabric;
 use ibdxnet::fabric::verbs::VerbsFabric;
 use ibdxnet::fabric::{Fabric, FabricKind};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
@@ -52,7 +53,7 @@ struct Args {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: ibdxnet-loopback [--fabric auto|sim|verbs] [--device NAME] [--gid-index N] [--nodes N] \
+        "usage: ibdxnet-loopback [--fabric auto|sim|simhost|verbs] [--device NAME] [--gid-index N] [--nodes N] \
          [--duration SECS] [--ring BYTES] [--recv-buffer BYTES] [--sges N] [--sq N] [--srq N] [--signal K] \
          [--inline BYTES] [--verify] [--one-way] [--json] [--yield-after-ms MS] [--park-after-ms MS] \
          [--set KEY=VALUE]..."
@@ -335,6 +336,7 @@ fn main() {
     });
     let r = match kind {
         FabricKind::Verbs => run::<VerbsFabric>(&a, kind),
+        FabricKind::SimHost => run::<SimHostFabric>(&a, kind),
         _ => run::<SimFabric>(&a, FabricKind::Sim),
     };
     if let Err(e) = r {

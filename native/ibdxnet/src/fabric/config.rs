@@ -1,20 +1,23 @@
 //! Fabric selection and the options of each fabric.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::sim::SimNetwork;
 
-/// Environment variable overriding the configured fabric: `verbs`, `sim` or `auto`.
+/// Environment variable overriding the configured fabric: `verbs`, `sim`,
+/// `simhost` or `auto`.
 pub const ENV_FABRIC: &str = "IBDXNET_FABRIC";
 
 /// Why a fabric's name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FabricKindError {
-    /// Not `auto`, `verbs` or `sim` (the name as compared: trimmed, lower case).
-    #[error("unknown fabric '{0}' (expected auto, verbs or sim)")]
+    /// Not `auto`, `verbs`, `sim` or `simhost` (the name as compared:
+    /// trimmed, lower case).
+    #[error("unknown fabric '{0}' (expected auto, verbs, sim or simhost)")]
     Unknown(String),
     /// [`ENV_FABRIC`] names no fabric (its value as compared).
-    #[error("{}: unknown fabric '{0}' (expected auto, verbs or sim)", ENV_FABRIC)]
+    #[error("{}: unknown fabric '{0}' (expected auto, verbs, sim or simhost)", ENV_FABRIC)]
     Environment(String),
 }
 
@@ -28,15 +31,18 @@ pub enum FabricKind {
     Verbs,
     /// The in-process simulator.
     Sim,
+    /// The simulator spanning the processes of one host (shared memory).
+    SimHost,
 }
 
 impl FabricKind {
-    /// Parses `auto`, `verbs` or `sim` (case-insensitive).
+    /// Parses `auto`, `verbs`, `sim` or `simhost` (case-insensitive).
     pub fn parse(s: &str) -> Result<FabricKind, FabricKindError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(FabricKind::Auto),
             "verbs" | "ib" | "rdma" => Ok(FabricKind::Verbs),
             "sim" => Ok(FabricKind::Sim),
+            "simhost" => Ok(FabricKind::SimHost),
             other => Err(FabricKindError::Unknown(other.to_string())),
         }
     }
@@ -47,6 +53,7 @@ impl FabricKind {
             FabricKind::Auto => "auto",
             FabricKind::Verbs => "verbs",
             FabricKind::Sim => "sim",
+            FabricKind::SimHost => "simhost",
         }
     }
 
@@ -86,6 +93,19 @@ impl Default for SimOptions {
     }
 }
 
+/// Options of the host-wide simulated fabric (`simhost`).
+#[derive(Debug, Clone, Default)]
+pub struct SimHostOptions {
+    /// The directory devices publish themselves in; `None` =
+    /// `$IBDXNET_SIMHOST_DIR`, else `/dev/shm/ibdxnet-simhost-<uid>`, else
+    /// `$XDG_RUNTIME_DIR/ibdxnet-simhost`. Processes using the same directory
+    /// reach each other.
+    pub dir: Option<PathBuf>,
+    /// Bytes of each direction's ring of a connection (a power of two);
+    /// 0 = `$IBDXNET_SIMHOST_RING` or 1 MiB.
+    pub ring_bytes: u32,
+}
+
 /// Which device and port to open.
 #[derive(Debug, Clone, Default)]
 pub struct FabricConfig {
@@ -96,8 +116,10 @@ pub struct FabricConfig {
     /// GID index for RoCE; `None` = the RoCE v2 IPv4-mapped entry if there is
     /// one, else the first RoCE v2 entry, else index 0.
     pub gid_index: Option<u8>,
-    /// Simulator options (ignored by verbs).
+    /// Simulator options (ignored by verbs; `simhost` uses `mtu`).
     pub sim: SimOptions,
+    /// Options of the host-wide simulator (ignored by the others).
+    pub simhost: SimHostOptions,
 }
 
 impl FabricConfig {

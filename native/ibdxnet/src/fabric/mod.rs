@@ -6,6 +6,8 @@
 //! * [`sim::SimFabric`] is an in-process fabric with the same reliable-connected
 //!   semantics, failure modes included, for tests, demos and measuring the
 //!   software pipeline without hardware.
+//! * [`simhost::SimHostFabric`] is the same simulator spanning the processes
+//!   of one host: data moves through shared-memory rings.
 //!
 //! The engine is generic over [`Fabric`] (monomorphised; no dynamic dispatch in
 //! the hot loops). One `Fabric` value is one opened device port plus one
@@ -23,9 +25,10 @@ mod error;
 mod types;
 
 pub mod sim;
+pub mod simhost;
 pub mod verbs;
 
-pub use config::{FabricConfig, FabricKind, FabricKindError, SimOptions, ENV_FABRIC};
+pub use config::{FabricConfig, FabricKind, FabricKindError, SimHostOptions, SimOptions, ENV_FABRIC};
 pub use error::{foreign_reason, FabricError, PostError};
 pub use types::*;
 

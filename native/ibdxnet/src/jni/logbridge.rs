@@ -40,6 +40,8 @@ pub const TARGETS: &[&str] = &[
     "ibdxnet::con::manager::wire",
     "ibdxnet::driver",
     "ibdxnet::fabric::sim::queues",
+    "ibdxnet::fabric::simhost::queues",
+    "ibdxnet::fabric::simhost::wire",
     "ibdxnet::fabric::verbs",
     "ibdxnet::fabric::verbs::qp",
     "ibdxnet::fabric::verbs::resources",

@@ -18,6 +18,7 @@ use super::{cached, guarded, Throw, NATIVE_CLASS};
 use crate::abi;
 use crate::con::{Connection, NodeId};
 use crate::fabric::sim::SimFabric;
+use crate::fabric::simhost::SimHostFabric;
 use crate::fabric::verbs::VerbsFabric;
 use crate::fabric::{Fabric, FabricKind};
 use crate::msgrc::{Engine, EngineConfig, EngineStats};
@@ -71,6 +72,7 @@ impl<F: Fabric> Handles<F> {
 enum AnyEngine {
     Sim(Native<SimFabric>),
     Verbs(Native<VerbsFabric>),
+    SimHost(Native<SimHostFabric>),
 }
 
 /// Runs `$body` with `$n` bound to the engine's `Native<F>`, whatever `F`.
@@ -80,6 +82,7 @@ macro_rules! with_native {
         match &*$e {
             AnyEngine::Sim($n) => $body,
             AnyEngine::Verbs($n) => $body,
+            AnyEngine::SimHost($n) => $body,
         }
     };
 }
@@ -237,6 +240,7 @@ extern "system" fn create<'l>(
         let handler = Arc::new(JniHandler::new(env.new_global_ref(&callbacks)?, ids, check_every_upcall != 0));
         let any = match kind {
             FabricKind::Verbs => AnyEngine::Verbs(start(cfg, handler)?),
+            FabricKind::SimHost => AnyEngine::SimHost(start(cfg, handler)?),
             _ => AnyEngine::Sim(start(cfg, handler)?),
         };
         let stats = with_native!(&any, |n| n.engine.stats_shared());
@@ -289,6 +293,10 @@ extern "system" fn destroy<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlon
                 n.engine.shutdown();
             }
             AnyEngine::Verbs(n) => {
+                *lock(&n.conns) = Handles::new();
+                n.engine.shutdown();
+            }
+            AnyEngine::SimHost(n) => {
                 *lock(&n.conns) = Handles::new();
                 n.engine.shutdown();
             }

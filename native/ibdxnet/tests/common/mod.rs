@@ -11,6 +11,7 @@ pub mod scenarios;
 use std::time::{Duration, Instant};
 
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
+use ibdxnet::fabric::simhost::SimHostFabric;
 use ibdxnet::fabric::verbs::{self, VerbsFabric};
 use ibdxnet::fabric::*;
 
@@ -34,6 +35,30 @@ impl TestFabric for SimFabric {
     fn config_like(like: &Self) -> FabricConfig {
         FabricConfig {
             sim: SimOptions { network: Some(like.network().clone()), ..Default::default() },
+            ..Default::default()
+        }
+    }
+}
+
+/// The device directory of the `simhost` tests (shared by the test
+/// processes; dead devices are swept when one opens).
+pub fn simhost_test_dir() -> std::path::PathBuf {
+    let shm = std::path::Path::new("/dev/shm");
+    let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+    base.join("ibdxnet-simhost-tests")
+}
+
+impl TestFabric for SimHostFabric {
+    fn open_two(_test: &str) -> Option<(Self, Self)> {
+        let cfg = FabricConfig {
+            simhost: SimHostOptions { dir: Some(simhost_test_dir()), ..Default::default() },
+            ..Default::default()
+        };
+        Some((SimHostFabric::open(&cfg).unwrap(), SimHostFabric::open(&cfg).unwrap()))
+    }
+    fn config_like(like: &Self) -> FabricConfig {
+        FabricConfig {
+            simhost: SimHostOptions { dir: Some(like.dir().to_path_buf()), ..Default::default() },
             ..Default::default()
         }
     }
@@ -229,7 +254,7 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Instantiates each generic test for `sim` and `verbs`.
+/// Instantiates each generic test for `sim`, `verbs` and `simhost`.
 #[macro_export]
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
@@ -238,6 +263,11 @@ macro_rules! conformance {
         }
         mod verbs {
             $(#[test] fn $name() { super::$name::<ibdxnet::fabric::verbs::VerbsFabric>(stringify!($name)); })*
+        }
+        mod simhost {
+            $(#[test] fn $name() {
+                super::$name::<ibdxnet::fabric::simhost::SimHostFabric>(stringify!($name));
+            })*
         }
     };
 }

@@ -21,6 +21,7 @@ use self::handler::{CompatHandler, JavaConnections, UpstreamIds};
 use self::held::Held;
 use crate::con::{ConError, NodeId};
 use crate::fabric::sim::SimFabric;
+use crate::fabric::simhost::SimHostFabric;
 use crate::fabric::verbs::VerbsFabric;
 use crate::fabric::Fabric;
 use crate::msgrc::config::DEFAULT_UDP_PORT;
@@ -97,6 +98,8 @@ pub enum AnyCompat {
     Sim(Compat<SimFabric>),
     /// libibverbs.
     Verbs(Compat<VerbsFabric>),
+    /// The simulation across the processes of this host.
+    SimHost(Compat<SimHostFabric>),
 }
 
 /// Runs `$body` with `$c` bound to the `Compat<F>`, whatever `F`.
@@ -105,6 +108,7 @@ macro_rules! with_compat {
         match $e {
             AnyCompat::Sim($c) => $body,
             AnyCompat::Verbs($c) => $body,
+            AnyCompat::SimHost($c) => $body,
         }
     };
 }

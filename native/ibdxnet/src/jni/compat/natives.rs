@@ -14,6 +14,7 @@ use super::config::{self, InitParams};
 use super::{current, install, take, AnyCompat, Compat};
 use crate::con::{ConError, NodeId};
 use crate::fabric::sim::SimFabric;
+use crate::fabric::simhost::SimHostFabric;
 use crate::fabric::verbs::VerbsFabric;
 use crate::fabric::{Fabric, FabricKind, ENV_FABRIC};
 
@@ -162,14 +163,15 @@ fn init(env: &mut JNIEnv, handler: &JObject, p: &InitParams) -> Result<(), Strin
     let asked = cfg.fabric != FabricKind::Auto || std::env::var(ENV_FABRIC).is_ok_and(|v| !v.trim().is_empty());
     if kind == FabricKind::Sim && !asked {
         return Err(format!(
-            "no RDMA device found (as upstream's library, this one needs one); for the in-process simulation set \
-             {ENV_FABRIC}=sim or {}=fabric=sim",
+            "no RDMA device found (as upstream's library, this one needs one); for the simulation set \
+             {ENV_FABRIC}=simhost (the processes of this host) or sim (this process), or fabric=simhost in {}",
             config::KEYS_PROPERTY
         ));
     }
     let (node, listen) = (cfg.node_id, cfg.listen);
     let any = match kind {
         FabricKind::Verbs => AnyCompat::Verbs(start::<VerbsFabric>(env, handler, cfg)?),
+        FabricKind::SimHost => AnyCompat::SimHost(start::<SimHostFabric>(env, handler, cfg)?),
         _ => AnyCompat::Sim(start::<SimFabric>(env, handler, cfg)?),
     };
     install(any)?;

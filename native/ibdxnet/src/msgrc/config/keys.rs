@@ -252,7 +252,7 @@ impl Codec for Addr {
 pub(super) struct Fabric;
 impl Codec for Fabric {
     type T = FabricKind;
-    const KIND: &'static str = "auto, verbs or sim";
+    const KIND: &'static str = "auto, verbs, sim or simhost";
     fn parse(v: &str) -> Result<FabricKind, ValueError> {
         Ok(FabricKind::parse(v)?)
     }
@@ -356,7 +356,8 @@ pub static KEYS: &[Key] = &[
     key!("listen", Addr, listen, "0.0.0.0:5730", Any,
         "UDP address of the connection manager; peers accept its packets only from the address their node table gives"),
     key!("fabric", Fabric, fabric, "auto", Any,
-        "`auto`: verbs if the host has an RDMA device, else the in-process sim; `IBDXNET_FABRIC` overrides"),
+        "`auto`: verbs if the host has an RDMA device, else the in-process sim; `simhost`: the sim across the \
+         processes of this host (shared memory, directory `IBDXNET_SIMHOST_DIR`); `IBDXNET_FABRIC` overrides"),
     key!("device", Name, device.device, "", Any,
         "RDMA device name; empty: the first device"),
     key!("port", U8, device.port, "1", Int(0, 255),

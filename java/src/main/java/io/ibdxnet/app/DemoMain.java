@@ -148,7 +148,7 @@ public final class DemoMain {
     private static void usage(String problem) {
         System.err.println("demo: " + problem);
         System.err.println("options: --messages N --size BYTES --threads T --requests R --transport ib|nio|loopback"
-                + " --fabric auto|sim|verbs --role both|sender|receiver --node0 HOST:PORT --node1 HOST:PORT"
+                + " --fabric auto|sim|simhost|verbs --role both|sender|receiver --node0 HOST:PORT --node1 HOST:PORT"
                 + " --timeout-ms MS (send and request timeout)");
         System.exit(2);
     }
