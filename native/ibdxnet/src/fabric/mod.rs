@@ -25,6 +25,7 @@ mod error;
 mod types;
 
 pub mod sim;
+mod simcq;
 pub mod simhost;
 pub mod verbs;
 

@@ -2,56 +2,35 @@
 //! only data crosses processes).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use super::qp::QpCore;
 use super::Device;
+use crate::fabric::simcq::{SendSlots, SimCqCore};
 use crate::fabric::{CompletionQueue, FabricError, PostError, RecvBatch, Sge, SharedReceiveQueue, WorkCompletion};
-use crate::util::{lock, EventFd};
+use crate::util::lock;
 
 /// A completion plus the send queue slots its polling frees.
-#[derive(Debug)]
-pub(crate) struct CqEntry {
-    pub wc: WorkCompletion,
-    /// (queue pair, slots) released when this entry is polled.
-    pub release: Option<(Weak<QpCore>, u32)>,
-}
+pub(crate) type CqEntry = crate::fabric::simcq::CqEntry<QpCore>;
 
-#[derive(Debug, Default)]
-struct CqState {
-    entries: VecDeque<CqEntry>,
-    overrun: bool,
-}
-
-/// The shared part of a completion queue.
+/// The shared part of a completion queue: the queue and its device.
 #[derive(Debug)]
 pub(crate) struct CqCore {
     pub dev: Arc<Device>,
-    capacity: u32,
-    state: Mutex<CqState>,
-    /// Set by `arm`, taken by the next completion, which signals `wake`.
-    armed: AtomicBool,
-    wake: EventFd,
+    cq: SimCqCore<QpCore>,
 }
 
 impl CqCore {
-    /// Queues a completion; a full queue overruns (the entry is lost and the
-    /// queue reports the overrun from then on, as hardware does).
+    /// Queues a completion (see [`SimCqCore::push`]).
     pub fn push(&self, entry: CqEntry) {
-        let mut st = lock(&self.state);
-        if st.entries.len() >= self.capacity as usize {
-            st.overrun = true;
-            log::error!("simhost: completion queue of {} entries overran", self.capacity);
-            return;
-        }
-        st.entries.push_back(entry);
-        drop(st);
-        // After the entry is visible: an `arm` that missed this signal sees
-        // the entry in its next poll (see `CompletionQueue::arm`).
-        if self.armed.swap(false, Ordering::SeqCst) {
-            self.wake.signal();
-        }
+        self.cq.push(entry)
+    }
+}
+
+impl SendSlots for QpCore {
+    fn release_slots(&self, n: u32) {
+        self.sq_outstanding.fetch_sub(n, Ordering::AcqRel);
     }
 }
 
@@ -61,57 +40,33 @@ pub struct SimHostCq(pub(crate) Arc<CqCore>);
 
 impl SimHostCq {
     pub(crate) fn new(dev: Arc<Device>, cqe: u32) -> Result<SimHostCq, FabricError> {
-        let max = dev.info.max_cqe;
-        if cqe == 0 || cqe > max {
-            return Err(FabricError::Limit { what: "cqe", requested: u64::from(cqe), max: u64::from(max) });
-        }
-        let wake =
-            EventFd::new().map_err(|e| FabricError::Unavailable(format!("eventfd for a completion queue: {e}")))?;
-        Ok(SimHostCq(Arc::new(CqCore {
-            dev,
-            capacity: cqe,
-            state: Mutex::new(CqState::default()),
-            armed: AtomicBool::new(false),
-            wake,
-        })))
+        let cq = SimCqCore::new("simhost", cqe, dev.info.max_cqe)?;
+        Ok(SimHostCq(Arc::new(CqCore { dev, cq })))
     }
 }
 
 impl CompletionQueue for SimHostCq {
     fn capacity(&self) -> u32 {
-        self.0.capacity
+        self.0.cq.capacity()
     }
 
     fn poll(&self, out: &mut [WorkCompletion]) -> Result<usize, FabricError> {
-        let mut n = 0;
-        let mut st = lock(&self.0.state);
-        if st.overrun {
-            return Err(FabricError::CqOverrun);
-        }
-        while n < out.len() {
-            let Some(e) = st.entries.pop_front() else { break };
-            out[n] = e.wc;
-            n += 1;
-            if let Some((qp, slots)) = e.release.and_then(|(qp, slots)| qp.upgrade().map(|q| (q, slots))) {
-                qp.sq_outstanding.fetch_sub(slots, Ordering::AcqRel);
-            }
-        }
-        Ok(n)
+        self.0.cq.poll(out)
     }
 
     fn arm(&self) -> Result<bool, FabricError> {
         // The wire thread moves data without polling: a wake-up can always
         // be promised.
-        self.0.armed.store(true, Ordering::SeqCst);
+        self.0.cq.arm();
         Ok(true)
     }
 
     fn wake_fd(&self) -> std::os::fd::RawFd {
-        self.0.wake.raw_fd()
+        self.0.cq.wake_fd()
     }
 
     fn clear_wake(&self) -> Result<(), FabricError> {
-        self.0.wake.reset();
+        self.0.cq.clear_wake();
         Ok(())
     }
 }

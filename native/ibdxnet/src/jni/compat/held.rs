@@ -89,8 +89,16 @@ impl<F: Fabric> Held<F> {
     /// Write-protects the held rings before the send thread sleeps: the
     /// descriptor that becomes readable on Java's next write into any of them
     /// (which also rings the doorbell), or None (no watch, or arming failed).
+    /// None also while a ring Java holds is not watched (the kernel refused
+    /// it): the send thread then polls.
     pub fn arm_watch(&self) -> Option<std::os::fd::RawFd> {
-        lock(&self.watch).as_ref().filter(|w| w.arm()).map(WriteWatch::fault_fd)
+        let g = lock(&self.inner);
+        let w = lock(&self.watch);
+        let w = w.as_ref()?;
+        if g.by_node.values().any(|c| !w.is_watching(c.ring().address())) {
+            return None;
+        }
+        w.arm().then(|| w.fault_fd())
     }
 
     /// Faults the ring watch took (Java's writes that woke the send

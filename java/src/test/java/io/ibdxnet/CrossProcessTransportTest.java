@@ -146,6 +146,11 @@ public class CrossProcessTransportTest {
             assertTrue(said.get(0), said.get(0).contains("no RDMA device"));
             assertTrue(p.output(), p.output().contains("peer ready on tcp"));
         }
+        exchangeWith(p);
+    }
+
+    /** 1000 messages and a request to the peer, which then counts what it got and exits. */
+    private void exchangeWith(ChildJvm p) throws Exception {
         int messages = 1000;
         for (int i = 0; i < messages; i++) {
             node.sendMessage(new DXNetTest.DataMessage(1, 0, i, 100));
@@ -156,6 +161,24 @@ public class CrossProcessTransportTest {
         BytesResponse count = node.sendSync(new BytesRequest(1, bytesOf(new long[] {-1})), 30_000);
         assertArrayEquals("messages the peer received", new long[] {messages}, longsOf(count.bytes));
         assertEquals(p.output(), 0, p.waitForExit(30_000));
+    }
+
+    /** transport = ib on the simhost fabric, which spans the processes of one host: it works. */
+    @Test
+    public void simhostFabricConnectsNodesOfTwoProcesses() throws Exception {
+        String a0 = "127.0.0.1:" + freePort();
+        String a1 = "127.0.0.1:" + freePort();
+        ChildJvm p = peer("transport=ib", "native.fabric=simhost", "native.listen=" + a1, "node.0=" + a0);
+        p.awaitOutput("peer ready on simhost", 120_000);
+        DXNetConfig c = new DXNetConfig(0);
+        c.transport = "ib";
+        c.nativeConfig.put("fabric", "simhost");
+        c.nativeConfig.put("listen", a0);
+        c.nodes.put(1, a1);
+        node = DXNet.start(c);
+        register(node);
+        assertTrue(node.fabricName(), node.fabricName().startsWith("simhost"));
+        exchangeWith(p);
     }
 
     /** transport = ib on the sim fabric in two processes: refused at once, by name. */

@@ -122,13 +122,7 @@ public class UpstreamBindingTest extends UpstreamFixture {
     public void aMessageAfterIdlenessIsNotHeldBySleepingThreads() throws Exception {
         BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
         node0 = startNode0(got);
-        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
-        System.setProperty("ibdxnet.compat.keys", KEYS);
-        UpstreamPeer peer = new UpstreamPeer(RING);
-        assertTrue("init", initUpstream(peer, RING));
-        upstreamUp = true;
-        MsgrcJNIBinding.addNode(0x7F000001);
-        expectEvent(peer, "discovered 0");
+        UpstreamPeer peer = startUpstream(new UpstreamPeer(RING));
         connect(peer, 0);
         exchange(peer, got, "warm-up");
         byte[] hello = "idle".getBytes(StandardCharsets.UTF_8);

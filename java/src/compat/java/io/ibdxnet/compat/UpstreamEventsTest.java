@@ -39,14 +39,7 @@ public class UpstreamEventsTest extends UpstreamFixture {
         BlockingQueue<byte[]> got2 = new LinkedBlockingQueue<>();
         node0 = startNode0(got0);
         node2 = startNode(2, "127.0.0.3", got2);
-        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
-        System.setProperty("ibdxnet.compat.keys", KEYS);
-        UpstreamPeer peer = new UpstreamPeer(RING);
-        assertTrue("init", initUpstream(peer, RING, 1));
-        upstreamUp = true;
-        MsgrcJNIBinding.addNode(0x7F000001);
-        MsgrcJNIBinding.addNode(0x7F000003);
-        expectEvent(peer, "discovered 0");
+        UpstreamPeer peer = startUpstream(new UpstreamPeer(RING), KEYS, 1, 0x7F000001, 0x7F000003);
         connect(peer, 0);
         exchange(peer, node0, 0, got0, "to 0");
         Thread.sleep(200); // idle long enough to be evicted, were eviction on
@@ -70,14 +63,8 @@ public class UpstreamEventsTest extends UpstreamFixture {
         BlockingQueue<byte[]> got2 = new LinkedBlockingQueue<>();
         node0 = startNode0(got0);
         node2 = startNode(2, "127.0.0.3", got2);
-        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
-        System.setProperty("ibdxnet.compat.keys", KEYS + ";evict_at_limit=true");
-        UpstreamPeer peer = new UpstreamPeer(RING);
-        assertTrue("init", initUpstream(peer, RING, 1));
-        upstreamUp = true;
-        MsgrcJNIBinding.addNode(0x7F000001); // 127.0.0.1
-        MsgrcJNIBinding.addNode(0x7F000003); // 127.0.0.3
-        expectEvent(peer, "discovered 0");
+        UpstreamPeer peer =
+                startUpstream(new UpstreamPeer(RING), KEYS + ";evict_at_limit=true", 1, 0x7F000001, 0x7F000003);
         peer.events.clear();
         connect(peer, 0);
         exchange(peer, node0, 0, got0, "to 0");
@@ -104,13 +91,7 @@ public class UpstreamEventsTest extends UpstreamFixture {
     public void aPeerLeavingAfterJavaClosedItsConnectionThrowsNothing() throws Exception {
         BlockingQueue<byte[]> got = new LinkedBlockingQueue<>();
         node0 = startNode0(got);
-        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
-        System.setProperty("ibdxnet.compat.keys", KEYS);
-        UpstreamPeer peer = new UpstreamPeer(RING);
-        assertTrue("init", initUpstream(peer, RING));
-        upstreamUp = true;
-        MsgrcJNIBinding.addNode(0x7F000001);
-        expectEvent(peer, "discovered 0");
+        UpstreamPeer peer = startUpstream(new UpstreamPeer(RING));
         connect(peer, 0);
         exchange(peer, got, "before");
         peer.m_connections[0] = null; // Java's own dismissal: the library is not told
@@ -131,15 +112,10 @@ public class UpstreamEventsTest extends UpstreamFixture {
     @Test(timeout = 120_000)
     public void receivedTakingOneEntryAtATimeAndConnectingFromInside() throws Exception {
         node0 = startNode0(new LinkedBlockingQueue<>());
-        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
-        System.setProperty("ibdxnet.compat.keys", KEYS);
         UpstreamPeer peer = new UpstreamPeer(RING);
         peer.maxTakenPerCall = 1;
         peer.connectInReceived = true;
-        assertTrue("init", initUpstream(peer, RING));
-        upstreamUp = true;
-        MsgrcJNIBinding.addNode(0x7F000001);
-        expectEvent(peer, "discovered 0");
+        startUpstream(peer);
         int n = 300;
         for (int i = 0; i < n; i++) { // ours connects; upstream's side first connects inside received
             byte[] b = new byte[100 + i % 5000];

@@ -79,6 +79,30 @@ abstract class UpstreamFixture {
         return n;
     }
 
+    /**
+     * Upstream's node 1 with {@code peer} as its handler, on 127.0.0.2 with the
+     * engine keys {@code keys}, the connection limit {@code maxConnections}, told
+     * the addresses {@code ipv4} (as upstream's {@code addNode}); returns once node 0
+     * is discovered.
+     */
+    protected UpstreamPeer startUpstream(UpstreamPeer peer, String keys, int maxConnections, int... ipv4)
+            throws InterruptedException {
+        System.setProperty("ibdxnet.compat.listen", "127.0.0.2:" + PORT);
+        System.setProperty("ibdxnet.compat.keys", keys);
+        assertTrue("init", initUpstream(peer, RING, maxConnections));
+        upstreamUp = true;
+        for (int a : ipv4) {
+            MsgrcJNIBinding.addNode(a);
+        }
+        expectEvent(peer, "discovered 0");
+        return peer;
+    }
+
+    /** {@link #startUpstream} with the test keys, upstream's limit, and node 0's address (127.0.0.1). */
+    protected UpstreamPeer startUpstream(UpstreamPeer peer) throws InterruptedException {
+        return startUpstream(peer, KEYS, 100, 0x7F000001);
+    }
+
     /** Upstream's init as IBConnectionManager calls it, with small sizes. */
     static boolean initUpstream(UpstreamPeer peer, int ringSize) {
         return initUpstream(peer, ringSize, 100);
