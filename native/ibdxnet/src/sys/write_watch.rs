@@ -98,6 +98,28 @@ impl WriteWatch {
     /// A watch ringing `door`; `Err` where the kernel offers no userfaultfd
     /// write protection to this process.
     pub fn new(door: Arc<Doorbell>) -> io::Result<WriteWatch> {
+        Self::open(door, true)
+    }
+
+    /// As [`WriteWatch::new`]; `unpopulated`: ask for the protection of pages
+    /// not present (Linux 6.4+), else make every watched page present.
+    fn open(door: Arc<Doorbell>, unpopulated: bool) -> io::Result<WriteWatch> {
+        if unpopulated {
+            let uffd = Self::userfaultfd()?;
+            let mut api = Api { api: UFFD_API, features: UFFD_FEATURE_WP_UNPOPULATED, ioctls: 0 };
+            if ioctl(&uffd, UFFDIO_API, &mut api).is_ok() {
+                return Self::with(uffd, door, true);
+            }
+            // An older kernel refused the feature; UFFDIO_API is allowed once per descriptor.
+        }
+        let uffd = Self::userfaultfd()?;
+        let mut api = Api { api: UFFD_API, features: 0, ioctls: 0 };
+        ioctl(&uffd, UFFDIO_API, &mut api)?;
+        Self::with(uffd, door, false)
+    }
+
+    /// A new userfaultfd for user-mode faults (all faults before Linux 5.11).
+    fn userfaultfd() -> io::Result<OwnedFd> {
         let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
         // SAFETY: the userfaultfd syscall takes one int of flags and returns a new descriptor or -1.
         let mut fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags | UFFD_USER_MODE_ONLY) };
@@ -109,24 +131,7 @@ impl WriteWatch {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: `fd` is a new descriptor this process owns alone.
-        let uffd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
-        let mut unpopulated = true;
-        let mut api = Api { api: UFFD_API, features: UFFD_FEATURE_WP_UNPOPULATED, ioctls: 0 };
-        if ioctl(&uffd, UFFDIO_API, &mut api).is_err() {
-            // Older kernels: UFFDIO_API fails on an unknown feature and may only be tried once.
-            // SAFETY: as above.
-            let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: a new descriptor this process owns alone; the first one is dropped.
-            let uffd2 = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
-            api = Api { api: UFFD_API, features: 0, ioctls: 0 };
-            ioctl(&uffd2, UFFDIO_API, &mut api)?;
-            unpopulated = false;
-            return Self::with(uffd2, door, unpopulated);
-        }
-        Self::with(uffd, door, unpopulated)
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
     }
 
     fn with(uffd: OwnedFd, door: Arc<Doorbell>, unpopulated: bool) -> io::Result<WriteWatch> {
@@ -144,7 +149,16 @@ impl WriteWatch {
     }
 
     /// Watches `[addr, addr + len)` (page-aligned, anonymous private memory).
-    pub fn watch(&self, addr: *mut u8, len: usize) -> io::Result<()> {
+    /// Before Linux 6.4 the kernel protects only pages present, so then every
+    /// page is made present first, keeping its bytes (an atomic add of 0,
+    /// safe beside other writers).
+    ///
+    /// # Safety
+    /// The range must stay mapped until [`WriteWatch::unwatch`] (or the drop).
+    pub unsafe fn watch(&self, addr: *mut u8, len: usize) -> io::Result<()> {
+        if !self.shared.unpopulated {
+            populate_writable(addr, len)?;
+        }
         let mut reg =
             Register { range: Range { start: addr as u64, len: len as u64 }, mode: UFFDIO_REGISTER_MODE_WP, ioctls: 0 };
         ioctl(&self.shared.uffd, UFFDIO_REGISTER, &mut reg)?;
@@ -187,12 +201,6 @@ impl WriteWatch {
             }
         }
         all
-    }
-
-    /// Whether pages never written yet are protected too (else a first write
-    /// to such a page is not seen).
-    pub fn covers_unpopulated(&self) -> bool {
-        self.shared.unpopulated
     }
 
     /// Readable while a fault waits to be taken: a sleeper may wait on it
@@ -269,6 +277,25 @@ impl Shared {
     }
 }
 
+/// Makes every page of the range present and writable, keeping its bytes:
+/// `MADV_POPULATE_WRITE` (Linux 5.14+), else a compare-and-swap of each
+/// page's first byte with itself (a write the compiler cannot drop, safe
+/// beside other writers; a read alone would map the shared zero page).
+fn populate_writable(addr: *mut u8, len: usize) -> io::Result<()> {
+    const MADV_POPULATE_WRITE: libc::c_int = 23;
+    // SAFETY: the caller of `watch` vouches for the mapping; the advice changes no byte.
+    if unsafe { libc::madvise(addr.cast(), len, MADV_POPULATE_WRITE) } == 0 {
+        return Ok(());
+    }
+    for off in (0..len).step_by(4096) {
+        // SAFETY: inside the mapping (see `watch`); byte-sized atomics need no alignment.
+        let b = unsafe { &*(addr.add(off) as *const std::sync::atomic::AtomicU8) };
+        let v = b.load(Ordering::Relaxed);
+        let _ = b.compare_exchange(v, v, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
 fn ioctl<T>(fd: &OwnedFd, req: libc::c_ulong, arg: &mut T) -> io::Result<()> {
     // SAFETY: `req` is a userfaultfd ioctl whose argument struct is `T`, which `arg` points to.
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), req, arg as *mut T) };
@@ -293,7 +320,8 @@ mod tests {
             return;
         };
         let r = Region::new(1 << 16).unwrap();
-        w.watch(r.ptr(), r.len()).unwrap();
+        // SAFETY: the region outlives the watch's use of it (unwatched or dropped first).
+        unsafe { w.watch(r.ptr(), r.len()) }.unwrap();
         assert!(w.arm());
         door.announce();
         let addr = r.ptr() as usize;
@@ -318,24 +346,25 @@ mod tests {
         // SAFETY: inside the region.
         unsafe { r.ptr().add(5001).write_volatile(2) };
         assert_eq!(w.faults(), 2);
-        if w.covers_unpopulated() {
-            assert!(w.arm());
-            // SAFETY: inside the region; this page was never written.
-            unsafe { r.ptr().add(40_000).write_volatile(3) };
-            assert_eq!(w.faults(), 3);
-        }
+        assert!(w.arm());
+        // SAFETY: inside the region; this page was never written by the test.
+        unsafe { r.ptr().add(40_000).write_volatile(3) };
+        assert_eq!(w.faults(), 3);
         w.unwatch(r.ptr());
     }
 
     #[test]
     fn every_armed_round_rings() {
+        // Without the protection of pages not present (as before Linux 6.4):
+        // the watch makes them present.
         let door = Arc::new(Doorbell::new().unwrap());
-        let Ok(w) = WriteWatch::new(door.clone()) else {
+        let Ok(w) = WriteWatch::open(door.clone(), false) else {
             eprintln!("no userfaultfd here: skipped");
             return;
         };
         let r = Region::new(1 << 20).unwrap();
-        w.watch(r.ptr(), r.len()).unwrap();
+        // SAFETY: the region outlives the watch's use of it (unwatched or dropped first).
+        unsafe { w.watch(r.ptr(), r.len()) }.unwrap();
         let addr = r.ptr() as usize;
         for i in 0..200usize {
             door.announce();

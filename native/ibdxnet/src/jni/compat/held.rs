@@ -110,16 +110,10 @@ impl<F: Fabric> Held<F> {
     fn watch_ring(&self, c: &Connection<F>) {
         if let Some(w) = lock(&self.watch).as_ref() {
             let (addr, len) = (c.ring().address(), c.ring().size() as usize);
-            if !w.covers_unpopulated() {
-                // The kernel protects only pages present: make them present,
-                // keeping every byte (an atomic add of 0, safe beside Java's writes).
-                for off in (0..len).step_by(4096) {
-                    // SAFETY: inside the ring's mapping, which `c` keeps alive.
-                    let b = unsafe { &*(addr.add(off) as *const std::sync::atomic::AtomicU8) };
-                    b.fetch_add(0, Ordering::Relaxed);
-                }
-            }
-            if let Err(e) = w.watch(addr, len) {
+            // SAFETY: the ring stays mapped while it is watched: this `Held`
+            // keeps `c` (by node or retired) until `unwatch_ring`, or `clear`
+            // drops the watch first.
+            if let Err(e) = unsafe { w.watch(addr, len) } {
                 log::warn!("compat: watching the ring of node {} failed ({e}): the send thread polls it", c.node());
             }
         }
