@@ -27,11 +27,10 @@ pub const RING_WATCH_ENV: &str = "IBDXNET_COMPAT_RING_WATCH";
 /// The engine key of the statistics print interval.
 pub const STATS_INTERVAL_KEY: &str = "stats_print_interval_ms";
 
-/// Idle time before the polling send thread parks, ms.
+/// Idle time before a polling send thread parks, ms (then it sleeps the
+/// engine's `parking_park_for_ns` per idle iteration, plus the kernel's timer
+/// slack: about 55 µs).
 pub const COMPAT_PARK_AFTER_MS: u64 = 1;
-/// Its sleep per idle iteration once parked, ns (the kernel's timer slack,
-/// 50 µs by default, is added: see `sys::parking`).
-pub const COMPAT_PARK_FOR_NS: u64 = 1;
 
 /// `MsgrcJNIBinding.init`'s parameters after the callback handler, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,11 +139,10 @@ pub fn map(p: &InitParams, listen: Option<&str>, extra_keys: Option<&str>) -> Re
     set(&mut c, "recv_buffer_size", size.to_string(), "m_incomingBufferSize")?;
     set(&mut c, "recv_buffer_count", count.to_string(), &pool_note)?;
     set(&mut c, "recv_sges_per_wr", p.max_sges.to_string(), "m_maxSGEs")?;
-    // Upstream Java rings no doorbell, so the send thread polls
-    // (`CompatHandler::wakes_send_thread`): it slows down to short parks
-    // after this much idleness (upstream's C++: after 1 s, busy then yielding).
+    // Where the ring watch cannot wake it, the send thread polls
+    // (`CompatHandler::arm_send_wakeup`): it slows down to short parks after
+    // this much idleness (upstream's C++: after 1 s, busy then yielding).
     set(&mut c, "parking_park_after_ms", COMPAT_PARK_AFTER_MS.to_string(), "(compat polling)")?;
-    set(&mut c, "parking_park_for_ns", COMPAT_PARK_FOR_NS.to_string(), "(compat polling)")?;
     // Upstream's C++ always timed its operations and printed the timers at
     // shutdown; so does the statistics block at our shutdown.
     set(&mut c, "stats_timers", "true".into(), "(compat statistics)")?;
