@@ -22,8 +22,6 @@ pub(crate) const CONNECT_BUDGET: Duration = Duration::from_secs(1);
 pub(crate) const LIVENESS_PERIOD: Duration = Duration::from_millis(100);
 /// The longest the wire thread sleeps (bounds the liveness checks' delay).
 const SLEEP: Duration = Duration::from_millis(50);
-/// Idle rounds the wire thread yields before it sleeps.
-const SPIN_ROUNDS: u32 = 64;
 
 /// What the peer check found.
 enum Peer {
@@ -362,7 +360,6 @@ impl QpCore {
 /// It holds the device only during a round, and sleeps on the doorbell of
 /// its published file.
 pub(crate) fn run(dev: Weak<Device>, published: Arc<dir::Published>, stopping: Arc<AtomicBool>) {
-    let mut idle = 0u32;
     let mut qps: Vec<Arc<QpCore>> = Vec::new();
     let mut round = || -> Option<bool> {
         let d = dev.upgrade()?;
@@ -377,17 +374,15 @@ pub(crate) fn run(dev: Weak<Device>, published: Arc<dir::Published>, stopping: A
         Some(did)
     };
     while !stopping.load(Ordering::Acquire) {
+        // Idle: sleep on the doorbell at once. A wire thread that yielded
+        // first lost each yield to busy-polling threads on a full machine
+        // (upstream DXNet's Java): its requests' minimum went from 0.4-0.9 to
+        // 3 ms (bench/results/2026-11-28-dxnetmain-host-threads-ab.txt, -yield-ab.txt).
         match round() {
             None => return,
-            Some(true) => idle = 0,
-            Some(false) if idle < SPIN_ROUNDS => {
-                idle += 1;
-                std::thread::yield_now();
-            }
+            Some(true) => {}
             Some(false) => {
-                if published.doorbell().wait(SLEEP, || round().unwrap_or(true)) {
-                    idle = 0;
-                }
+                published.doorbell().wait(SLEEP, || round().unwrap_or(true));
             }
         }
     }
