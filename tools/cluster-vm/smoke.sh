@@ -6,7 +6,9 @@
 # 0 serves and node 1 connects, over rxe0 with the IPv4-mapped RoCE v2 GID:
 #   1. ib_send_lat            (RC SEND latency, 2 bytes)
 #   2. ib_send_bw --use-srq   (the server receives through an SRQ)
-#   3. ib_send_lat with 5 % loss on node 1's NIC (fault.sh loss 5): RC must
+#   3. ib_send_lat --use-srq  (perftest ignores -I on rxe: "not recognized to
+#      implement inline", so inline sends are not covered here)
+#   4. ib_send_lat with 5 % loss on node 1's NIC (fault.sh loss 5): RC must
 #      retransmit and still complete; tc's drop counter shows the loss.
 # Nodes 2 and 3 only ping. Phases are kept in step through files in
 # CLUSTER_OUT: node 0 writes PHASE.ready once its server listens.
@@ -60,6 +62,7 @@ phase() {
 if [ "$me" -le 1 ]; then
 	phase send_lat ib_send_lat
 	phase send_bw_srq ib_send_bw --use-srq
+	phase send_lat_srq ib_send_lat --use-srq
 	[ "$me" = 1 ] && "$fault" loss 5
 	phase send_lat_loss5 ib_send_lat
 	if [ "$me" = 1 ]; then tc -s qdisc show dev "$RXE_NETDEV" | head -3; "$fault" clear; fi
