@@ -125,6 +125,20 @@ public class NativeLibraryJarTest {
     }
 
     @Test
+    public void theJarCarriesTheLicenceCargoTomlDeclares() throws IOException {
+        // MIT OR Apache-2.0: both texts, as in the repository's root.
+        try (java.util.jar.JarFile j = new java.util.jar.JarFile(jar())) {
+            for (String name : new String[] {"LICENSE-MIT", "LICENSE-APACHE"}) {
+                java.util.jar.JarEntry e = j.getJarEntry("META-INF/" + name);
+                assertTrue("META-INF/" + name + " is not in " + jar(), e != null);
+                byte[] inJar = j.getInputStream(e).readAllBytes();
+                Path root = new File(jar()).toPath().toAbsolutePath().getParent().getParent().getParent();
+                assertTrue(name, Arrays.equals(Files.readAllBytes(root.resolve(name)), inJar));
+            }
+        }
+    }
+
+    @Test
     public void theVersionThisJarExpectsComesFromTheBuild() {
         assertTrue(NativeLibrary.expectedVersion(), NativeLibrary.expectedVersion().matches("\\d+\\.\\d+\\.\\d+\\S* abi \\d+"));
     }
