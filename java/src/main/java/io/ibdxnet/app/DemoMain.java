@@ -6,6 +6,7 @@ import io.ibdxnet.NetworkException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 /**
@@ -42,7 +43,13 @@ public final class DemoMain {
         String role = "both";
         String[] addresses = {"127.0.0.1:0", "127.0.0.1:0"};
         int timeoutMs = 10_000;
+        boolean allCounters = false;
         for (int i = 0; i < args.length; i += 2) {
+            if (args[i].equals("--counters")) { // the one option without a value
+                allCounters = true;
+                i--;
+                continue;
+            }
             if (i + 1 >= args.length) {
                 usage("option " + args[i] + " needs a value");
             }
@@ -120,7 +127,18 @@ public final class DemoMain {
         System.out.printf("request/response: %d round trips, RTT us: p50 %.1f  p95 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%n",
                 requests, rtt[requests / 2] / 1e3, rtt[(int) (requests * 0.95)] / 1e3, rtt[(int) (requests * 0.99)] / 1e3,
                 rtt[(int) (requests * 0.999)] / 1e3, rtt[requests - 1] / 1e3);
-        System.out.println("transport counters node 0: " + a.transportStats());
+        Map<String, Long> counters = a.transportStats();
+        if (allCounters) {
+            System.out.println("transport counters node 0: " + counters);
+        } else {
+            StringBuilder line = new StringBuilder("errors node 0:");
+            for (String k : SUMMARY_COUNTERS) {
+                if (counters.containsKey(k)) { // a transport keeps the ones that apply to it
+                    line.append(' ').append(k).append(' ').append(counters.get(k));
+                }
+            }
+            System.out.println(line.append("  (--counters prints all ").append(counters.size()).append(')'));
+        }
         if (!role.equals("both")) {
             a.sendSync(new BytesRequest(1, new byte[0]), timeoutMs);
         }
@@ -131,6 +149,9 @@ public final class DemoMain {
         }
         System.out.println("dropped messages: " + dropped);
     }
+
+    /** The counters of the short report: any of them above 0 means something went wrong. */
+    private static final String[] SUMMARY_COUNTERS = {"errors", "thread_panics", "protocol_violations"};
 
     /** A ping to node 1: 8 bytes (a timestamp's size); an empty one asks a receiver process to quit. */
     private static BytesRequest ping() {
@@ -149,7 +170,7 @@ public final class DemoMain {
         System.err.println("demo: " + problem);
         System.err.println("options: --messages N --size BYTES --threads T --requests R --transport ib|nio|loopback"
                 + " --fabric auto|sim|simhost|verbs --role both|sender|receiver --node0 HOST:PORT --node1 HOST:PORT"
-                + " --timeout-ms MS (send and request timeout)");
+                + " --timeout-ms MS (send and request timeout) --counters (print every counter, not only the errors)");
         System.exit(2);
     }
 
