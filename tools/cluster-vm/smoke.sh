@@ -8,8 +8,12 @@
 #   2. ib_send_bw --use-srq   (the server receives through an SRQ)
 #   3. ib_send_lat --use-srq  (perftest ignores -I on rxe: "not recognized to
 #      implement inline", so inline sends are not covered here)
-#   4. ib_send_lat with 5 % loss on node 1's NIC (fault.sh loss 5): RC must
-#      retransmit and still complete; tc's drop counter shows the loss.
+#   4. xvm_imm_test: SEND_WITH_IMM, 2 SGEs, inline sends, SRQ, every byte,
+#      length, immediate and the order checked (compiled in the VM with the
+#      host's gcc)
+#   5. ib_send_lat and xvm_imm_test with 5 % loss on node 1's NIC (fault.sh
+#      loss 5): RC must retransmit and still complete; tc's drop counter
+#      shows the loss.
 # Nodes 2 and 3 only ping. Phases are kept in step through files in
 # CLUSTER_OUT: node 0 writes PHASE.ready once its server listens.
 # Exit 0 only if every step of this node passed. SMOKE_ITERS (1000) sets -n.
@@ -59,12 +63,25 @@ phase() {
 	[ $rc = 0 ] || fail=1
 }
 
+# xvm NAME: node 0 serves, node 1 connects (it retries the TCP connect).
+xvm() {
+	local name=$1 rc
+	if [ "$me" = 0 ]; then timeout 300 "$xvm_bin" -g "$gid" -n "$iters"; rc=$?
+	else timeout 300 "$xvm_bin" -g "$gid" -n "$iters" "$srv"; rc=$?; fi
+	log "$name rc=$rc"
+	[ $rc = 0 ] || fail=1
+}
+
 if [ "$me" -le 1 ]; then
+	xvm_bin=/tmp/xvm_imm_test
+	gcc -O2 -o "$xvm_bin" "$CLUSTER_TOOLS/xvm_imm_test.c" -libverbs || { log "gcc failed"; fail=1; }
 	phase send_lat ib_send_lat
 	phase send_bw_srq ib_send_bw --use-srq
 	phase send_lat_srq ib_send_lat --use-srq
+	xvm xvm_imm
 	[ "$me" = 1 ] && "$fault" loss 5
 	phase send_lat_loss5 ib_send_lat
+	xvm xvm_imm_loss5
 	if [ "$me" = 1 ]; then tc -s qdisc show dev "$RXE_NETDEV" | head -3; "$fault" clear; fi
 fi
 log "done, fail=$fail"
