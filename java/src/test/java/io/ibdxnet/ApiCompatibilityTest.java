@@ -125,7 +125,10 @@ public class ApiCompatibilityTest {
             why.append("version ").append(version).append(" breaks ").append(previousVersion)
                     .append(" but is not a new ").append(p[0] == 0 ? "minor" : "major").append(" version; ");
         }
-        int at = changelog.indexOf("\n## " + version + "\n");
+        // "## 0.3.0", "## 0.3.0 (unreleased)" or "## 0.3.0 — 2026-11-28" (./ibdxnet release).
+        java.util.regex.Matcher head = java.util.regex.Pattern
+                .compile("\n## " + java.util.regex.Pattern.quote(version) + "( [^\n]*)?\n").matcher(changelog);
+        int at = head.find() ? head.start() : -1;
         int end = at < 0 ? -1 : changelog.indexOf("\n## ", at + 4);
         String section = at < 0 ? "" : changelog.substring(at, end < 0 ? changelog.length() : end);
         if (!section.contains("### Breaking changes")) {
@@ -192,6 +195,12 @@ public class ApiCompatibilityTest {
         assertTrue(patch, patch.contains("not a new minor version") && patch.contains("A: public void b()"));
         String silent = unannouncedBreak(before, "0.2.0", after, "0.3.0", "# Changelog\n\n## 0.3.0\n\n### Added\n");
         assertTrue(silent, silent.contains("no \"### Breaking changes\""));
+        assertEquals("an unreleased section counts", "", unannouncedBreak(before, "0.2.0", after, "0.3.0",
+                "# Changelog\n\n## 0.3.0 (unreleased)\n\n### Breaking changes\n\n- b() is gone\n\n## 0.2.0 — 2026-11-28\n"));
+        assertEquals("a dated section counts", "", unannouncedBreak(before, "0.2.0", after, "0.3.0",
+                "# Changelog\n\n## 0.3.0 — 2026-12-01\n\n### Breaking changes\n\n- b() is gone\n"));
+        assertTrue("0.3.01 is not 0.3.0", unannouncedBreak(before, "0.2.0", after, "0.3.0",
+                "# Changelog\n\n## 0.3.01\n\n### Breaking changes\n").contains("no \"### Breaking changes\""));
         String major = unannouncedBreak(before, "1.4.0", after, "1.5.0", "\n## 1.5.0\n### Breaking changes\n");
         assertTrue(major, major.contains("not a new major version"));
     }
