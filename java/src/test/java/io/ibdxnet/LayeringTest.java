@@ -81,6 +81,8 @@ public class LayeringTest {
         allow(BRIDGE, "transport", "internal", ROOT, EXCEPTION, REASON);
         allow(FACADE, "memory", "metrics", "transport", "core", "ib", "nio", "loopback", "internal", ROOT, EXCEPTION, REASON);
         allow("app", FACADE, ROOT, EXCEPTION, REASON);
+        // The cluster workload and its history checker (issue 29): an application like the demo.
+        allow("app.cluster", "app", FACADE, ROOT, EXCEPTION, REASON);
     }
 
     private static void allow(String pkg, String... uses) {

@@ -1,0 +1,261 @@
+package io.ibdxnet.app.cluster;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Joins the histories of one scenario (every node, every incarnation) and
+ * sorts each message and request into {@link Verdict}'s categories.
+ *
+ * <p>A message is named by (sender node, sender incarnation, destination,
+ * sequence number); an incarnation is one process of a node (a restart is a
+ * new one). A send is <b>accepted</b> when {@code sendMessage} returned.
+ *
+ * <ul>
+ * <li><b>delivered</b>: accepted, and some incarnation of the destination
+ * recorded it intact (a restarted destination counts: the application sent
+ * to the node).
+ * <li><b>duplicated</b>: recorded more than once (each extra record counts),
+ * across the destination's incarnations; likewise a request handled twice.
+ * <li><b>reordered</b>: in one receiving incarnation's file, a message from
+ * one sender incarnation whose sequence number is below one already seen
+ * from it (and is not a duplicate); each sender sends from one thread, so
+ * its order must hold. Likewise requests handled.
+ * <li><b>corrupted</b>: received with a checksum or body that does not match
+ * its header, or with a length or checksum other than the sender recorded;
+ * or a request whose echo came back different.
+ * <li><b>lost</b>: accepted and never recorded by the destination. A loss is
+ * <b>reported</b> (covered) when the sender's own incarnation recorded
+ * possible-loss events ({@code DXNet.LossListener}) naming the destination
+ * at or after the send began, whose reported bytes can hold it: the lost
+ * messages of one sender→destination are placed latest first into the
+ * events after them, each event taking at most its reported byte count of
+ * payload bytes (payload is less than what it costs on the wire, so this
+ * never blames the library wrongly; an event with unknown bytes takes any
+ * number). A lost message that finds no place is <b>lost-unreported</b>:
+ * the library promised a possible-loss event for every accepted message
+ * that is not handled, and a failed later send or a disconnect is not that
+ * event. Exception: a loss sent by an incarnation that was killed (no
+ * {@code end} line) within {@code crashWindowMs} before its last record is
+ * <b>lost with its killed sender</b> — the messages in its ring died with it
+ * and nobody is left to tell; not judged.
+ * <li><b>send failed</b>: {@code sendMessage} threw; such a message must not
+ * arrive — if it does it is <b>delivered though its send failed</b>.
+ * <li><b>received, never sent</b>: a record naming a send its sender's
+ * complete history lacks. When the sender was killed its last sends may not
+ * have reached its file (buffered lines): records beyond its last recorded
+ * sequence number to that destination are <b>received, send unrecorded</b>,
+ * not judged (they were delivered; we cannot know more).
+ * <li>Requests: <b>answered</b>, <b>failed</b> by {@code FailureReason}, or
+ * <b>hung</b>: an outcome (or the node's stop with it still open) later than
+ * deadline + {@code graceMs}; when a killed sender's file ends less than
+ * deadline + grace + 1 s after the request, its missing outcome is not judged.
+ * </ul>
+ * A receiver's records are written through before its handler returns, so a
+ * killed receiver never looks as if it lost what it handled; what it took
+ * off the wire and confirmed but had not handled when killed is lost, and
+ * is reported only if its sender still counted it unconfirmed.
+ */
+final class HistoryJudge {
+    private final List<History> histories;
+    private final long crashWindowMs;
+    private final long graceMs;
+    private final Verdict v;
+
+    HistoryJudge(String scenario, List<History> histories, long crashWindowMs, long graceMs) {
+        this.histories = histories;
+        this.crashWindowMs = crashWindowMs;
+        this.graceMs = graceMs;
+        this.v = new Verdict(scenario);
+    }
+
+    private static String key(int sender, long incarnation, int dest, long seq) {
+        return sender + "." + incarnation + ">" + dest + "#" + seq;
+    }
+
+    Verdict judge() {
+        Map<String, List<History.Recv>> received = new HashMap<>();
+        Map<String, Integer> handledCount = new HashMap<>();
+        for (History h : histories) {
+            orderAndDuplicates(h, h.recvs, received, "message");
+            for (History.Recv r : h.handled) {
+                String k = key(r.sender, r.senderIncarnation, h.node, r.seq);
+                if (handledCount.merge(k, 1, Integer::sum) > 1) {
+                    v.add(Verdict.DUPLICATED, "request " + k + " handled again by " + h.name());
+                }
+            }
+            orderAndDuplicates(h, h.handled, new HashMap<>(), "request");
+        }
+        Map<String, History.Send> sent = new HashMap<>();
+        for (History h : histories) {
+            judgeSends(h, received, sent);
+            judgeRequests(h);
+        }
+        judgeUnmatchedReceives(received, sent);
+        for (History h : histories) {
+            long accepted = h.sends.stream().filter(s -> s.failure == null).count();
+            v.incarnation(String.format("%s: %d sent (%d failed), %d received, %d requests sent, %d handled, %d loss events",
+                    h.name(), accepted, h.sends.size() - accepted, h.recvs.size(), h.requests.size(), h.handled.size(),
+                    h.losses.size()));
+        }
+        return v;
+    }
+
+    /**
+     * Per receiving incarnation and sender incarnation: a sequence number
+     * seen before is a duplicate, one below the highest seen is reordered.
+     * Messages also go into {@code byKey} for the join with the sends.
+     */
+    private void orderAndDuplicates(History h, List<History.Recv> records, Map<String, List<History.Recv>> byKey,
+            String what) {
+        Map<String, Long> highest = new HashMap<>();
+        Set<String> seen = new HashSet<>();
+        for (History.Recv r : records) {
+            if (!r.intact) {
+                v.add(Verdict.CORRUPTED, what + " from node " + r.sender + " seq " + r.seq + " at " + h.name());
+                continue;
+            }
+            String k = key(r.sender, r.senderIncarnation, h.node, r.seq);
+            if (what.equals("message")) {
+                List<History.Recv> l = byKey.computeIfAbsent(k, x -> new ArrayList<>());
+                l.add(r);
+                if (l.size() > 1) {
+                    v.add(Verdict.DUPLICATED, "message " + k + " received again by " + h.name());
+                }
+            }
+            String pair = r.sender + "." + r.senderIncarnation;
+            Long top = highest.get(pair);
+            if (seen.add(k) && top != null && r.seq < top) {
+                v.add(Verdict.REORDERED, what + " " + k + " after seq " + top + " at " + h.name());
+            }
+            highest.put(pair, top == null ? r.seq : Math.max(top, r.seq));
+        }
+    }
+
+    private void judgeSends(History h, Map<String, List<History.Recv>> received, Map<String, History.Send> sent) {
+        Map<Integer, List<History.Send>> lostTo = new HashMap<>();
+        for (History.Send s : h.sends) {
+            String k = key(h.node, h.incarnation, s.dest, s.seq);
+            sent.put(k, s);
+            List<History.Recv> got = received.get(k);
+            if (s.failure != null) {
+                v.add(Verdict.SEND_FAILED, null);
+                if (got != null) {
+                    v.add(Verdict.DELIVERED_AFTER_FAILURE, k + " (send failed with " + s.failure + ")");
+                }
+                continue;
+            }
+            v.add(Verdict.SENT, null);
+            if (got == null) {
+                lostTo.computeIfAbsent(s.dest, d -> new ArrayList<>()).add(s);
+                continue;
+            }
+            v.add(Verdict.DELIVERED, null);
+            for (History.Recv r : got) {
+                if (r.length != s.length || r.crc != s.crc) {
+                    v.add(Verdict.CORRUPTED, k + " received with length " + r.length + " crc " + r.crc + ", sent "
+                            + s.length + " crc " + s.crc);
+                }
+            }
+        }
+        lostTo.forEach((dest, lost) -> judgeLosses(h, dest, lost));
+    }
+
+    /** The coverage of {@link HistoryJudge}'s definition: latest loss first into the events after it. */
+    private void judgeLosses(History h, int dest, List<History.Send> lost) {
+        List<History.Loss> events = new ArrayList<>();
+        for (History.Loss l : h.losses) {
+            if (l.node == dest) {
+                events.add(l);
+            }
+        }
+        events.sort(Comparator.comparingLong((History.Loss l) -> l.time));
+        lost.sort(Comparator.comparingLong((History.Send s) -> s.time).reversed());
+        int next = events.size(); // events[next..] are after the current send
+        long room = 0;
+        boolean unbounded = false;
+        for (History.Send s : lost) {
+            while (next > 0 && events.get(next - 1).time >= s.time) {
+                next--;
+                long b = events.get(next).bytes;
+                if (b < 0) {
+                    unbounded = true;
+                } else {
+                    room += b;
+                }
+            }
+            String k = key(h.node, h.incarnation, dest, s.seq);
+            if (unbounded || room >= s.length) {
+                room -= unbounded ? 0 : s.length;
+                v.add(Verdict.LOST_REPORTED, null);
+            } else if (!h.ended && s.time >= h.lastTime - crashWindowMs) {
+                v.add(Verdict.LOST_WITH_SENDER, null);
+            } else {
+                v.add(Verdict.LOST_UNREPORTED, k + " sent at " + s.time + ", " + (next == events.size()
+                        ? "no loss event for node " + dest + " after it"
+                        : "loss events after it report too few bytes"));
+            }
+        }
+    }
+
+    private void judgeRequests(History h) {
+        for (History.Req r : h.requests.values()) {
+            v.add(Verdict.REQ_SENT, null);
+            long due = r.time + r.deadlineMs + graceMs;
+            String k = key(h.node, h.incarnation, r.dest, r.seq);
+            if (r.outcome == null) {
+                if (!h.ended && h.lastTime < due + 1000) {
+                    v.add(Verdict.REQ_UNJUDGED, null);
+                } else {
+                    v.add(Verdict.REQ_HUNG, "request " + k + " sent at " + r.time + ": no outcome by " + h.lastTime);
+                }
+            } else if (r.endTime > due) {
+                v.add(Verdict.REQ_HUNG, "request " + k + " sent at " + r.time + " with deadline " + r.deadlineMs
+                        + " ms: " + r.outcome + " at " + r.endTime);
+            } else if (r.outcome.equals("answered")) {
+                v.add(Verdict.REQ_ANSWERED, null);
+            } else if (r.outcome.equals("badanswer")) {
+                v.add(Verdict.CORRUPTED, "request " + k + " answered with other bytes than it carried");
+            } else if (r.outcome.equals("pending")) {
+                // Open when its node stopped, before its deadline and grace: a stop mid-run (SIGTERM).
+                v.add(Verdict.REQ_UNJUDGED, null);
+            } else {
+                v.requestFailed(r.reason);
+            }
+        }
+    }
+
+    /** Receives whose send is not in the join: unrecorded by a killed sender, or never sent at all. */
+    private void judgeUnmatchedReceives(Map<String, List<History.Recv>> received, Map<String, History.Send> sent) {
+        Map<String, History> senders = new HashMap<>();
+        Map<String, Long> lastSeq = new HashMap<>();
+        for (History h : histories) {
+            senders.put(h.node + "." + h.incarnation, h);
+            for (History.Send s : h.sends) {
+                lastSeq.merge(h.node + "." + h.incarnation + ">" + s.dest, s.seq, Math::max);
+            }
+        }
+        received.forEach((k, recs) -> {
+            if (sent.containsKey(k)) {
+                return;
+            }
+            String senderInc = k.substring(0, k.indexOf('>'));
+            History sender = senders.get(senderInc);
+            long seq = Long.parseLong(k.substring(k.indexOf('#') + 1));
+            Long last = lastSeq.get(k.substring(0, k.indexOf('#')));
+            if (sender == null) {
+                v.note("no history of sender incarnation " + senderInc + " (it sent " + k + ")");
+                v.add(Verdict.UNRECORDED, null);
+            } else if (!sender.ended && (last == null || seq > last)) {
+                v.add(Verdict.UNRECORDED, null);
+            } else {
+                v.add(Verdict.PHANTOM, k + " received, not in " + sender.name() + "'s sends");
+            }
+        });
+    }
+}

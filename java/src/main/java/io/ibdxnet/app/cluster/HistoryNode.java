@@ -1,0 +1,174 @@
+package io.ibdxnet.app.cluster;
+
+import io.ibdxnet.DXNet;
+import io.ibdxnet.DXNetConfig;
+import io.ibdxnet.app.BytesMessage;
+import io.ibdxnet.app.BytesRequest;
+import io.ibdxnet.app.BytesResponse;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One node of an N-node cluster in its own process, writing the history that
+ * {@link HistoryCheck} judges. Every node sends paced messages and requests
+ * to every other ({@link PeerSender}, a thread per peer) for
+ * {@code --seconds}, answers every request, then waits for its open requests
+ * to end and keeps receiving for {@code --linger-ms} so late messages are
+ * counted, and closes. What the library tells it goes into the history
+ * ({@link HistoryLog}): each send's outcome, each request's, every possible
+ * loss ({@link DXNet#setLossListener}, the public route of the transports'
+ * {@code onPossibleLoss}) and every connection event. A restarted node is a
+ * new process with the same {@code --node} and address, a new history file
+ * and a new incarnation; the others reconnect to it on their next send.
+ * SIGTERM stops it the orderly way (the shutdown hook); SIGKILL leaves a
+ * history without its {@code end} line.
+ */
+public final class HistoryNode {
+    private final HistoryNodeOptions o;
+    private final HistoryLog log;
+    private final RequestsInFlight inFlight = new RequestsInFlight();
+    private final List<PeerSender> senders = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private DXNet net;
+
+    private HistoryNode(HistoryNodeOptions o, HistoryLog log) {
+        this.o = o;
+        this.log = log;
+    }
+
+    public static void main(String[] args) throws Exception {
+        HistoryNodeOptions o;
+        try {
+            o = HistoryNodeOptions.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("history-node: " + e.getMessage());
+            System.err.println(HistoryNodeOptions.USAGE);
+            System.exit(2);
+            return;
+        }
+        HistoryNode n = new HistoryNode(o, new HistoryLog(o.history));
+        Thread hook = new Thread(() -> n.stop("signal"), "history-node-stop");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            n.run();
+        } catch (Exception e) {
+            System.err.println("history-node " + o.node + " failed: " + e);
+            e.printStackTrace();
+            n.stop("failed: " + e);
+            System.exit(1);
+        }
+        n.stop("done");
+        System.exit(0); // the node's daemon threads are gone; the hook finds the history ended
+    }
+
+    private void run() throws Exception {
+        log.writeNow("start", o.node, o.incarnation, o.transport); // a node killed at once still names itself
+        net = DXNet.start(config());
+        net.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
+        net.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
+        net.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
+        net.setLossListener((node, bytes, reason) -> log.writeNow("loss", node, bytes, reason));
+        net.setConnectionListener(new DXNet.ConnectionListener() {
+            @Override
+            public void connected(int node) {
+                log.write("conn", node, "up");
+            }
+
+            @Override
+            public void disconnected(int node) {
+                log.write("conn", node, "down");
+            }
+        });
+        net.register(BytesMessage.class, m -> received(m.bytes));
+        net.register(BytesRequest.class, r -> {
+            Payload p = Payload.decode(r.bytes);
+            // Written through before the answer leaves: a requester's answer implies our record.
+            log.writeNow("reqhandled", p.sender, p.incarnation, p.seq, p.intact ? "ok" : "bad");
+            net.reply(r, BytesResponse.echo(r));
+        });
+        if (!o.tableAtStart) {
+            // Only now may peers reach us: see HistoryNodeOptions.tableAtStart.
+            addPeers(net::addNode);
+        }
+        System.out.printf("history-node %d (incarnation %d) on %s, %s transport, fabric %s: sending for %.1f s%n",
+                o.node, o.incarnation, o.nodes.get(o.node), o.transport, net.fabricName(), o.seconds);
+        List<Thread> threads = new ArrayList<>();
+        for (int dest = 0; dest < o.nodes.size(); dest++) {
+            if (dest != o.node) {
+                PeerSender s = new PeerSender(net, log, o, inFlight, dest);
+                senders.add(s);
+                Thread t = new Thread(s, "history-send-" + dest);
+                threads.add(t);
+                t.start();
+            }
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        // Every request ends by its deadline; a little beyond it, whatever is open is hung.
+        long waitUntil = System.currentTimeMillis() + o.deadlineMs + 1000;
+        while (!inFlight.isEmpty() && System.currentTimeMillis() < waitUntil) {
+            Thread.sleep(10);
+        }
+        Thread.sleep(o.lingerMs);
+        System.out.printf("history-node %d: done%n", o.node);
+    }
+
+    private void received(byte[] bytes) {
+        Payload p = Payload.decode(bytes);
+        log.writeNow("recv", p.sender, p.incarnation, p.seq, p.length, p.crc, p.intact ? "ok" : "bad");
+    }
+
+    private void addPeers(java.util.function.BiConsumer<Integer, String> add) {
+        for (int i = 0; i < o.nodes.size(); i++) {
+            if (i != o.node) {
+                add.accept(i, o.nodes.get(i));
+            }
+        }
+    }
+
+    private DXNetConfig config() {
+        DXNetConfig c = new DXNetConfig(o.node);
+        c.transport = o.transport;
+        c.listen = o.nodes.get(o.node);
+        if (o.tableAtStart) {
+            addPeers(c.nodes::put);
+        }
+        c.connectTimeoutMs = o.connectTimeoutMs;
+        c.sendTimeoutMs = o.sendTimeoutMs;
+        c.requestTimeoutMs = o.deadlineMs;
+        if (o.idleTimeoutMs > 0) {
+            c.idleTimeoutMs = o.idleTimeoutMs;
+        }
+        if (o.transport.equals("ib")) {
+            c.nativeConfig.put("fabric", o.fabric);
+            // Modest native memory: several nodes share one host (as in DemoMain).
+            c.nativeConfig.put("send_ring_size", Integer.toString(1 << 20));
+            c.nativeConfig.put("srq_size", "256");
+            c.nativeConfig.put("recv_buffer_count", "2048");
+        }
+        return c;
+    }
+
+    /**
+     * Ends the run the orderly way, once (normal end or SIGTERM): senders
+     * stop, requests still open are written as pending, the node closes
+     * (peers learn what it handled), then {@code end}.
+     */
+    private synchronized void stop(String why) {
+        for (PeerSender s : senders) {
+            s.stop();
+        }
+        // Before the close, which would fail them as CLOSED and hide a hang.
+        inFlight.writePending(log);
+        DXNet n = net;
+        net = null;
+        if (n != null) {
+            try {
+                n.close();
+            } catch (RuntimeException e) {
+                log.write("note", "close failed: " + e);
+            }
+        }
+        log.end(why);
+    }
+}
