@@ -3,10 +3,8 @@ package io.ibdxnet.app.cluster;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Joins the histories of one scenario (every node, every incarnation) and
@@ -80,16 +78,10 @@ final class HistoryJudge {
 
     Verdict judge() {
         Map<String, List<History.Recv>> received = new HashMap<>();
-        Map<String, Integer> handledCount = new HashMap<>();
+        Map<String, List<History.Recv>> handled = new HashMap<>();
         for (History h : histories) {
             orderAndDuplicates(h, h.recvs, received, "message");
-            for (History.Recv r : h.handled) {
-                String k = key(r.sender, r.senderIncarnation, h.node, r.seq);
-                if (handledCount.merge(k, 1, Integer::sum) > 1) {
-                    v.add(Verdict.DUPLICATED, "request " + k + " handled again by " + h.name());
-                }
-            }
-            orderAndDuplicates(h, h.handled, new HashMap<>(), "request");
+            orderAndDuplicates(h, h.handled, handled, "request");
         }
         Map<String, History.Send> sent = new HashMap<>();
         for (History h : histories) {
@@ -107,30 +99,27 @@ final class HistoryJudge {
     }
 
     /**
-     * Per receiving incarnation and sender incarnation: a sequence number
-     * seen before is a duplicate, one below the highest seen is reordered.
-     * Messages also go into {@code byKey} for the join with the sends.
+     * Records of one receiving incarnation, in file order: a name recorded
+     * before (by any incarnation of the node: {@code byKey} holds them all)
+     * is a duplicate; else one below the highest sequence number seen here
+     * from its sender incarnation is reordered.
      */
     private void orderAndDuplicates(History h, List<History.Recv> records, Map<String, List<History.Recv>> byKey,
             String what) {
         Map<String, Long> highest = new HashMap<>();
-        Set<String> seen = new HashSet<>();
         for (History.Recv r : records) {
             if (!r.intact) {
                 v.add(Verdict.CORRUPTED, what + " from node " + r.sender + " seq " + r.seq + " at " + h.name());
                 continue;
             }
             String k = key(r.sender, r.senderIncarnation, h.node, r.seq);
-            if (what.equals("message")) {
-                List<History.Recv> l = byKey.computeIfAbsent(k, x -> new ArrayList<>());
-                l.add(r);
-                if (l.size() > 1) {
-                    v.add(Verdict.DUPLICATED, "message " + k + " received again by " + h.name());
-                }
-            }
+            List<History.Recv> l = byKey.computeIfAbsent(k, x -> new ArrayList<>());
+            l.add(r);
             String pair = r.sender + "." + r.senderIncarnation;
             Long top = highest.get(pair);
-            if (seen.add(k) && top != null && r.seq < top) {
+            if (l.size() > 1) {
+                v.add(Verdict.DUPLICATED, what + " " + k + " recorded again by " + h.name());
+            } else if (top != null && r.seq < top) {
                 v.add(Verdict.REORDERED, what + " " + k + " after seq " + top + " at " + h.name());
             }
             highest.put(pair, top == null ? r.seq : Math.max(top, r.seq));
