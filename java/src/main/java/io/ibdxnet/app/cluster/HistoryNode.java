@@ -89,8 +89,13 @@ public final class HistoryNode {
             // Only now may peers reach us: see HistoryNodeOptions.tableAtStart.
             addPeers(net::addNode);
         }
+        long wait = o.startAtMs - System.currentTimeMillis();
+        if (wait > 0) {
+            Thread.sleep(wait); // the peers are in the table meanwhile: connections can come up
+        }
         System.out.printf("history-node %d (incarnation %d) on %s, %s transport, fabric %s: sending for %.1f s%n",
-                o.node, o.incarnation, o.nodes.get(o.node), o.transport, net.fabricName(), o.seconds);
+                o.node, o.incarnation, o.nodes.get(o.node), o.transport, net.fabricName(),
+                o.stopAtMs > 0 ? (o.stopAtMs - System.currentTimeMillis()) / 1e3 : o.seconds);
         List<Thread> threads = new ArrayList<>();
         for (int dest = 0; dest < o.nodes.size(); dest++) {
             if (dest != o.node) {

@@ -11,7 +11,8 @@ final class HistoryNodeOptions {
             + " --history FILE [--transport ib|nio] [--fabric auto|sim|simhost|verbs] [--seconds S]"
             + " [--rate MSGS_PER_S_PER_PEER] [--size BYTES] [--requests-per-second Q_PER_PEER] [--deadline-ms D]"
             + " [--linger-ms L] [--connect-timeout-ms C] [--send-timeout-ms T] [--idle-timeout-ms I]"
-            + " [--incarnation K (default: the start time in ms)] [--table-at-start true|false]";
+            + " [--incarnation K (default: the start time in ms)] [--table-at-start true|false]"
+            + " [--start-at-ms EPOCH_MS] [--stop-at-ms EPOCH_MS (instead of --seconds)]";
 
     int node = -1;
     List<String> nodes;
@@ -29,6 +30,15 @@ final class HistoryNodeOptions {
     /** 0: the library's default. */
     int idleTimeoutMs;
     long incarnation = System.currentTimeMillis();
+    /**
+     * Wall-clock times (ms) to begin and to stop sending, shared by every
+     * node of a run, so that they send over the same span whenever their
+     * JVMs came up: nobody is still sending to a node that closed (its
+     * losses would be reported, but they are not the scenario). 0: begin
+     * at once, stop after {@code --seconds}.
+     */
+    long startAtMs;
+    long stopAtMs;
     /**
      * Peers in {@code DXNetConfig.nodes} (the documented way) instead of
      * added with {@code addNode} once the receivers are registered. A node
@@ -64,6 +74,8 @@ final class HistoryNodeOptions {
                 case "--idle-timeout-ms": o.idleTimeoutMs = Integer.parseInt(v); break;
                 case "--incarnation": o.incarnation = Long.parseLong(v); break;
                 case "--history": o.history = Paths.get(v); break;
+                case "--start-at-ms": o.startAtMs = Long.parseLong(v); break;
+                case "--stop-at-ms": o.stopAtMs = Long.parseLong(v); break;
                 case "--table-at-start": o.tableAtStart = Boolean.parseBoolean(v); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }

@@ -49,7 +49,8 @@ final class PeerSender implements Runnable {
     @Override
     public void run() {
         long start = System.nanoTime();
-        long end = start + (long) (o.seconds * 1e9);
+        long end = o.stopAtMs > 0 ? start + TimeUnit.MILLISECONDS.toNanos(o.stopAtMs - System.currentTimeMillis())
+                : start + (long) (o.seconds * 1e9);
         long messages = 0;
         long requests = 0;
         long quietUntil = start;

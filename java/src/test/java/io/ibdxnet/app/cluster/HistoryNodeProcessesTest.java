@@ -34,7 +34,7 @@ public class HistoryNodeProcessesTest {
     @Rule
     public final ChildJvm.Rule children = new ChildJvm.Rule();
 
-    private static final double SECONDS = 11;
+    private static final int SECONDS = 9;
     private static final int RATE = 1000;
     private Path dir;
 
@@ -65,21 +65,21 @@ public class HistoryNodeProcessesTest {
         }
         // A simhost network of this test's own: no other test's devices in it.
         Map<String, String> env = Map.of("IBDXNET_SIMHOST_DIR", dir.resolve("simhost").toString());
-        long t0 = System.nanoTime();
-        ChildJvm n0 = node(0, 0, SECONDS, transport, fabric, addresses, env);
-        ChildJvm n1 = node(1, 0, SECONDS, transport, fabric, addresses, env);
-        ChildJvm n2 = node(2, 0, SECONDS, transport, fabric, addresses, env);
+        // All send over the same span of wall-clock time, the restarted node until the others stop.
+        long startAt = System.currentTimeMillis() + 4_000;
+        long stopAt = startAt + SECONDS * 1000;
+        ChildJvm n0 = node(0, 0, startAt, stopAt, transport, fabric, addresses, env);
+        ChildJvm n1 = node(1, 0, startAt, stopAt, transport, fabric, addresses, env);
+        ChildJvm n2 = node(2, 0, startAt, stopAt, transport, fabric, addresses, env);
         for (ChildJvm n : List.of(n0, n1, n2)) {
             n.awaitOutput("sending for", 30_000);
         }
-        Thread.sleep(3_000);
+        Thread.sleep(Math.max(1_000, startAt + 3_000 - System.currentTimeMillis()));
         long killedAt = System.currentTimeMillis();
         n1.kill(); // Process.destroyForcibly: SIGKILL
         Thread.sleep(1_500);
         long restartedAt = System.currentTimeMillis();
-        // The new incarnation stops sending about when the others do.
-        double left = Math.max(2, SECONDS - (System.nanoTime() - t0) / 1e9);
-        ChildJvm n1again = node(1, 1, left, transport, fabric, addresses, env);
+        ChildJvm n1again = node(1, 1, 0, stopAt, transport, fabric, addresses, env);
         for (ChildJvm n : List.of(n0, n2, n1again)) {
             assertEquals(n.output(), 0, n.waitForExit(60_000));
         }
@@ -107,10 +107,11 @@ public class HistoryNodeProcessesTest {
         }
     }
 
-    private ChildJvm node(int id, int incarnation, double seconds, String transport, String fabric,
+    private ChildJvm node(int id, int incarnation, long startAt, long stopAt, String transport, String fabric,
             List<String> addresses, Map<String, String> env) throws Exception {
         List<String> args = List.of("--node", Integer.toString(id), "--nodes", String.join(",", addresses),
-                "--transport", transport, "--fabric", fabric, "--seconds", Double.toString(seconds),
+                "--transport", transport, "--fabric", fabric, "--start-at-ms", Long.toString(startAt),
+                "--stop-at-ms", Long.toString(stopAt),
                 "--rate", Integer.toString(RATE), "--size", "64", "--requests-per-second", "20", "--deadline-ms", "2000",
                 "--linger-ms", "2000", "--history", dir.resolve("node-" + id + "." + incarnation + ".tsv").toString());
         return children.start(ChildJvm.command(HistoryNode.class, List.of("-Xmx192m"), args), env);
