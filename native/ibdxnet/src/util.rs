@@ -88,21 +88,23 @@ impl EventFd {
     }
 }
 
-/// Tests only: README.md's section between `<!-- {marker}: begin -->` and
-/// `<!-- {marker}: end -->` must be `want` (a table generated from the code);
-/// with `IBDXNET_UPDATE_README=1` it is rewritten instead of failing.
+/// Tests only: the section of the document `doc` (a path from the
+/// repository's root, such as `docs/configuration.md`) between
+/// `<!-- {marker}: begin -->` and `<!-- {marker}: end -->` must be `want`
+/// (a table generated from the code); with `IBDXNET_UPDATE_README=1` it is
+/// rewritten instead of failing.
 #[cfg(test)]
-pub(crate) fn check_readme_section(marker: &str, want: &str, what: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-    let readme = std::fs::read_to_string(&path).unwrap();
+pub(crate) fn check_doc_section(doc: &str, marker: &str, want: &str, what: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(doc);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{doc}: {e}"));
     let (begin, end) = (format!("<!-- {marker}: begin -->\n"), format!("<!-- {marker}: end -->"));
-    let start = readme.find(&begin).expect("README has the begin marker") + begin.len();
-    let stop = start + readme[start..].find(&end).expect("README has the end marker");
-    if readme[start..stop] != *want {
+    let start = text.find(&begin).unwrap_or_else(|| panic!("{doc} has no begin marker {begin:?}")) + begin.len();
+    let stop = start + text[start..].find(&end).unwrap_or_else(|| panic!("{doc} has no end marker {end:?}"));
+    if text[start..stop] != *want {
         if std::env::var_os("IBDXNET_UPDATE_README").is_some() {
-            std::fs::write(&path, format!("{}{want}{}", &readme[..start], &readme[stop..])).unwrap();
+            std::fs::write(&path, format!("{}{want}{}", &text[..start], &text[stop..])).unwrap();
             return;
         }
-        panic!("README.md's {what} differs from the code; run with IBDXNET_UPDATE_README=1 to regenerate:\n{want}");
+        panic!("{doc}'s {what} differs from the code; run with IBDXNET_UPDATE_README=1 to regenerate:\n{want}");
     }
 }

@@ -16,7 +16,7 @@
 //!
 //! Logger names are the record targets with `::` as `.`
 //! (`ibdxnet::con::manager` → `ibdxnet.con.manager`); [`TARGETS`] lists the
-//! ones the library logs on (checked against the sources and the README).
+//! ones the library logs on (checked against the sources and docs/operations.md).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -326,7 +326,7 @@ mod tests {
     }
 
     /// Every module that logs, and the statistics target, is in [`TARGETS`],
-    /// and README.md's list of logger names is [`TARGETS`].
+    /// and docs/operations.md's list of logger names is [`TARGETS`].
     #[test]
     fn every_logging_module_is_a_documented_target() {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -364,6 +364,6 @@ mod tests {
         for t in TARGETS {
             table += &format!("| `{}` | `{t}` |\n", java_name(t));
         }
-        crate::util::check_readme_section("log targets", &table, "list of native logger names");
+        crate::util::check_doc_section("docs/operations.md", "log targets", &table, "list of native logger names");
     }
 }

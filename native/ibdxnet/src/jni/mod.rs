@@ -289,11 +289,11 @@ pub unsafe extern "system" fn JNI_OnLoad(vm: *mut jni::sys::JavaVM, _reserved: *
 
 #[cfg(test)]
 mod tests {
-    /// The README quotes the version line the library reports on load.
+    /// docs/deployment.md quotes the version line the library reports on load.
     #[test]
-    fn readme_quotes_the_library_version_line() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    fn docs_quote_the_library_version_line() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/deployment.md")).unwrap();
         let quoted = format!("now `{}`", super::LIBRARY_VERSION);
-        assert!(readme.contains(&quoted), "README.md should say {quoted:?} (gradle.properties changed?)");
+        assert!(doc.contains(&quoted), "docs/deployment.md should say {quoted:?} (gradle.properties changed?)");
     }
 }

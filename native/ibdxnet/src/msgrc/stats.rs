@@ -2,7 +2,7 @@
 //! send and receive threads, described once: [`COUNTERS`] names each
 //! counter and says what it counts, [`TIMERS`] each timed operation of the
 //! engine threads, [`TIMER_FIGURES`] the figures of a timer. The statistics
-//! map ([`super::Engine::stats_map`]), the print thread, the README's table
+//! map ([`super::Engine::stats_map`]), the print thread, the table in docs/operations.md
 //! and the counters table Java reads in place (its descriptor,
 //! [`descriptor_text`]) are all read from these tables.
 //!
@@ -267,7 +267,7 @@ impl EngineStats {
     }
 }
 
-/// The README's table of the engine's statistics (Markdown): the counters,
+/// The table in docs/operations.md of the engine's statistics (Markdown): the counters,
 /// then the timers and their figures.
 pub fn markdown_table() -> String {
     let mut s = String::from("| key | meaning |\n|---|---|\n");
@@ -359,11 +359,16 @@ mod tests {
         assert_eq!(slots.iter().find(|(d, _)| d.name == "connections_created").unwrap().1.load(Ordering::Relaxed), 5);
     }
 
-    /// The README's statistics table is [`markdown_table`]; with
+    /// docs/operations.md's statistics table is [`markdown_table`]; with
     /// `IBDXNET_UPDATE_README=1` this test rewrites it instead of failing.
     #[test]
-    fn readme_stats_table_is_generated() {
-        crate::util::check_readme_section("native-stats", &markdown_table(), "statistics table (stats.rs)");
+    fn docs_stats_table_is_generated() {
+        crate::util::check_doc_section(
+            "docs/operations.md",
+            "native-stats",
+            &markdown_table(),
+            "statistics table (stats.rs)",
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The configuration keys, defined once: each row of [`KEYS`] gives the
 //! key, its type, its default, its range and its meaning, and reaches its
 //! field through the codec of its type. `set`, per-key validation, the text
-//! form, the defaults and the README table are all read from it.
+//! form, the defaults and the table in docs/configuration.md are all read from it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -448,7 +448,7 @@ fn distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// The README's table of the engine's keys (Markdown).
+/// The table in docs/configuration.md of the engine's keys (Markdown).
 pub fn markdown_table() -> String {
     let mut s = String::from("| key | type | default | range | meaning |\n|---|---|---|---|---|\n");
     for k in KEYS {

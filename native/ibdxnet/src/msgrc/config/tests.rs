@@ -189,11 +189,16 @@ fn pinning_to_a_cpu_this_thread_may_not_use_is_refused() {
     );
 }
 
-/// The README's engine table is [`markdown_table`]; with
+/// docs/configuration.md's engine table is [`markdown_table`]; with
 /// `IBDXNET_UPDATE_README=1` this test rewrites it instead of failing.
 #[test]
-fn readme_table_is_generated_from_keys() {
-    crate::util::check_readme_section("native-config-keys", &markdown_table(), "engine configuration table (KEYS)");
+fn docs_table_is_generated_from_keys() {
+    crate::util::check_doc_section(
+        "docs/configuration.md",
+        "native-config-keys",
+        &markdown_table(),
+        "engine configuration table (KEYS)",
+    );
 }
 
 /// The statistics keys: `stats_timers` takes only `true` or `false`,

@@ -541,25 +541,25 @@ public class DXNetConfigTest {
         return out.append(line).append("\n     */\n").toString();
     }
 
-    /** README.md's table of these keys is {@link DXNetConfig#markdownTable}; IBDXNET_UPDATE_README=1 rewrites it. */
+    /** docs/configuration.md's table of these keys is {@link DXNetConfig#markdownTable}; IBDXNET_UPDATE_README=1 rewrites it. */
     @Test
-    public void readmeTableIsGeneratedFromKeys() throws Exception {
-        Path readme = Paths.get("README.md").toAbsolutePath();
-        String text = new String(Files.readAllBytes(readme), StandardCharsets.UTF_8);
+    public void docTableIsGeneratedFromKeys() throws Exception {
+        Path doc = Paths.get("docs/configuration.md").toAbsolutePath();
+        String text = new String(Files.readAllBytes(doc), StandardCharsets.UTF_8);
         String begin = "<!-- java-config-keys: begin -->\n";
         String end = "<!-- java-config-keys: end -->";
         int start = text.indexOf(begin);
-        assertTrue("README.md has the begin marker", start >= 0);
+        assertTrue("docs/configuration.md has the begin marker", start >= 0);
         start += begin.length();
         int stop = text.indexOf(end, start);
-        assertTrue("README.md has the end marker", stop >= 0);
+        assertTrue("docs/configuration.md has the end marker", stop >= 0);
         String want = DXNetConfig.markdownTable();
         if (!text.substring(start, stop).equals(want)) {
             if (System.getenv("IBDXNET_UPDATE_README") != null) {
-                Files.write(readme, (text.substring(0, start) + want + text.substring(stop)).getBytes(StandardCharsets.UTF_8));
+                Files.write(doc, (text.substring(0, start) + want + text.substring(stop)).getBytes(StandardCharsets.UTF_8));
                 return;
             }
-            fail("README.md's Java configuration table differs from DXNetConfig.KEYS; rerun with "
+            fail("docs/configuration.md's Java configuration table differs from DXNetConfig.KEYS; rerun with "
                     + "IBDXNET_UPDATE_README=1 to regenerate:\n" + want);
         }
     }

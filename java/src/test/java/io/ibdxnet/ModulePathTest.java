@@ -35,7 +35,7 @@ import org.junit.rules.Timeout;
  * {@code test.jar}), on JDK 17 and Temurin 25 ({@code test.jdkHomes}): the
  * application of {@code examples/} as a named module on the module path and
  * as plain classes on the class path, over nio and over ib (sim: the library
- * loads from the jar), with exactly the command lines README gives. The jar
+ * loads from the jar), with the descriptor and the command lines docs/deployment.md gives. The jar
  * is the module {@code io.ibdxnet} exporting {@code io.ibdxnet} only: a
  * module that imports an internal package does not compile, and reflection
  * into one fails on the module path (and works on the class path: the probe's
@@ -53,6 +53,9 @@ public class ModulePathTest {
     /** The probe compiled as the named module {@code probe}. */
     private static Path probeModule;
 
+    /** The descriptor the example gets here (examples/ has none); docs/deployment.md shows it. */
+    static final String EXAMPLE_MODULE_INFO = "module example {\n    requires io.ibdxnet;\n    exports example;\n}\n";
+
     @BeforeClass
     public static void compile() throws IOException {
         jar = System.getProperty("test.jar");
@@ -69,8 +72,7 @@ public class ModulePathTest {
                 Files.copy(p, pkg.resolve(p.getFileName()));
             }
         }
-        Files.writeString(exampleSrc.resolve("module-info.java"),
-                "module example {\n    requires io.ibdxnet;\n    exports example;\n}\n");
+        Files.writeString(exampleSrc.resolve("module-info.java"), EXAMPLE_MODULE_INFO);
         exampleModule = work.resolve("example");
         String out = javac(exampleModule, exampleSrc);
         assertEquals("the example did not compile as a module:\n" + out, "", out);
@@ -134,13 +136,13 @@ public class ModulePathTest {
         return out;
     }
 
-    /** README's module-path command line: {@code java --enable-native-access=io.ibdxnet --module-path ... -m example/example.Example T}. */
+    /** docs/deployment.md's module-path command line: {@code java --enable-native-access=io.ibdxnet --module-path ... -m example/example.Example T}. */
     static List<String> modulePathCommand(String java, String jar, String gson, String app, String transport) {
         return Arrays.asList(java, "--enable-native-access=io.ibdxnet",
                 "--module-path", String.join(File.pathSeparator, jar, gson, app), "-m", "example/example.Example", transport);
     }
 
-    /** README's class-path command line: {@code java --enable-native-access=ALL-UNNAMED -cp ... example.Example T}. */
+    /** docs/deployment.md's class-path command line: {@code java --enable-native-access=ALL-UNNAMED -cp ... example.Example T}. */
     static List<String> classPathCommand(String java, String jar, String gson, String app, String transport) {
         return Arrays.asList(java, "--enable-native-access=ALL-UNNAMED",
                 "-cp", String.join(File.pathSeparator, jar, gson, app), "example.Example", transport);

@@ -15,9 +15,10 @@ import org.junit.Test;
 import org.junit.rules.Timeout;
 
 /**
- * README.md quotes the examples project: each block after an
- * {@code <!-- excerpt: PATH -->} line must occur in PATH word for word, and the
- * example's configuration files must load.
+ * README.md and the documents in docs/ quote the examples project: each block
+ * after an {@code <!-- excerpt: PATH -->} line must occur in PATH word for word,
+ * and the example's configuration files must load. docs/getting-started.md
+ * gives the Maven coordinates, docs/deployment.md the tested command lines.
  */
 public class ReadmeExamplesTest {
     @Rule
@@ -29,17 +30,34 @@ public class ReadmeExamplesTest {
         return new String(Files.readAllBytes(Paths.get(path)), StandardCharsets.UTF_8);
     }
 
-    @Test
-    public void everyExcerptInTheReadmeIsInItsFile() throws IOException {
-        Matcher m = EXCERPT.matcher(read("README.md"));
-        int found = 0;
-        while (m.find()) {
-            String file = read(m.group(1));
-            assertTrue("README.md quotes " + m.group(1) + " but the file no longer contains:\n" + m.group(2),
-                    file.contains(m.group(2)));
-            found++;
+    /** The documents that quote examples/: README.md and every file in docs/. */
+    static java.util.List<String> documents() throws IOException {
+        java.util.List<String> docs = new java.util.ArrayList<>();
+        docs.add("README.md");
+        try (java.util.stream.Stream<Path> s = Files.list(Paths.get("docs"))) {
+            s.map(Path::toString).filter(p -> p.endsWith(".md")).sorted().forEach(docs::add);
         }
-        assertTrue("README.md has " + found + " excerpts of examples/, expected at least 4", found >= 4);
+        return docs;
+    }
+
+    @Test
+    public void everyExcerptInTheDocumentsIsInItsFile() throws IOException {
+        int found = 0;
+        for (String doc : documents()) {
+            Matcher m = EXCERPT.matcher(read(doc));
+            int here = 0;
+            while (m.find()) {
+                String file = read(m.group(1));
+                assertTrue(doc + " quotes " + m.group(1) + " but the file no longer contains:\n" + m.group(2),
+                        file.contains(m.group(2)));
+                here++;
+            }
+            if (doc.equals("README.md")) {
+                assertTrue("README.md has no excerpt of examples/ (its hello)", here >= 1);
+            }
+            found += here;
+        }
+        assertTrue("the documents have " + found + " excerpts of examples/, expected at least 5", found >= 5);
     }
 
     @Test
@@ -49,6 +67,7 @@ public class ReadmeExamplesTest {
         assertTrue("examples/build.gradle must depend on io.ibdxnet:ibdxnet:" + v.group(1),
                 read("examples/build.gradle").contains("compile 'io.ibdxnet:ibdxnet:" + v.group(1) + "'"));
         assertTrue(read("README.md").contains("io.ibdxnet:ibdxnet:" + v.group(1)));
+        assertTrue(read("docs/getting-started.md").contains("implementation 'io.ibdxnet:ibdxnet:" + v.group(1) + "'"));
     }
 
     @Test
@@ -59,23 +78,25 @@ public class ReadmeExamplesTest {
         assertTrue(g.find() && v.find());
         String snippet = "<dependency>\n    <groupId>" + g.group(1) + "</groupId>\n    <artifactId>ibdxnet</artifactId>\n"
                 + "    <version>" + v.group(1) + "</version>\n</dependency>";
-        assertTrue("README.md has no Maven snippet for " + g.group(1) + ":ibdxnet:" + v.group(1) + ":\n" + snippet,
-                read("README.md").contains(snippet));
+        assertTrue("docs/getting-started.md has no Maven snippet for " + g.group(1) + ":ibdxnet:" + v.group(1) + ":\n"
+                + snippet, read("docs/getting-started.md").contains(snippet));
     }
 
-    /** The command lines README gives are the ones {@link ModulePathTest} runs (with the jar and gson by file name). */
+    /** The command lines docs/deployment.md gives are the ones {@link ModulePathTest} runs (with the jar and gson by file name). */
     @Test
-    public void theReadmeCommandLinesAreTheTestedOnes() throws IOException {
+    public void theDocumentedCommandLinesAreTheTestedOnes() throws IOException {
         Matcher v = Pattern.compile("(?m)^version=(\\S+)$").matcher(read("gradle.properties"));
         assertTrue(v.find());
-        String readme = read("README.md");
+        String doc = read("docs/deployment.md");
         String jar = "ibdxnet-" + v.group(1) + ".jar";
         for (java.util.List<String> cmd : java.util.Arrays.asList(
                 ModulePathTest.modulePathCommand("java", jar, "gson-2.10.1.jar", "example", "nio"),
                 ModulePathTest.classPathCommand("java", jar, "gson-2.10.1.jar", "example", "nio"))) {
             String line = String.join(" ", cmd);
-            assertTrue("README.md does not give the tested command line\n" + line, readme.contains("\n" + line + "\n"));
+            assertTrue("docs/deployment.md does not give the tested command line\n" + line, doc.contains("\n" + line + "\n"));
         }
+        assertTrue("docs/deployment.md does not show the module descriptor ModulePathTest gives the example",
+                doc.contains("```java\n" + ModulePathTest.EXAMPLE_MODULE_INFO + "```\n"));
     }
 
     @Test
