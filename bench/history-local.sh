@@ -19,7 +19,9 @@
 # the JVMs come up, then all send from the same moment to the same moment),
 # RATE per peer (2000 msg/s), RPS requests per peer (50/s), SIZE (64 B),
 # DEADLINE_MS (2000), KILL_AFTER (4 s of sending),
-# DOWN_FOR (1.5), PORT_BASE (23400), OUT (histories; default a temp dir, kept).
+# DOWN_FOR (1.5), PORT_BASE (23400), OUT (histories; default a temp dir, kept),
+# NODE_ARGS (more HistoryNode options for every node, e.g. "--handler-us 1000 --size 1024":
+# a slow application whose killed node had a handler backlog).
 # Exit code: HistoryCheck's (0 only if every scenario passes).
 # Needs build/main-classpath.txt (gradle mainClasspathFile) and target/release.
 set -u
@@ -44,7 +46,7 @@ OUT=${OUT:-$(mktemp -d /tmp/history-local.XXXXXX)}
 echo "history-local: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores"
 echo "uptime at start: $(uptime)"
 echo "settings: ${SECONDS_TO_SEND} s, $RATE msg/s and $RPS req/s per peer, $SIZE B, deadline $DEADLINE_MS ms," \
-	"kill after $KILL_AFTER s, down for $DOWN_FOR s; histories in $OUT"
+	"kill after $KILL_AFTER s, down for $DOWN_FOR s${NODE_ARGS:+, node options $NODE_ARGS}; histories in $OUT"
 
 now_ms() { date +%s%3N; }
 
@@ -55,7 +57,7 @@ node() {
 		--node "$1" --nodes "$NODES" --transport "$TRANSPORT" --fabric "$FABRIC" \
 		--start-at-ms "$START_AT" --stop-at-ms "$STOP_AT" \
 		--rate "$RATE" --requests-per-second "$RPS" --size "$SIZE" --deadline-ms "$DEADLINE_MS" \
-		--linger-ms 2000 --table-at-start "$TABLE_AT_START" \
+		--linger-ms 2000 --table-at-start "$TABLE_AT_START" ${NODE_ARGS:-} \
 		--history "$DIR/node-$1.$2.tsv" >"$DIR/node-$1.$2.log" 2>&1 &
 }
 

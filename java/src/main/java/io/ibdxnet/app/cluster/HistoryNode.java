@@ -119,6 +119,9 @@ public final class HistoryNode {
     }
 
     private void received(byte[] bytes) {
+        if (o.handlerMicros > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(o.handlerMicros * 1000L);
+        }
         Payload p = Payload.decode(bytes);
         log.writeNow("recv", p.sender, p.incarnation, p.seq, p.length, p.crc, p.intact ? "ok" : "bad");
     }
@@ -141,6 +144,9 @@ public final class HistoryNode {
         c.connectTimeoutMs = o.connectTimeoutMs;
         c.sendTimeoutMs = o.sendTimeoutMs;
         c.requestTimeoutMs = o.deadlineMs;
+        if (o.window > 0) {
+            c.flowControlWindow = o.window;
+        }
         if (o.idleTimeoutMs > 0) {
             c.idleTimeoutMs = o.idleTimeoutMs;
         }

@@ -12,7 +12,8 @@ final class HistoryNodeOptions {
             + " [--rate MSGS_PER_S_PER_PEER] [--size BYTES] [--requests-per-second Q_PER_PEER] [--deadline-ms D]"
             + " [--linger-ms L] [--connect-timeout-ms C] [--send-timeout-ms T] [--idle-timeout-ms I]"
             + " [--incarnation K (default: the start time in ms)] [--table-at-start true|false]"
-            + " [--start-at-ms EPOCH_MS] [--stop-at-ms EPOCH_MS (instead of --seconds)]";
+            + " [--start-at-ms EPOCH_MS] [--stop-at-ms EPOCH_MS (instead of --seconds)]"
+            + " [--window FLOW_CONTROL_BYTES] [--handler-us MICROS_PER_MESSAGE]";
 
     int node = -1;
     List<String> nodes;
@@ -39,6 +40,14 @@ final class HistoryNodeOptions {
      */
     long startAtMs;
     long stopAtMs;
+    /** Flow-control window in bytes (0: the library's default); small: confirmations come often. */
+    long window;
+    /**
+     * Microseconds each message handler works (sleeps) before it records the
+     * message: a slow application, whose handler queue holds messages the
+     * node took off the wire but has not handled yet.
+     */
+    int handlerMicros;
     /**
      * Peers in {@code DXNetConfig.nodes} (the documented way) instead of
      * added with {@code addNode} once the receivers are registered. A node
@@ -76,6 +85,8 @@ final class HistoryNodeOptions {
                 case "--history": o.history = Paths.get(v); break;
                 case "--start-at-ms": o.startAtMs = Long.parseLong(v); break;
                 case "--stop-at-ms": o.stopAtMs = Long.parseLong(v); break;
+                case "--window": o.window = Long.parseLong(v); break;
+                case "--handler-us": o.handlerMicros = Integer.parseInt(v); break;
                 case "--table-at-start": o.tableAtStart = Boolean.parseBoolean(v); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }

@@ -37,6 +37,8 @@ public class HistoryNodeProcessesTest {
     private static final int SECONDS = 9;
     private static final int RATE = 1000;
     private Path dir;
+    /** Options every node of the run gets besides the usual ones. */
+    private List<String> extra = List.of();
 
     @After
     public void clean() throws Exception {
@@ -57,7 +59,26 @@ public class HistoryNodeProcessesTest {
         killAndRestart("ib", "simhost");
     }
 
-    private void killAndRestart(String transport, String fabric) throws Exception {
+    /**
+     * The same with a slow application (each message handler works 1 ms, 1 KiB
+     * messages): the killed node had taken messages off the wire, confirmed
+     * them (the core confirms what it parsed, before the handlers ran) and
+     * not handled them. Their senders hear a possible loss only of what was
+     * unconfirmed, so the handler backlog is lost unreported: in one run
+     * 38 680 messages (and with {@code --window 65536 --handler-us 300},
+     * 64 B messages, 4 262). RELIABILITY.md promises "handled exactly once
+     * … or you are told", and {@code flowControlThreshold}'s doc says the
+     * receiver confirms what was handled. Ignored until confirmations follow
+     * the handlers (or the promise names this limit).
+     */
+    @org.junit.Ignore("known gap, see the comment: a killed receiver's handler backlog was confirmed and is lost unreported")
+    @Test
+    public void aKilledReceiverWithAHandlerBacklogLosesNothingUnreported() throws Exception {
+        killAndRestart("nio", "auto", "--handler-us", "1000", "--size", "1024", "--rate", "2000");
+    }
+
+    private void killAndRestart(String transport, String fabric, String... extra) throws Exception {
+        this.extra = List.of(extra);
         dir = Files.createTempDirectory("history-" + transport);
         List<String> addresses = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
@@ -109,11 +130,12 @@ public class HistoryNodeProcessesTest {
 
     private ChildJvm node(int id, int incarnation, long startAt, long stopAt, String transport, String fabric,
             List<String> addresses, Map<String, String> env) throws Exception {
-        List<String> args = List.of("--node", Integer.toString(id), "--nodes", String.join(",", addresses),
+        List<String> args = new ArrayList<>(List.of("--node", Integer.toString(id), "--nodes", String.join(",", addresses),
                 "--transport", transport, "--fabric", fabric, "--start-at-ms", Long.toString(startAt),
                 "--stop-at-ms", Long.toString(stopAt),
                 "--rate", Integer.toString(RATE), "--size", "64", "--requests-per-second", "20", "--deadline-ms", "2000",
-                "--linger-ms", "2000", "--history", dir.resolve("node-" + id + "." + incarnation + ".tsv").toString());
+                "--linger-ms", "2000", "--history", dir.resolve("node-" + id + "." + incarnation + ".tsv").toString()));
+        args.addAll(extra);
         return children.start(ChildJvm.command(HistoryNode.class, List.of("-Xmx192m"), args), env);
     }
 }
