@@ -100,7 +100,7 @@ fn mesh(n: u16, defaults: bool) -> Duration {
 
 /// The bound, after start-up. Measured on 2 shared cores before and after
 /// the change count in `connect`: 32 nodes in 24–32 ms, 64 in 94–121 ms
-/// (the Java mesh time is mostly the nodes' start, see bench/README.md). A
+/// (the Java mesh time is mostly the nodes' start, see bench/HISTORY.md). A
 /// connect that learnt of its connection only at its 50 ms poll would take
 /// 31 × 50 ms per thread: more than the bound.
 const BOUND: Duration = Duration::from_secs(1);

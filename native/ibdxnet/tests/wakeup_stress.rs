@@ -4,7 +4,7 @@
 //! sleep again and again. A wake-up is lost if the sleeper's wait ends by
 //! its timeout while an item was waiting: that must never happen.
 //! CI runs 10^6 hand-offs (~10 s here); `IBDXNET_WAKEUP_HANDOFFS=10000000`
-//! the long run (`bench/README.md` has its result).
+//! the long run (`bench/HISTORY.md` has its result).
 
 mod common;
 

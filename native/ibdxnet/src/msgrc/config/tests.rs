@@ -207,7 +207,7 @@ fn docs_table_is_generated_from_keys() {
 #[test]
 fn statistics_keys_parse_and_are_checked() {
     let mut c = cfg();
-    assert!(!c.stats_timers, "timers off by default (their cost, bench/README.md)");
+    assert!(!c.stats_timers, "timers off by default (their cost, bench/HISTORY.md)");
     assert_eq!(c.stats_print_interval, Duration::ZERO, "no print thread by default");
     c.apply_text("stats_timers = true\nstats_print_interval_ms = 1500\n").unwrap();
     assert!(c.stats_timers);

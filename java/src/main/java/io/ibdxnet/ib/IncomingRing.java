@@ -21,7 +21,7 @@ public final class IncomingRing {
     private long address;
     /** Front and index mask, read once per up-call: the receive thread, which
      * alone changes them, is blocked in the up-call while Java reads (re-reading
-     * them per field cost 9x on the FFM memory layer, bench/README.md). */
+     * them per field cost 9x on the FFM memory layer, bench/HISTORY.md). */
     private int front;
     private int mask;
 

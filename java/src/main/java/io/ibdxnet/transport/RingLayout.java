@@ -7,7 +7,7 @@ package io.ibdxnet.transport;
  * of padding (two lines: the adjacent-line prefetcher pairs them). The JVM
  * places a superclass's fields before its subclass's, hence the class chain;
  * {@code OutgoingRingBufferTest.theProducersCounterAndTheSendThreadsPointersDoNotShareACacheLine}
- * checks the offsets. Measured with {@code RingSharingBenchmark} (bench/README.md).
+ * checks the offsets. Measured with {@code RingSharingBenchmark} (bench/HISTORY.md).
  */
 final class RingLayout {
     private RingLayout() {}
