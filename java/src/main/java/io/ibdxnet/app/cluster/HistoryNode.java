@@ -12,11 +12,13 @@ import java.util.List;
  * One node of an N-node cluster in its own process, writing the history that
  * {@link HistoryCheck} judges. Every node sends paced messages and requests
  * to every other ({@link PeerSender}, a thread per peer) for
- * {@code --seconds}, answers every request, then waits for its open requests
- * to end and keeps receiving for {@code --linger-ms} so late messages are
- * counted, and closes. What the library tells it goes into the history
- * ({@link HistoryLog}): each send's outcome, each request's, every possible
- * loss ({@link DXNet#setLossListener}, the public route of the transports'
+ * {@code --seconds} (or until {@code --stop-at-ms}) and answers every
+ * request; then it drains its peers ({@link #drainPeers}), waits for its
+ * open requests to end and for its peers to drain it (within
+ * {@code --linger-ms}, so late messages are counted), and closes. What the
+ * library tells it goes into the history ({@link HistoryLog}): each send's
+ * outcome, each request's, every possible loss
+ * ({@link DXNet#setLossListener}, the public route of the transports'
  * {@code onPossibleLoss}) and every connection event. A restarted node is a
  * new process with the same {@code --node} and address, a new history file
  * and a new incarnation; the others reconnect to it on their next send.
@@ -28,7 +30,9 @@ public final class HistoryNode {
     private final HistoryLog log;
     private final RequestsInFlight inFlight = new RequestsInFlight();
     private final List<PeerSender> senders = new java.util.concurrent.CopyOnWriteArrayList<>();
-    private DXNet net;
+    private volatile DXNet net;
+    /** Peers whose drain request this incarnation answered. */
+    private final java.util.Set<Integer> drainedBy = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private HistoryNode(HistoryNodeOptions o, HistoryLog log) {
         this.o = o;
@@ -62,12 +66,13 @@ public final class HistoryNode {
 
     private void run() throws Exception {
         log.writeNow("start", o.node, o.incarnation, o.transport); // a node killed at once still names itself
-        net = DXNet.start(config());
-        net.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
-        net.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
-        net.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
-        net.setLossListener((node, bytes, reason) -> log.writeNow("loss", node, bytes, reason));
-        net.setConnectionListener(new DXNet.ConnectionListener() {
+        DXNet n = DXNet.start(config());
+        net = n;
+        n.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
+        n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
+        n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
+        n.setLossListener((node, bytes, reason) -> log.writeNow("loss", node, bytes, reason));
+        n.setConnectionListener(new DXNet.ConnectionListener() {
             @Override
             public void connected(int node) {
                 log.write("conn", node, "up");
@@ -78,28 +83,33 @@ public final class HistoryNode {
                 log.write("conn", node, "down");
             }
         });
-        net.register(BytesMessage.class, m -> received(m.bytes));
-        net.register(BytesRequest.class, r -> {
-            Payload p = Payload.decode(r.bytes);
-            // Written through before the answer leaves: a requester's answer implies our record.
-            log.writeNow("reqhandled", p.sender, p.incarnation, p.seq, p.intact ? "ok" : "bad");
-            net.reply(r, BytesResponse.echo(r));
+        n.register(BytesMessage.class, m -> received(m.bytes));
+        n.register(BytesRequest.class, r -> {
+            if (r.bytes.length == 0) { // a peer's drain: everything it sent before was handled (order per sender)
+                log.write("drained", r.getSource());
+                drainedBy.add(r.getSource());
+            } else {
+                Payload p = Payload.decode(r.bytes);
+                // Written through before the answer leaves: a requester's answer implies our record.
+                log.writeNow("reqhandled", p.sender, p.incarnation, p.seq, p.intact ? "ok" : "bad");
+            }
+            n.reply(r, BytesResponse.echo(r));
         });
         if (!o.tableAtStart) {
             // Only now may peers reach us: see HistoryNodeOptions.tableAtStart.
-            addPeers(net::addNode);
+            addPeers(n::addNode);
         }
         long wait = o.startAtMs - System.currentTimeMillis();
         if (wait > 0) {
             Thread.sleep(wait); // the peers are in the table meanwhile: connections can come up
         }
         System.out.printf("history-node %d (incarnation %d) on %s, %s transport, fabric %s: sending for %.1f s%n",
-                o.node, o.incarnation, o.nodes.get(o.node), o.transport, net.fabricName(),
+                o.node, o.incarnation, o.nodes.get(o.node), o.transport, n.fabricName(),
                 o.stopAtMs > 0 ? (o.stopAtMs - System.currentTimeMillis()) / 1e3 : o.seconds);
         List<Thread> threads = new ArrayList<>();
         for (int dest = 0; dest < o.nodes.size(); dest++) {
             if (dest != o.node) {
-                PeerSender s = new PeerSender(net, log, o, inFlight, dest);
+                PeerSender s = new PeerSender(n, log, o, inFlight, dest);
                 senders.add(s);
                 Thread t = new Thread(s, "history-send-" + dest);
                 threads.add(t);
@@ -109,13 +119,45 @@ public final class HistoryNode {
         for (Thread t : threads) {
             t.join();
         }
+        long lingerEnd = System.currentTimeMillis() + o.lingerMs;
+        drainPeers(n, lingerEnd);
         // Every request ends by its deadline; a little beyond it, whatever is open is hung.
-        long waitUntil = System.currentTimeMillis() + o.deadlineMs + 1000;
+        long waitUntil = Math.max(lingerEnd, System.currentTimeMillis() + o.deadlineMs + 1000);
         while (!inFlight.isEmpty() && System.currentTimeMillis() < waitUntil) {
             Thread.sleep(10);
         }
-        Thread.sleep(o.lingerMs);
-        System.out.printf("history-node %d: done%n", o.node);
+        // Stay until every peer drained us (or the linger is over: a peer that is gone never will).
+        while (drainedBy.size() < o.nodes.size() - 1 && System.currentTimeMillis() < lingerEnd) {
+            Thread.sleep(10);
+        }
+        System.out.printf("history-node %d: done (drained by %d of %d peers)%n", o.node, drainedBy.size(),
+                o.nodes.size() - 1);
+    }
+
+    /**
+     * Asks every peer an empty request once sending is over: it is answered
+     * after the peer handled everything we sent before it (one sender's
+     * messages are handled in order), so nobody closes while its messages
+     * still wait in a peer's handler queue, and the end of a run loses nothing.
+     */
+    private void drainPeers(DXNet n, long until) {
+        List<java.util.concurrent.CompletableFuture<BytesResponse>> answers = new ArrayList<>();
+        List<Integer> peers = new ArrayList<>();
+        int timeout = (int) Math.max(1, until - System.currentTimeMillis());
+        for (int dest = 0; dest < o.nodes.size(); dest++) {
+            if (dest != o.node) {
+                peers.add(dest);
+                answers.add(n.sendAsync(new BytesRequest(dest, new byte[0]), timeout));
+            }
+        }
+        for (int i = 0; i < peers.size(); i++) {
+            try {
+                answers.get(i).join();
+                log.write("drain", peers.get(i), "answered");
+            } catch (java.util.concurrent.CompletionException e) {
+                log.write("drain", peers.get(i), "failed", e.getCause());
+            }
+        }
     }
 
     private void received(byte[] bytes) {
