@@ -8,7 +8,8 @@
 # A scenario is TRANSPORT-KIND[-table-at-start]:
 #   TRANSPORT  nio, or ib-simhost (transport ib on the simhost fabric, which spans
 #              the processes of one host; a private IBDXNET_SIMHOST_DIR per run)
-#   KIND       steady (nobody dies), or kill-restart (node 1 gets SIGKILL after
+#   KIND       steady (nobody dies), pause (node 1 gets SIGSTOP after KILL_AFTER s
+#              of sending and SIGCONT PAUSE_FOR s later), or kill-restart (node 1 gets SIGKILL after
 #              KILL_AFTER s of sending, a new process with the same id and
 #              address starts DOWN_FOR s later and sends until the others stop)
 #   -table-at-start  peers in the start configuration (the documented way)
@@ -19,7 +20,7 @@
 # the JVMs come up, then all send from the same moment to the same moment),
 # RATE per peer (2000 msg/s), RPS requests per peer (50/s), SIZE (64 B),
 # DEADLINE_MS (2000), KILL_AFTER (4 s of sending),
-# DOWN_FOR (1.5), PORT_BASE (23400), OUT (histories; default a temp dir, kept),
+# DOWN_FOR (1.5), PAUSE_FOR (3), PORT_BASE (23400), OUT (histories; default a temp dir, kept),
 # NODE_ARGS (more HistoryNode options for every node, e.g. "--handler-us 1000 --size 1024":
 # a slow application whose killed node had a handler backlog).
 # Exit code: HistoryCheck's (0 only if every scenario passes).
@@ -39,6 +40,7 @@ SIZE=${SIZE:-64}
 DEADLINE_MS=${DEADLINE_MS:-2000}
 KILL_AFTER=${KILL_AFTER:-4}
 DOWN_FOR=${DOWN_FOR:-1.5}
+PAUSE_FOR=${PAUSE_FOR:-3}
 PORT_BASE=${PORT_BASE:-23400}
 OUT=${OUT:-$(mktemp -d /tmp/history-local.XXXXXX)}
 [ $# -gt 0 ] || set -- nio-kill-restart ib-simhost-kill-restart
@@ -93,6 +95,17 @@ for scenario in "$@"; do
 		sleep "$DOWN_FOR"
 		node 1 1; pids="$pids $!"
 		echo "   node 1 restarted at $(since) s, sends until the others stop"
+		;;
+	*pause*)
+		# SIGSTOP: a paused process (a long GC, a VM stalled); with PAUSE_FOR beyond the
+		# peers' idle timeout (NODE_ARGS="--idle-timeout-ms 1000" on nio) they give it up.
+		sleep "$(awk "BEGIN{print ($START_AT - $(now_ms)) / 1000 + $KILL_AFTER}")"
+		kill -STOP "$p1"
+		echo "   node 1 stopped (SIGSTOP) at $(since) s of sending"
+		sleep "$PAUSE_FOR"
+		kill -CONT "$p1"
+		echo "   node 1 continued (SIGCONT) at $(since) s"
+		pids="$pids $p1"
 		;;
 	*) pids="$pids $p1" ;;
 	esac

@@ -25,11 +25,22 @@ final class History {
     final List<Recv> recvs = new ArrayList<>();
     /** Requests sent, by "dest seq", in the order sent. */
     final Map<String, Req> requests = new LinkedHashMap<>();
+    /** Times of the {@code tick} lines, ascending: when the process was running (not stopped). */
+    final java.util.TreeSet<Long> ticks = new java.util.TreeSet<>();
     /** Requests this node handled, in file order (handler order for one source). */
     final List<Recv> handled = new ArrayList<>();
 
     History(String file) {
         this.file = file;
+    }
+
+    /**
+     * How long the process ran strictly between {@code from} and {@code to},
+     * by its ticks (one per {@link HistoryLog#FLUSH_MS} while it runs; none
+     * while it is stopped).
+     */
+    long ranMs(long from, long to) {
+        return to <= from ? 0 : (long) ticks.subSet(from, false, to, false).size() * HistoryLog.FLUSH_MS;
     }
 
     String name() {

@@ -51,8 +51,12 @@ import java.util.Map;
  * not judged (they were delivered; we cannot know more).
  * <li>Requests: <b>answered</b>, <b>failed</b> by {@code FailureReason}, or
  * <b>hung</b>: an outcome (or the node's stop with it still open) later than
- * deadline + {@code graceMs}; when a killed sender's file ends less than
- * deadline + grace + 1 s after the request, its missing outcome is not judged.
+ * deadline + {@code graceMs} although the requester's process ran for at
+ * least {@code graceMs} after the deadline (its {@code tick} lines, one per
+ * 100 ms while it runs: a requester that was itself stopped, by SIGSTOP or a
+ * starved host, cannot blame the library for its own late timer; such a late
+ * outcome is judged by its kind); when a killed sender ran less than
+ * grace + 1 s after the deadline, its missing outcome is not judged.
  * </ul>
  * A receiver's records are written through before its handler returns, so a
  * killed receiver never looks as if it lost what it handled; what it took
@@ -198,12 +202,13 @@ final class HistoryJudge {
             long due = r.time + r.deadlineMs + graceMs;
             String k = key(h.node, h.incarnation, r.dest, r.seq);
             if (r.outcome == null) {
-                if (!h.ended && h.lastTime < due + 1000) {
+                // A killed node's last outcomes may have died in its buffer: a second more to be sure.
+                if (!h.ended && h.ranMs(r.time + r.deadlineMs, h.lastTime) < graceMs + 1000) {
                     v.add(Verdict.REQ_UNJUDGED, null);
                 } else {
                     v.add(Verdict.REQ_HUNG, "request " + k + " sent at " + r.time + ": no outcome by " + h.lastTime);
                 }
-            } else if (r.endTime > due) {
+            } else if (r.endTime > due && h.ranMs(r.time + r.deadlineMs, r.endTime) >= graceMs) {
                 v.add(Verdict.REQ_HUNG, "request " + k + " sent at " + r.time + " with deadline " + r.deadlineMs
                         + " ms: " + r.outcome + " at " + r.endTime);
             } else if (r.outcome.equals("answered")) {

@@ -21,6 +21,7 @@ import java.nio.file.Path;
  * req        t dest rseq deadlineMs
  * reqend     t dest rseq answered|badanswer|failed|pending [REASON message]
  * reqhandled t sender senderIncarnation rseq ok|bad
+ * tick       t                              (every FLUSH_MS: the process ran then)
  * end        t why
  * </pre>
  *
@@ -103,6 +104,7 @@ public final class HistoryLog implements AutoCloseable {
                 if (closed) {
                     return;
                 }
+                line(false, System.currentTimeMillis(), "tick");
                 try {
                     out.flush();
                 } catch (IOException e) {

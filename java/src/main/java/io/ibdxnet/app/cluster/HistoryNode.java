@@ -191,6 +191,7 @@ public final class HistoryNode {
         }
         if (o.idleTimeoutMs > 0) {
             c.idleTimeoutMs = o.idleTimeoutMs;
+            c.keepAliveMs = Math.max(1, Math.min(c.keepAliveMs, o.idleTimeoutMs / 4)); // must stay below it
         }
         if (o.transport.equals("ib")) {
             c.nativeConfig.put("fabric", o.fabric);

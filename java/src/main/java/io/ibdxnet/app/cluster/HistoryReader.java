@@ -96,6 +96,9 @@ final class HistoryReader {
                 h.handled.add(new History.Recv(t, Integer.parseInt(f[2]), Long.parseLong(f[3]), Long.parseLong(f[4]), -1,
                         0, ok(f[5])));
                 break;
+            case "tick":
+                h.ticks.add(t);
+                break;
             case "end":
                 h.ended = true;
                 break;

@@ -288,6 +288,9 @@ public class HistoryCheckTest {
         a.add("req", 14, 1, 4, 2000).add("reqend", 9000, 1, 4, "pending", "-", "open at the stop"); // hung
         a.add("req", 15, 1, 5, 2000).add("reqend", 30, 1, 5, "badanswer", "-", "-"); // corrupted
         b.add("reqhandled", 16, 0, 100, 0, "ok").add("reqhandled", 17, 0, 100, 0, "ok"); // handled twice
+        for (int t = 2100; t < 9000; t += 100) {
+            a.add("tick", t); // node 0 ran all along past those deadlines: the late ones hung
+        }
         a.end(9100);
         b.end(9100);
         writeAll(a, b);
@@ -305,11 +308,27 @@ public class HistoryCheckTest {
     }
 
     @Test
+    public void aLateOutcomeOfARequesterThatWasStoppedMeanwhileIsNotHung() throws Exception {
+        File[] f = clean(1);
+        // Sent just before its process was stopped (SIGSTOP) for 5 s: no tick from 50 to 5400, and
+        // its timer ended the request right after it woke: 1 tick (100 ms of running) after the deadline.
+        f[0].add("tick", 50).add("req", 60, 1, 0, 2000).add("tick", 5400)
+                .add("reqend", 5410, 1, 0, "failed", "TIMEOUT", "no answer").add("tick", 5500).end(6000);
+        f[1].end(6000);
+        writeAll(f);
+        Verdict v = check();
+        assertEquals(0, v.count(Verdict.REQ_HUNG));
+        assertEquals(1, v.requestsFailed("TIMEOUT"));
+    }
+
+    @Test
     public void aKilledSendersOpenRequestIsUnjudgedNearItsDeathAndHungLongBefore() throws Exception {
         File[] f = clean(1);
-        f[0].add("req", 100, 1, 0, 2000); // no outcome, the node lived 10 s more: hung
+        f[0].add("req", 100, 1, 0, 2000); // no outcome, the node ran 10 s more: hung
         f[0].add("req", 9000, 1, 1, 2000); // no outcome, the node died 1 s later: unjudged
-        f[0].add("conn", 10_000, 1, "up");
+        for (int t = 100; t <= 10_000; t += 100) {
+            f[0].add("tick", t);
+        }
         f[1].end(10_000);
         writeAll(f);
         Verdict v = check();
