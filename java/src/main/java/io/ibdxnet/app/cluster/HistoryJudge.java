@@ -26,7 +26,9 @@ import java.util.Map;
  * its order must hold. Likewise requests handled.
  * <li><b>corrupted</b>: received with a checksum or body that does not match
  * its header, or with a length or checksum other than the sender recorded;
- * or a request whose echo came back different.
+ * or a request whose echo came back different (another request's answer).
+ * A message that arrived only corrupted is not delivered: it also counts
+ * as lost.
  * <li><b>lost</b>: accepted and never recorded by the destination. A loss is
  * <b>reported</b> (covered) when the sender's own incarnation recorded
  * possible-loss events ({@code DXNet.LossListener}) naming the destination

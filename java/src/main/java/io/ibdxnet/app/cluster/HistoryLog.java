@@ -21,7 +21,10 @@ import java.nio.file.Path;
  * req        t dest rseq deadlineMs
  * reqend     t dest rseq answered|badanswer|failed|pending [REASON message]
  * reqhandled t sender senderIncarnation rseq ok|bad
+ * drain      t dest answered|failed [why]   (HistoryNode's end: dest handled all we sent before)
+ * drained    t peer                         (a peer's drain answered here)
  * tick       t                              (every FLUSH_MS: the process ran then)
+ * note       t text
  * end        t why
  * </pre>
  *

@@ -12,7 +12,8 @@ import java.util.stream.Stream;
 /**
  * Reads {@link HistoryLog} files back. A line that does not parse (the
  * half-written last line of a killed process) is skipped and counted; kinds
- * it does not know ({@code conn}, {@code note}) are read past.
+ * it does not judge ({@code conn}, {@code drain}, {@code drained},
+ * {@code note}) are read past.
  */
 final class HistoryReader {
     private HistoryReader() {}
@@ -103,7 +104,7 @@ final class HistoryReader {
                 h.ended = true;
                 break;
             default:
-                break; // conn, note: for people reading the file
+                break; // conn, drain, drained, note: for people reading the file
         }
         h.lastTime = Math.max(h.lastTime, t);
     }
