@@ -25,6 +25,17 @@ import java.util.TreeSet;
  *              [--scenario NAME] DIR|FILE... [--scenario NAME DIR|FILE...]...
  * </pre>
  * A directory stands for its {@code *.tsv} and {@code *.history} files.
+ *
+ * <p><b>Covered</b> (a loss counted as reported), in short — the exact
+ * rules are {@link HistoryJudge}'s: an accepted message that no incarnation
+ * of its destination recorded is covered when its sender's own incarnation
+ * recorded possible-loss events for that destination dated at or after the
+ * send began, whose reported bytes can hold it (lost messages placed latest
+ * first, each event holding at most its byte count; unknown counts hold
+ * any). A failed later send or a disconnect does not cover it. Losses of a
+ * killed sender within {@code --crash-window-ms} of its last record died
+ * with it and are not judged; receives of a killed sender's sends that never
+ * reached its file are not judged either (counted apart).
  */
 public final class HistoryCheck {
     private HistoryCheck() {}
