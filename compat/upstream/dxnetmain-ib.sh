@@ -1,7 +1,7 @@
 #!/bin/bash
 # Two upstream DXNetMain JVMs (unchanged) over our libibdxnet.so on an RDMA
-# device of this host: node 0 (started first) sends COUNT messages of SIZE
-# bytes to node 1, then the pair is started again and node 0 sends COUNT requests
+# device of this host: node 1 receives, node 0 sends COUNT messages of SIZE
+# bytes, then the pair is started again and node 0 sends COUNT requests
 # (WORKLOADS, default "1 3"); the control plane on 127.0.0.1 / 127.0.0.2 (IBDXNET_COMPAT_LISTEN),
 # both JVMs on the same device. Meant for the Soft-RoCE VM:
 #
@@ -32,17 +32,13 @@ export IBDXNET_FABRIC=verbs RUST_LOG=${RUST_LOG:-warn}
 # each finding the other by address only; 0 when both report every message.
 pair() {
 	local w=$1 name=$2 n=$3 s r ok=0
-	# Bounded, so that a stuck pair still shows its logs. Node 0 (the sender,
-	# upstream's login coordinator) first, node 1 once node 0 waits for it: a
-	# LoginRequest that reaches node 0 before it registered its message types
-	# breaks node 0's incoming stream for good (upstream's Java, any transport).
-	IBDXNET_COMPAT_LISTEN=127.0.0.1 timeout "$PAIR_TIMEOUT" "${J[@]}" "$w" "$n" 0 "$SIZE" 1 0 1 > "sender-$name.log" 2>&1 &
-	local sender=$! i
-	for i in $(seq 1200); do grep -q "waiting for 1 nodes" "sender-$name.log" && break; sleep 0.1; done
-	IBDXNET_COMPAT_LISTEN=127.0.0.2 timeout "$PAIR_TIMEOUT" "${J[@]}" "$w" 0 "$n" "$SIZE" 1 1 > "receiver-$name.log" 2>&1
-	r=$?
-	wait $sender
+	# Bounded, so that a stuck pair still shows its logs.
+	IBDXNET_COMPAT_LISTEN=127.0.0.2 timeout "$PAIR_TIMEOUT" "${J[@]}" "$w" 0 "$n" "$SIZE" 1 1 > "receiver-$name.log" 2>&1 &
+	local receiver=$!
+	IBDXNET_COMPAT_LISTEN=127.0.0.1 timeout "$PAIR_TIMEOUT" "${J[@]}" "$w" "$n" 0 "$SIZE" 1 0 1 > "sender-$name.log" 2>&1
 	s=$?
+	wait $receiver
+	r=$?
 	for f in sender receiver; do
 		echo "== $name: $f"
 		grep -E "RESULTS|ERROR|WARN|Exception|WARNING in native|Progress|progress" "$f-$name.log" | grep -v "UnknownHostException: rxe-vm" | head -30
