@@ -7,6 +7,8 @@ import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.internal.CoreCounters;
 import io.ibdxnet.internal.DeferredMessage;
 import io.ibdxnet.internal.DeferredSends;
+import io.ibdxnet.internal.DropNotice;
+import io.ibdxnet.internal.DropNotices;
 import io.ibdxnet.internal.ErrorResponse;
 import io.ibdxnet.internal.IncomingPath;
 import io.ibdxnet.internal.MessageSender;
@@ -22,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.function.Consumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -81,6 +84,8 @@ public final class DXNet implements AutoCloseable {
     private final DeferredSends deferred;
     private final HandlerDispatch handlers;
     private final IncomingPath incoming;
+    /** Plain messages dropped here, summed per source until it is told. */
+    private final DropNotices drops;
     private final io.ibdxnet.metrics.NodeMetrics metrics;
     private volatile LossListener lossListener;
     private volatile ConnectionListener connectionListener;
@@ -148,8 +153,19 @@ public final class DXNet implements AutoCloseable {
             ibq.fitTo(transport);
             this.deferred = new DeferredSends(config.nodeId, config.maxDeferredBytesPerNode, this::sendDeferred,
                     this::deferredEnded);
+            this.drops = new DropNotices(this::tellDropped, requests::later, System::nanoTime);
             this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
-                    this::answerWithError, deferred::receivingThreadSendsWaiting, this::failed);
+                    this::answerWithError, new IncomingPath.Losses() {
+                        @Override
+                        public void dropped(int source, String cause, long bytes) {
+                            drops.dropped(source, cause, bytes);
+                        }
+
+                        @Override
+                        public void reported(int source, long messages, long bytes, String causes) {
+                            dropReported(source, messages, bytes, causes);
+                        }
+                    }, deferred::receivingThreadSendsWaiting, this::failed);
             this.sender = new MessageSender(config, transport, incoming);
             requests.onClose(deferred::shutdown);
         } catch (RuntimeException | Error e) {
@@ -165,7 +181,8 @@ public final class DXNet implements AutoCloseable {
             }
             throw e;
         }
-        this.incoming.start();
+        // Nothing received is parsed yet (it waits in the incoming buffer queue):
+        // start(config, beforeReceiving) runs the registrations first, then incoming.start().
         this.requests.start();
         this.metrics = io.ibdxnet.metrics.NodeMetrics.start(config.nodeId,
                 io.ibdxnet.metrics.NodeMetrics.kindOf(transport), this::coreStats, transport::stats,
@@ -173,7 +190,12 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Starts a node.
+     * Starts a node. It is reachable once its transport runs, before this
+     * returns (peers of {@link DXNetConfig#nodes} may connect and send while
+     * it starts), so a message that arrives before its receiver is
+     * registered is dropped (its sender hears of it through its
+     * {@link LossListener}). Where peers may already be sending, start with
+     * {@link #start(DXNetConfig, Consumer)} and register there.
      *
      * @param config the node's configuration (checked here; it must not be changed afterwards)
      * @return the running node; {@link #close} it
@@ -182,7 +204,48 @@ public final class DXNet implements AutoCloseable {
      * @throws IllegalArgumentException if the configuration is invalid (the message names the key)
      */
     public static DXNet start(DXNetConfig config) throws NetworkException {
-        return new DXNet(config);
+        return start(config, node -> {});
+    }
+
+    /**
+     * Starts a node and runs {@code beforeReceiving} on it before anything it
+     * receives is handled: the way to start when peers may already be sending
+     * to it (a node restarting into a running cluster). The transport runs
+     * first (the node has its port and may be configured, {@link #addNode}
+     * included); then {@code beforeReceiving} registers the message types and
+     * receivers; only after it returns is received data turned into messages
+     * and handed to the receivers. What arrives meanwhile waits, unconfirmed,
+     * in the incoming buffer queue (bounded by {@code ibqMaxBuffers} and
+     * {@code ibqMaxBytes}; beyond them the senders are held back by flow
+     * control), so keep it short. Responses are not read meanwhile either: a
+     * {@link #sendSync} inside it waits until its timeout.
+     *
+     * @param config the node's configuration (checked here; it must not be changed afterwards)
+     * @param beforeReceiving registers the node's message types and receivers; runs on the calling thread
+     * @return the running node; {@link #close} it
+     * @throws NetworkException if the transport cannot start (e.g. its port is taken); a failed
+     *     start leaves no thread and no port behind
+     * @throws IllegalArgumentException if the configuration is invalid (the message names the key)
+     * @throws RuntimeException whatever {@code beforeReceiving} threw (an {@link Error} as well):
+     *     the node was closed, no thread and no port are left behind
+     */
+    public static DXNet start(DXNetConfig config, Consumer<? super DXNet> beforeReceiving) throws NetworkException {
+        java.util.Objects.requireNonNull(beforeReceiving, "beforeReceiving");
+        DXNet node = new DXNet(config);
+        try {
+            beforeReceiving.accept(node);
+        } catch (RuntimeException | Error e) {
+            try {
+                node.close();
+            } catch (RuntimeException | Error closing) {
+                e.addSuppressed(closing);
+            }
+            throw e;
+        }
+        if (node.running) { // unless beforeReceiving closed it
+            node.incoming.start();
+        }
+        return node;
     }
 
     /**
@@ -195,7 +258,22 @@ public final class DXNet implements AutoCloseable {
      * @throws IllegalArgumentException if the configuration is invalid (the message names the file and key)
      */
     public static DXNet start(java.nio.file.Path configFile) throws NetworkException, java.io.IOException {
-        return new DXNet(DXNetConfig.load(configFile));
+        return start(DXNetConfig.load(configFile));
+    }
+
+    /**
+     * {@link #start(DXNetConfig, Consumer)} from a JSON or key=value configuration file.
+     *
+     * @param configFile the configuration file
+     * @param beforeReceiving registers the node's message types and receivers
+     * @return the running node; {@link #close} it
+     * @throws NetworkException if the transport cannot start
+     * @throws java.io.IOException if the file cannot be read
+     * @throws IllegalArgumentException if the configuration is invalid (the message names the file and key)
+     */
+    public static DXNet start(java.nio.file.Path configFile, Consumer<? super DXNet> beforeReceiving)
+            throws NetworkException, java.io.IOException {
+        return start(DXNetConfig.load(configFile), beforeReceiving);
     }
 
     /**
@@ -210,7 +288,24 @@ public final class DXNet implements AutoCloseable {
      * @throws IllegalArgumentException if the configuration is invalid (the message names the file and key)
      */
     public static DXNet start(java.nio.file.Path configFile, int nodeId) throws NetworkException, java.io.IOException {
-        return new DXNet(DXNetConfig.load(configFile, nodeId));
+        return start(DXNetConfig.load(configFile, nodeId));
+    }
+
+    /**
+     * {@link #start(DXNetConfig, Consumer)} for node {@code nodeId} from a
+     * configuration file that all nodes may share.
+     *
+     * @param configFile the configuration file
+     * @param nodeId this node's id (overrides one the file gives)
+     * @param beforeReceiving registers the node's message types and receivers
+     * @return the running node; {@link #close} it
+     * @throws NetworkException if the transport cannot start
+     * @throws java.io.IOException if the file cannot be read
+     * @throws IllegalArgumentException if the configuration is invalid (the message names the file and key)
+     */
+    public static DXNet start(java.nio.file.Path configFile, int nodeId, Consumer<? super DXNet> beforeReceiving)
+            throws NetworkException, java.io.IOException {
+        return start(DXNetConfig.load(configFile, nodeId), beforeReceiving);
     }
 
     /**
@@ -604,7 +699,14 @@ public final class DXNet implements AutoCloseable {
 
     /** Pool thread: a deferred request that could not be sent fails through its future. */
     private void deferredEnded(DeferredMessage d, Throwable failure) {
-        if (failure != null && d.request != null) {
+        if (d.dropNotice) {
+            if (failure == null) {
+                counters.dropNoticesSent.incrementAndGet();
+            } else {
+                warnings.warn("drop notice not sent", d.dest, "node " + config.nodeId + ": could not tell node " + d.dest
+                        + " that messages it sent were dropped here: " + failure.getMessage());
+            }
+        } else if (failure != null && d.request != null) {
             requests.cancel(d.request);
             d.request.future.completeExceptionally(failure); // a NetworkException with its reason, or a bug as it is
         } else if (failure != null) { // deferred by a handler on the receiving thread: nobody else learns of it
@@ -633,8 +735,46 @@ public final class DXNet implements AutoCloseable {
         LOG.log(Level.SEVERE, "node " + config.nodeId + ": thread " + t.getName() + " died; this node no longer receives", e);
     }
 
+    /**
+     * Tells {@code source} that {@code messages} plain messages of it
+     * ({@code bytes} of payload) were dropped here ({@link DropNotices}; the
+     * receive path or the timer thread): queued for the deferred-send pool,
+     * never waited for. The own node hears it at once.
+     */
+    private void tellDropped(int source, long messages, long bytes, String causes) {
+        if (!running) {
+            return;
+        }
+        if (source == config.nodeId) {
+            dropReported(source, messages, bytes, causes);
+            return;
+        }
+        try {
+            DeferredMessage d = sender.serialise(new DropNotice(source, messages, bytes, causes), 0, 0);
+            d.sendBy = sender.sendDeadline();
+            d.dropNotice = true;
+            deferred.defer(d);
+        } catch (RuntimeException e) {
+            warnings.caused(Level.WARNING, "drop notice not sent", source, "node " + config.nodeId + ": could not tell node "
+                    + source + " that messages it sent were dropped here", e);
+        }
+    }
+
+    /** {@code node} dropped plain messages of ours: a possible loss, for the listener or the log. */
+    private void dropReported(int node, long messages, long bytes, String causes) {
+        counters.dropNoticesReceived.incrementAndGet();
+        possiblyLost(node, Math.max(-1, bytes), "node " + node + " dropped " + messages + " message"
+                + (messages == 1 ? "" : "s") + " (" + bytes + " payload bytes) it could not hand to a receiver: " + causes,
+                false);
+    }
+
     /** A transport reports unconfirmed bytes of a failed connection: the listener hears it, or the log. */
     private void possiblyLost(int node, long bytes, String reason) {
+        possiblyLost(node, bytes, reason, true);
+    }
+
+    /** The listener hears of a possible loss, or the log ({@code unconfirmed}: the bytes were not confirmed). */
+    private void possiblyLost(int node, long bytes, String reason, boolean unconfirmed) {
         counters.possibleLosses.incrementAndGet();
         LossListener l = lossListener;
         if (l != null) {
@@ -647,11 +787,13 @@ public final class DXNet implements AutoCloseable {
             }
         }
         warnings.warn("possible loss", node, "node " + config.nodeId + ": messages sent to node " + node + " may be lost ("
-                + (bytes < 0 ? "" : bytes + " bytes unconfirmed, ") + reason + ")");
+                + (bytes < 0 || !unconfirmed ? "" : bytes + " bytes unconfirmed, ") + reason + ")");
     }
 
     /**
      * Messages dropped (unknown type, no receiver, late response, bad payload).
+     * The source of a plain message dropped for its type or payload is told
+     * (its {@link LossListener}).
      *
      * @return their number since the start
      */
@@ -738,11 +880,13 @@ public final class DXNet implements AutoCloseable {
      * or broke), {@code bytes_dropped_after_violation},
      * {@code responses_from_wrong_node}, {@code handler_errors},
      * {@code replies_failed} ({@link #reply} could not send),
-     * {@code possible_losses} (connections that failed with data unconfirmed),
+     * {@code possible_losses} (connections that failed with data unconfirmed,
+     * and notices of peers that dropped plain messages of ours: see {@link LossListener}),
+     * {@code drop_notices_sent} and {@code drop_notices_received} (those notices),
      * {@code unfinished_bytes_claimed}, {@code messages_copied} (messages to
      * other nodes serialised into a buffer and copied into the send ring: no
      * {@link Message#payloadSize}, or larger than one frame, or an async
-     * request queued because it could not go out at once; the others are
+     * request queued because it could not go out at once, or a drop notice; the others are
      * serialised in place), {@code in_place_aborted} (in-place serialisations
      * that failed, sent as frames the receiver skips), {@code messages_received_copied}
      * (received messages assembled from several frames or receive buffers
@@ -800,15 +944,22 @@ public final class DXNet implements AutoCloseable {
     /**
      * Told when a connection failed while messages whose {@code sendMessage}
      * had returned were not yet confirmed by the receiver: they may be lost.
-     * Without a listener this is logged (at most once a second per node).
+     * Also told when a receiver dropped plain messages of this node (not
+     * requests, which fail with {@link NoReceiverException}) because it could
+     * not hand them to anyone: no receiver for their type, their type not
+     * registered there, or no message could be created from their payload.
+     * Such a receiver sends a notice per source at most every 100 ms, with the
+     * messages and payload bytes dropped since its last one; the reason names
+     * the node and the types. Without a listener this is logged (at most once
+     * a second per node). Counted in {@code possible_losses}.
      */
     public interface LossListener {
         /**
-         * {@code bytes} to {@code node} may not have arrived.
+         * {@code bytes} to {@code node} may not have arrived, or were dropped there.
          *
          * @param node the peer
-         * @param bytes how many ({@code -1}: unknown)
-         * @param reason why the connection failed
+         * @param bytes how many ({@code -1}: unknown); for messages a receiver dropped, their payload bytes
+         * @param reason why the connection failed, or which node dropped how many messages of which types, and why
          */
         void possiblyLost(int node, long bytes, String reason);
     }
@@ -888,7 +1039,7 @@ public final class DXNet implements AutoCloseable {
      * @return true while they do
      */
     public boolean healthy() {
-        return failure == null && incoming.alive() == running;
+        return failure == null && incoming.alive() == (running && incoming.receiving());
     }
 
     /**

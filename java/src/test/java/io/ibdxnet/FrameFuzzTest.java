@@ -172,6 +172,11 @@ public class FrameFuzzTest {
         System.out.println("victim " + s + "\nfuzzer " + fuzzer.stats());
         assertTrue(victim.healthy());
         assertNull(victim.failure());
+        // The pool that sent the victim's drop notices to the fuzzer ends its threads after 1 s idle.
+        long settled = System.nanoTime() + 5_000_000_000L;
+        while (Math.abs(threadsBefore - Thread.activeCount()) > 4 && System.nanoTime() < settled) {
+            Thread.sleep(50);
+        }
         assertNear("no core thread died or leaked", threadsBefore, Thread.activeCount(), 4);
         assertTrue("violations are counted: " + s, s.get("protocol_violations") > cases / 20);
         assertTrue("some frames survive the mutations and reach a handler", garbage.get() > 0);

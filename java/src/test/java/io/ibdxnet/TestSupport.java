@@ -144,4 +144,33 @@ public final class TestSupport {
         }
         return out;
     }
+
+    /**
+     * {@link #mesh}, each node started with {@link DXNet#start(DXNetConfig, java.util.function.Consumer)}:
+     * in node i's {@code beforeReceiving} it and the nodes started before it
+     * learn each other's addresses, then {@code beforeReceiving.accept(i, node)}
+     * runs (the earlier nodes are in {@code started}, node i is not yet).
+     */
+    public static java.util.List<DXNet> mesh(String transport, int count, java.util.function.Consumer<DXNetConfig> tune,
+            java.util.List<DXNet> started, java.util.function.BiConsumer<Integer, DXNet> beforeReceiving) throws Exception {
+        java.util.List<DXNet> out = new java.util.ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            DXNetConfig c = new DXNetConfig(i);
+            c.transport = transport;
+            c.listen = "127.0.0.1:0";
+            DXNetTest.smallSimNode(c);
+            tune.accept(c);
+            int id = i;
+            DXNet n = DXNet.start(c, node -> {
+                for (DXNet a : out) {
+                    a.addNode(id, "127.0.0.1:" + node.localPort());
+                    node.addNode(a.nodeId(), "127.0.0.1:" + a.localPort());
+                }
+                beforeReceiving.accept(id, node);
+            });
+            started.add(n);
+            out.add(n);
+        }
+        return out;
+    }
 }

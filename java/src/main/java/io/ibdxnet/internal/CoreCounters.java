@@ -19,6 +19,10 @@ public final class CoreCounters {
     final AtomicLong receivedCopied = new AtomicLong();
     /** Sends of handlers on a receiving thread that could not go out at once (deferred instead of waiting). */
     public final AtomicLong receivingThreadSendsDeferred = new AtomicLong();
+    /** Notices sent to the sources of plain messages dropped here ({@link DropNotice}). */
+    public final AtomicLong dropNoticesSent = new AtomicLong();
+    /** Notices received from nodes that dropped plain messages of ours. */
+    public final AtomicLong dropNoticesReceived = new AtomicLong();
 
     /** Adds the counters to {@code m} under their documented names (violations summed with the transport's). */
     public void addTo(Map<String, Long> m) {
@@ -32,5 +36,7 @@ public final class CoreCounters {
         m.put("possible_losses", possibleLosses.get());
         m.put("messages_received_copied", receivedCopied.get());
         m.put("receiving_thread_sends_deferred", receivingThreadSendsDeferred.get());
+        m.put("drop_notices_sent", dropNoticesSent.get());
+        m.put("drop_notices_received", dropNoticesReceived.get());
     }
 }

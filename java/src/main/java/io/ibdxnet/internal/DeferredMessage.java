@@ -21,6 +21,8 @@ public final class DeferredMessage {
     public PendingRequests.Pending request;
     /** Sent by a handler on a transport's receiving thread ({@link DeferredSends#receivingThreadSendsWaiting}). */
     public boolean fromReceivingThread;
+    /** A {@link DropNotice}: nobody waits for it, a failure is only logged. */
+    public boolean dropNotice;
 
     /** An answer to a request (a reply, or the error reply of a failed handler). */
     public boolean isResponse() {

@@ -8,9 +8,10 @@ import io.ibdxnet.Response;
 /**
  * What a failed request handler sends back instead of a response (never
  * registered: a frame flagged {@code ERROR} carries it, and the requester
- * reads the two strings as a {@link RemoteHandlerException}).
+ * reads the two strings as a {@link RemoteHandlerException}). A
+ * {@link DropNotice} is one that answers no request.
  */
-public final class ErrorResponse extends Response {
+public class ErrorResponse extends Response {
     final String remoteClass;
     final String remoteMessage;
 
@@ -18,6 +19,14 @@ public final class ErrorResponse extends Response {
         super(failed, failed.getType(), failed.getSubtype());
         this.remoteClass = e.getClass().getName();
         this.remoteMessage = e.getMessage() == null ? "" : e.getMessage();
+    }
+
+    /** An error response to {@code destination} that answers no request (request id 0, type 0/0). */
+    ErrorResponse(int destination, String remoteClass, String remoteMessage) {
+        super((byte) 0, (byte) 0);
+        setDestination(destination);
+        this.remoteClass = remoteClass;
+        this.remoteMessage = remoteMessage;
     }
 
     @Override

@@ -48,6 +48,19 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         void answerWithError(Request<?> request, Throwable e);
     }
 
+    /** Where the drops of plain messages go, and the notices of peers that dropped ours. */
+    public interface Losses {
+        /**
+         * A plain message (no request, no response) of {@code source} with
+         * {@code bytes} of payload was dropped here for {@code cause}, which
+         * names its type: its source is to be told ({@link DropNotices}).
+         */
+        void dropped(int source, String cause, long bytes);
+
+        /** {@code source} dropped {@code messages} of ours ({@code bytes} of payload) for {@code causes} ({@link DropNotice}). */
+        void reported(int source, long messages, long bytes, String causes);
+    }
+
     private final DXNetConfig config;
     private final Transport transport;
     private final IncomingBufferQueue ibq;
@@ -58,6 +71,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     private final RateLimitedLog warnings;
     private final ReceiveLimits limits;
     private final ErrorReplier replier;
+    private final Losses losses;
     /** Sends deferred by handlers that ran on a receiving thread are still waiting: hand the next batches to the pool. */
     private final java.util.function.BooleanSupplier receivingThreadSendsWaiting;
     private final Thread coordinator;
@@ -107,10 +121,17 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     /** Bytes were consumed whose messages never reached a handler (stopped or closed meanwhile). */
     private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
+    /**
+     * Set by {@link #start}: until then nothing received is parsed (buffers
+     * wait in the queue, neither the coordinator nor a receiving thread
+     * inline turns them into messages), so receivers registered before it
+     * see every message.
+     */
+    private volatile boolean receiving;
 
     public IncomingPath(DXNetConfig config, Transport transport, IncomingBufferQueue ibq, HandlerDispatch handlers,
             MessageTypes types, PendingRequests requests, CoreCounters counters, RateLimitedLog warnings,
-            ErrorReplier replier, java.util.function.BooleanSupplier receivingThreadSendsWaiting,
+            ErrorReplier replier, Losses losses, java.util.function.BooleanSupplier receivingThreadSendsWaiting,
             Thread.UncaughtExceptionHandler onDeath) {
         this.config = config;
         this.transport = transport;
@@ -122,6 +143,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         this.warnings = warnings;
         this.limits = new ReceiveLimits(config.maxMessageSize, config.maxUnfinishedBytesPerConnection, config.maxUnfinishedBytes);
         this.replier = replier;
+        this.losses = losses;
         this.receivingThreadSendsWaiting = receivingThreadSendsWaiting;
         this.coordinator = new Thread(this::coordinate, "dxnet-mcc-" + config.nodeId);
         this.coordinator.setDaemon(true);
@@ -129,8 +151,15 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         handlers.onRoom(ibq::resume);
     }
 
+    /** Starts parsing: the coordinator, and receiving threads inline (see {@link #receiving}). */
     public void start() {
+        receiving = true;
         coordinator.start();
+    }
+
+    /** Whether {@link #start} ran. */
+    public boolean receiving() {
+        return receiving;
     }
 
     public boolean alive() {
@@ -210,7 +239,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
      */
     public boolean offer(IncomingBuffer b) {
         int src = b.source;
-        if (config.receiveInline && running && ibq.idle(src) && handlers.hasRoom(src) && role.tryLock()) {
+        if (config.receiveInline && receiving && running && ibq.idle(src) && handlers.hasRoom(src) && role.tryLock()) {
             try {
                 // Each source's buffers come from one thread, and none of this
                 // source's waits in the queue: this one is next in its stream.
@@ -498,6 +527,9 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
             if ((flags & Frame.REQUEST) != 0) {
                 refuse(new RefusedRequest(source, type, subtype, requestId), "type " + type + "/" + subtype
                         + " is not registered at node " + config.nodeId, size, into);
+            } else {
+                losses.dropped(source, hint.isEmpty() ? "type " + type + "/" + subtype + " not registered"
+                        : "a receiver but no class registered for type " + type + "/" + subtype, size);
             }
             return;
         }
@@ -511,6 +543,10 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
             counters.dropped.incrementAndGet();
             warnings.caused(Level.WARNING, "cannot create message", source, "node " + config.nodeId + ": cannot create message "
                     + type + "/" + subtype + " from " + source, e);
+            if ((flags & (Frame.REQUEST | Frame.RESPONSE)) == 0) {
+                losses.dropped(source, "cannot create a message of type " + type + "/" + subtype + " from its payload ("
+                        + e.getClass().getSimpleName() + ")", size);
+            }
             return;
         }
         if ((flags & Frame.RESPONSE) != 0 && m instanceof Response) {
@@ -529,6 +565,8 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
             if (m instanceof Request) {
                 refuse((Request<?>) m, "no receiver for type " + type + "/" + subtype + " at node " + config.nodeId, size,
                         into);
+            } else if ((flags & (Frame.REQUEST | Frame.RESPONSE)) == 0) {
+                losses.dropped(source, "no receiver for type " + type + "/" + subtype, size);
             }
             return;
         }
@@ -565,15 +603,31 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         }
     }
 
-    /** An error response: the remote handler of request {@code requestId} threw. */
+    /**
+     * An error response: the remote handler of request {@code requestId}
+     * threw; or, with request id 0, a {@link DropNotice}.
+     */
     private void failRequest(int source, int requestId, MessageImporter payload) {
         String cls;
         String msg;
+        long messages = 0;
+        long bytes = 0;
+        boolean notice;
         try {
             cls = payload.readString();
             msg = payload.readString();
+            notice = requestId == 0 && DropNotice.MARKER.equals(cls);
+            if (notice) {
+                messages = payload.readLong();
+                bytes = payload.readLong();
+            }
         } catch (RuntimeException e) {
             counters.dropped.incrementAndGet();
+            return;
+        }
+        if (notice) {
+            losses.reported(source, messages, bytes, msg.length() <= DropNotice.MAX_CAUSES_CHARS ? msg
+                    : msg.substring(0, DropNotice.MAX_CAUSES_CHARS) + "…");
             return;
         }
         PendingRequests.Pending p = requests.answerable(source, requestId);

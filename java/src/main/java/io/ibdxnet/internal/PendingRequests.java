@@ -66,9 +66,13 @@ public final class PendingRequests {
         started = true;
     }
 
-    /** A new pending request to {@code target} with a fresh id. */
+    /** A new pending request to {@code target} with a fresh id (never 0: a {@link DropNotice} answers no request). */
     public Pending open(int target, int timeoutMs, Class<?> expected) {
-        Pending p = new Pending(target, nextRequestId.getAndIncrement(), timeoutMs, expected);
+        int id = nextRequestId.getAndIncrement();
+        if (id == 0) { // wrapped around
+            id = nextRequestId.getAndIncrement();
+        }
+        Pending p = new Pending(target, id, timeoutMs, expected);
         pending.put(p.requestId, p);
         sweepWhilePending();
         return p;
