@@ -14,6 +14,13 @@ nodes=$(for ip in $CLUSTER_IPS; do printf '%s:%s,' "$ip" "$port"; done)
 # Single-threaded TCG: see tools/rxe-vm/java-in-vm.sh (AVX, C1 only).
 export JAVA_TOOL_OPTIONS="-XX:UseAVX=0 -XX:TieredStopAtLevel=1"
 # shellcheck disable=SC2086
-exec java -cp "$(cat "$ROOT/build/main-classpath.txt")" -Djava.library.path="$ROOT/target/release" \
+java -cp "$(cat "$ROOT/build/main-classpath.txt")" -Djava.library.path="$ROOT/target/release" \
 	io.ibdxnet.app.cluster.HistoryNode --node "$me" --nodes "${nodes%,}" --transport "$transport" --fabric verbs \
 	--seconds "$seconds" --incarnation "$CLUSTER_INSTANCE" --history "$out/node-$me.$CLUSTER_INSTANCE.tsv" ${HISTORY_ARGS:-}
+rc=$?
+# Soft-RoCE's own counters (retransmissions, sequence errors, retry exceeded):
+# what the wire did to the queue pairs.
+for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
+	[ -r "$f" ] && printf '%s\t%s\n' "${f##*/}" "$(cat "$f")"
+done > "$out/node-$me.$CLUSTER_INSTANCE.rxe-counters" 2>/dev/null
+exit $rc

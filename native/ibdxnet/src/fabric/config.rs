@@ -106,8 +106,16 @@ pub struct SimHostOptions {
     pub ring_bytes: u32,
 }
 
+/// RC transport timeout exponent of `qp_ack_timeout`'s default: 4.096 µs ×
+/// 2^14 ≈ 67 ms per try.
+pub const DEFAULT_ACK_TIMEOUT: u8 = 14;
+/// Retries of `qp_retry_count`'s default: 1 + 6 tries, so a dead peer is
+/// reported (retry exceeded) after about half a second. (Not 7: Soft-RoCE
+/// treats a retry count of 7 as "retry forever".)
+pub const DEFAULT_RETRY_COUNT: u8 = 6;
+
 /// Which device and port to open.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct FabricConfig {
     /// Device name; `None` = the first device.
     pub device: Option<String>,
@@ -120,6 +128,26 @@ pub struct FabricConfig {
     pub sim: SimOptions,
     /// Options of the host-wide simulator (ignored by the others).
     pub simhost: SimHostOptions,
+    /// Verbs RC queue pairs: the local ACK timeout exponent (4.096 µs ×
+    /// 2^value per try; 0 waits forever).
+    pub ack_timeout: u8,
+    /// Verbs RC queue pairs: retries after an ACK timeout or a sequence
+    /// error before the send completes with retry-exceeded (0–7).
+    pub retry_count: u8,
+}
+
+impl Default for FabricConfig {
+    fn default() -> Self {
+        FabricConfig {
+            device: None,
+            port: 0,
+            gid_index: None,
+            sim: SimOptions::default(),
+            simhost: SimHostOptions::default(),
+            ack_timeout: DEFAULT_ACK_TIMEOUT,
+            retry_count: DEFAULT_RETRY_COUNT,
+        }
+    }
 }
 
 impl FabricConfig {

@@ -78,6 +78,9 @@ pub(crate) struct Ctx {
     pub info: DeviceInfo,
     /// Probed lazily: the largest accepted `max_inline_data`.
     pub max_inline: OnceLock<u32>,
+    /// RC queue pairs' ACK timeout exponent and retry count (from the config).
+    pub ack_timeout: u8,
+    pub retry_count: u8,
 }
 
 // SAFETY: libibverbs contexts and PDs may be used from any thread.
@@ -287,7 +290,16 @@ impl VerbsFabric {
             sim_network: 0,
         };
         guard.0 = std::ptr::null_mut();
-        Ok(VerbsFabric { ctx: Arc::new(Ctx { ctx, pd, info, max_inline: OnceLock::new() }) })
+        Ok(VerbsFabric {
+            ctx: Arc::new(Ctx {
+                ctx,
+                pd,
+                info,
+                max_inline: OnceLock::new(),
+                ack_timeout: cfg.ack_timeout,
+                retry_count: cfg.retry_count,
+            }),
+        })
     }
 
     /// The largest `max_inline_data` a queue pair of this device accepts,

@@ -10,11 +10,6 @@ use super::{mtu_enum, Ctx, Scratch};
 use crate::fabric::{FabricError, LinkLayer, PostError, QpCaps, QpEndpoint, QpState, QueuePair, SendBatch, SendFlags};
 use crate::util::lock;
 
-/// RC timeouts: 4.096 µs × 2^14 ≈ 67 ms per try, 1 + 6 tries: a dead peer
-/// is reported (retry exceeded) after about half a second. (Not 7: Soft-RoCE
-/// treats a retry count of 7 as "retry forever".)
-const ACK_TIMEOUT: u8 = 14;
-const RETRY_CNT: u8 = 6;
 /// 7 = retry forever on receiver-not-ready: an empty SRQ never loses data.
 const RNR_RETRY: u8 = 7;
 /// 12 = 0.64 ms minimal RNR NAK timer.
@@ -271,8 +266,8 @@ impl QueuePair for VerbsQp {
         // RTR → RTS
         let mut a = ffi::ibv_qp_attr {
             qp_state: ffi::ibv_qp_state::IBV_QPS_RTS,
-            timeout: ACK_TIMEOUT,
-            retry_cnt: RETRY_CNT,
+            timeout: self.ctx.ack_timeout,
+            retry_cnt: self.ctx.retry_count,
             rnr_retry: RNR_RETRY,
             sq_psn: self.psn,
             max_rd_atomic: 1,

@@ -243,3 +243,17 @@ fn engine_threads_is_parsed_and_bad_values_are_named() {
     let pins = ThreadPins { send: Some(3), recv: Some(4), job: None };
     assert_eq!(pins.cpu(crate::msgrc::ThreadRole::Shared), Some(3));
 }
+
+#[test]
+fn fabric_config_defaults_agree_with_the_key_table() {
+    let d = FabricConfig::default();
+    let c = cfg();
+    assert_eq!((c.device.ack_timeout, c.device.retry_count), (d.ack_timeout, d.retry_count));
+    assert_eq!((d.ack_timeout, d.retry_count), (14, 6), "≈ 67 ms per try, 1 + 6 tries");
+}
+
+#[test]
+fn qp_retry_count_above_seven_is_refused() {
+    let e = cfg().apply_keys("qp_retry_count=8", "native.").unwrap_err().to_string();
+    assert!(e.contains("qp_retry_count"), "{e}");
+}

@@ -199,6 +199,7 @@ public final class HistoryNode {
             c.nativeConfig.put("send_ring_size", Integer.toString(1 << 20));
             c.nativeConfig.put("srq_size", "256");
             c.nativeConfig.put("recv_buffer_count", "2048");
+            c.nativeConfig.putAll(o.nativeKeys);
         }
         return c;
     }

@@ -3,7 +3,9 @@ package io.ibdxnet.app.cluster;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /** The command line of a {@link HistoryNode}; {@link #USAGE} lists it. */
 final class HistoryNodeOptions {
@@ -13,7 +15,8 @@ final class HistoryNodeOptions {
             + " [--linger-ms L] [--connect-timeout-ms C] [--send-timeout-ms T] [--idle-timeout-ms I]"
             + " [--incarnation K (default: the start time in ms)] [--table-at-start true|false]"
             + " [--start-at-ms EPOCH_MS] [--stop-at-ms EPOCH_MS (instead of --seconds)]"
-            + " [--window FLOW_CONTROL_BYTES] [--handler-us MICROS_PER_MESSAGE]";
+            + " [--window FLOW_CONTROL_BYTES] [--handler-us MICROS_PER_MESSAGE]"
+            + " [--native KEY=VALUE (an engine key, ib only; repeatable)]";
 
     int node = -1;
     List<String> nodes;
@@ -59,6 +62,8 @@ final class HistoryNodeOptions {
      */
     boolean tableAtStart;
     Path history;
+    /** Engine keys ({@code native.<key>}) given with {@code --native}, in order. */
+    final Map<String, String> nativeKeys = new LinkedHashMap<>();
 
     static HistoryNodeOptions parse(String[] args) {
         HistoryNodeOptions o = new HistoryNodeOptions();
@@ -88,6 +93,14 @@ final class HistoryNodeOptions {
                 case "--window": o.window = Long.parseLong(v); break;
                 case "--handler-us": o.handlerMicros = Integer.parseInt(v); break;
                 case "--table-at-start": o.tableAtStart = Boolean.parseBoolean(v); break;
+                case "--native": {
+                    int eq = v.indexOf('=');
+                    if (eq <= 0) {
+                        throw new IllegalArgumentException("--native needs KEY=VALUE, not " + v);
+                    }
+                    o.nativeKeys.put(v.substring(0, eq), v.substring(eq + 1));
+                    break;
+                }
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
