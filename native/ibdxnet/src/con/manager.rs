@@ -1,4 +1,4 @@
-//! The connection manager (paper §7.1): its API and the job thread's loop.
+//! The connection manager (paper §7.1): its API (the job thread's loop is in `job_loop`).
 //! One job thread owns every change of the connection table. Other threads
 //! read the table (established connections, lock-shared) and post jobs
 //! into a bounded lock-free queue.
@@ -15,8 +15,8 @@
 //! - `foreign`: peers on another fabric instance;
 //! - `discovery`: discovery by address (candidate addresses, probes and
 //!   their answers, protocol 7);
-//! - `job`: the jobs other threads post; `qpns`: which node a local
-//!   queue pair belongs to.
+//! - `job`: the jobs other threads post; `job_loop`: the job thread's
+//!   loop and timers; `qpns`: which node a local queue pair belongs to.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, UdpSocket};
@@ -29,9 +29,8 @@ use super::auth::AuthStats;
 use super::config::ConConfig;
 use super::connection::{ConState, Connection};
 use super::error::ConError;
-use super::event::{EventSink, NodeEvent};
+use super::event::EventSink;
 use super::node::{NodeError, NodeId, NodeTable};
-use super::proto::{Body, MAX_PACKET};
 use super::stats::ConStats;
 use crate::fabric::{Fabric, QpCaps};
 use crate::sys::counter::Part;
@@ -44,11 +43,13 @@ mod discovery;
 mod exchange;
 mod foreign;
 mod job;
+mod job_loop;
 mod qpns;
 mod wire;
 
-use close::{CloseKind, Closing, RecentCloses};
+use close::RecentCloses;
 use job::Job;
+use job_loop::JobState;
 
 /// Capacity of the job queue.
 const JOB_QUEUE: usize = 4096;
@@ -125,19 +126,6 @@ impl<F: Fabric> std::fmt::Debug for ConManager<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ConManager(node {}, {})", self.me, self.local_addr)
     }
-}
-
-/// State only the job thread touches.
-struct JobState<F: Fabric> {
-    last_exchange: HashMap<NodeId, Instant>,
-    pending_since: HashMap<NodeId, Instant>,
-    /// Orderly closes in progress.
-    closing: Vec<Closing<F>>,
-    /// None until the first discovery round (which runs at once).
-    last_discovery: Option<Instant>,
-    /// Rate limits of probe answers.
-    probes: discovery::ProbeLimits,
-    buf: Vec<u8>,
 }
 
 impl<F: Fabric> ConManager<F> {
@@ -465,105 +453,6 @@ impl<F: Fabric> ConManager<F> {
     /// Fault injection for tests: drop every `n`-th outgoing packet (0 = none).
     pub fn set_packet_loss(&self, n: u32) {
         self.drop_every.store(n, Ordering::Relaxed);
-    }
-
-    /// The job thread's loop; returns after [`ConManager::shutdown`], having
-    /// closed every connection.
-    pub fn run(&self) {
-        let mut st = JobState::<F> {
-            last_exchange: HashMap::new(),
-            pending_since: HashMap::new(),
-            closing: Vec::new(),
-            last_discovery: None,
-            probes: discovery::ProbeLimits::default(),
-            buf: Vec::with_capacity(MAX_PACKET),
-        };
-        let mut rx = [0u8; MAX_PACKET + 1];
-        let mut timeout = MAX_SLEEP;
-        while self.running.load(Ordering::Acquire) {
-            while let Some(v) = self.jobs.pop() {
-                match Job::decode(v) {
-                    Some(job) => self.handle_job(job, &mut st),
-                    None => log::error!("node {}: undecodable job {v:#x} ignored", self.me),
-                }
-            }
-            // Sleep until the next timer or a packet (a job kicks the socket).
-            let wanted = self.next_wait(Instant::now(), &st);
-            if wanted != timeout {
-                match self.socket.set_read_timeout(Some(wanted)) {
-                    Ok(()) => timeout = wanted,
-                    Err(e) => log::debug!("node {}: setting the UDP read timeout failed: {e}", self.me),
-                }
-            }
-            let received = self.socket.recv_from(&mut rx);
-            self.stats.job_wakeups.fetch_add(1, Ordering::Relaxed);
-            match received {
-                Ok((n, from)) => self.handle_datagram(&rx[..n], from, &mut st),
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
-                Err(e) => log::debug!("node {}: UDP receive failed: {e}", self.me),
-            }
-            self.periodic(&mut st);
-        }
-        self.close_all(&mut st);
-        self.notify();
-    }
-
-    fn handle_job(&self, job: Job, st: &mut JobState<F>) {
-        match job {
-            Job::Create(node) => {
-                lock(&self.create_requested).remove(&node);
-                let exists = self.table.read().unwrap_or_else(|p| p.into_inner()).contains_key(&node);
-                let reachable = self.nodes.get(node).is_some_and(|a| !a.ip().is_unspecified());
-                if !exists && reachable && self.foreign.get(node).is_none() {
-                    if let Some(c) = self.create(node, st) {
-                        self.send_exchange(&c, st);
-                    }
-                }
-            }
-            Job::Close(node) => self.close_conn(node, CloseKind::Drain, st),
-            Job::CloseForce(node) => self.close_conn(node, CloseKind::Abort, st),
-            Job::Lost(node) => (self.events)(NodeEvent::Lost(node)),
-            Job::NodeRemoved(node) => {
-                self.close_conn(node, CloseKind::Abort, st);
-                lock(&self.discovered).remove(&node);
-                self.foreign.forget(node);
-                self.unbind(node);
-                (self.events)(NodeEvent::Invalidated(node));
-            }
-            Job::Wake => {}
-        }
-    }
-
-    /// Timers: exchange retransmission, close progress, discovery rounds.
-    fn periodic(&self, st: &mut JobState<F>) {
-        let now = Instant::now();
-        self.retry_exchanges(now, st);
-        self.progress_closes(now, st);
-        // Discovery of nodes not heard from.
-        let round = st.last_discovery.is_none_or(|t| now - t >= self.cfg.discovery_interval);
-        self.probe_candidates(round, st);
-        if round {
-            st.last_discovery = Some(now);
-            let known = lock(&self.discovered).clone();
-            for (node, _) in self.nodes.all() {
-                if !known.contains(&node) {
-                    self.send(node, Body::Discover, &mut st.buf);
-                }
-            }
-        }
-    }
-
-    /// How long the job thread may sleep: until the earliest timer of
-    /// [`ConManager::periodic`], at most [`MAX_SLEEP`], rounded up to whole
-    /// milliseconds and at least one (a zero read timeout means "forever").
-    fn next_wait(&self, now: Instant, st: &JobState<F>) -> Duration {
-        let mut due = now + MAX_SLEEP;
-        let discovery = self.next_discovery_due(now, st.last_discovery);
-        for d in [discovery, self.next_exchange_due(st), self.next_close_due(st)].into_iter().flatten() {
-            due = due.min(d);
-        }
-        let ms = due.saturating_duration_since(now).as_micros().div_ceil(1000).max(1);
-        Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
     }
 
     /// The counters by name (`packets_in`, `dropped_malformed`, ...), as in

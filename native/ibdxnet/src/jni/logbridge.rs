@@ -37,6 +37,7 @@ pub const TARGETS: &[&str] = &[
     "ibdxnet::con::manager::discovery",
     "ibdxnet::con::manager::exchange",
     "ibdxnet::con::manager::foreign",
+    "ibdxnet::con::manager::job_loop",
     "ibdxnet::con::manager::wire",
     "ibdxnet::driver",
     "ibdxnet::fabric::simcq",
