@@ -22,6 +22,8 @@ import org.junit.rules.Timeout;
  * every path in backquotes that starts with one of the repository's top-level
  * folders (or {@code results/} in bench/, meaning bench/results/). A renamed
  * script, test source or results file fails this test until its mention follows.
+ * A test class named in backquotes ({@code FooTest}, or {@code FooTest.method})
+ * must exist as a source file under java/ or compat/, with that method in it.
  */
 public class DocumentReferencesTest {
     @Rule
@@ -30,6 +32,8 @@ public class DocumentReferencesTest {
     private static final Pattern LINK = Pattern.compile("\\]\\(([^)\\s#]+)(#[^)]*)?\\)");
     private static final Pattern CODE_PATH = Pattern.compile(
             "`((?:bench|tools|java|native|compat|docs|examples|gradle|results)/[A-Za-z0-9_./-]+)`");
+
+    private static final Pattern TEST_CLASS = Pattern.compile("`([A-Z][A-Za-z0-9]*Test)(?:\\.([a-zA-Z_][A-Za-z0-9_]*))?`");
 
     /** The documents a reader is sent to: the root's, docs/, bench/ and the tools' READMEs. */
     static List<Path> documents() throws IOException {
@@ -67,7 +71,31 @@ public class DocumentReferencesTest {
                 gone.add("path " + p);
             }
         }
+        Matcher t = TEST_CLASS.matcher(text);
+        while (t.find()) {
+            String source = testSource(t.group(1));
+            if (source == null) {
+                gone.add("test class " + t.group(1));
+            } else if (t.group(2) != null && !source.contains(" " + t.group(2) + "(")) {
+                gone.add("test method " + t.group(1) + "." + t.group(2));
+            }
+        }
         return gone;
+    }
+
+    /** The text of {@code name}.java under java/ or compat/, or null. */
+    static String testSource(String name) {
+        for (String root : new String[] {"java", "compat"}) {
+            try (Stream<Path> s = Files.walk(Paths.get(root))) {
+                Path found = s.filter(p -> p.getFileName().toString().equals(name + ".java")).findFirst().orElse(null);
+                if (found != null) {
+                    return new String(Files.readAllBytes(found), StandardCharsets.UTF_8);
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
+        return null;
     }
 
     @Test
@@ -93,5 +121,14 @@ public class DocumentReferencesTest {
                 missing(root, "see [here](docs/nowhere.md) and `bench/results/1999-01-01-none.txt`"));
         assertEquals(List.of(), missing(root, "see [the map](ARCHITECTURE.md#x), [web](https://example.org) and `tools/rxe-vm/run-in-rxe-vm.sh`"));
         assertEquals(List.of("path results/1999-01-01-none.txt"), missing(root, "(`results/1999-01-01-none.txt`)"));
+    }
+
+    /** A test class or method that does not exist is found; existing ones are not. */
+    @Test
+    public void aMissingTestClassOrMethodIsFound() {
+        Path root = Paths.get(".");
+        assertEquals(List.of("test class NoSuchThingTest", "test method DocumentReferencesTest.noSuchMethod"),
+                missing(root, "`NoSuchThingTest` and `DocumentReferencesTest.noSuchMethod`"));
+        assertEquals(List.of(), missing(root, "`DocumentReferencesTest` and `DocumentReferencesTest.aMissingTestClassOrMethodIsFound`"));
     }
 }
