@@ -249,7 +249,7 @@ fn fabric_config_defaults_agree_with_the_key_table() {
     let d = FabricConfig::default();
     let c = cfg();
     assert_eq!((c.device.ack_timeout, c.device.retry_count), (d.ack_timeout, d.retry_count));
-    assert_eq!((d.ack_timeout, d.retry_count), (14, 6), "≈ 67 ms per try, 1 + 6 tries");
+    assert_eq!((d.ack_timeout, d.retry_count), (16, 6), "≈ 268 ms per try, 1 + 6 tries");
 }
 
 #[test]
