@@ -43,7 +43,14 @@ public final class PendingRequests {
     private final CoreCounters counters;
     private final RateLimitedLog warnings;
     private final Map<Integer, Pending> pending = new ConcurrentHashMap<>();
-    private final AtomicInteger nextRequestId = new AtomicInteger(1);
+    /**
+     * Starts at a random id (never 0), not at 1: a restarted node must not
+     * issue the ids its previous process was still owed answers for, or a
+     * peer's late answer to the old process completes the new process's
+     * request of the same id (StaleResponseAfterRestartTest). With n answers
+     * owed and m new requests the chance of a match is about n·m / 2^32.
+     */
+    private final AtomicInteger nextRequestId = new AtomicInteger(firstRequestId());
     private final ScheduledExecutorService timeouts;
     /** A sweep is scheduled (or running). */
     private final java.util.concurrent.atomic.AtomicBoolean sweeping = new java.util.concurrent.atomic.AtomicBoolean();
@@ -64,6 +71,15 @@ public final class PendingRequests {
     /** Lets requests start the sweep: only once the node is up, so a failed start leaves no thread. */
     public void start() {
         started = true;
+    }
+
+    /** A random non-zero first request id. */
+    static int firstRequestId() {
+        int id;
+        do {
+            id = java.util.concurrent.ThreadLocalRandom.current().nextInt();
+        } while (id == 0);
+        return id;
     }
 
     /** A new pending request to {@code target} with a fresh id (never 0: a {@link DropNotice} answers no request). */
