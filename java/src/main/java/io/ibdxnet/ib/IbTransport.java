@@ -324,7 +324,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
 
     @Override
     public void consumed(IncomingBuffer b) {
-        // Never blocks (runs on the message creation coordinator, or inline on the receive thread).
+        // Never blocks (runs on a handler thread, the message creation coordinator, or inline on the receive thread).
         if (incomingConnection(b.source) == b.connection && confirmations.consumed(b.source, b.length)) {
             wim.pushFlowControl(b.source);
             wakeSendThread();

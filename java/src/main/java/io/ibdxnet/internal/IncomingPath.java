@@ -202,9 +202,24 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         final List<Message> messages = new ArrayList<>();
         /** What the messages are accounted as in their source's handler share. */
         long bytes;
+        /**
+         * The buffer the messages completed in: its bytes are confirmed to
+         * their sender once the handlers returned (null: nothing to confirm).
+         */
+        IncomingBuffer confirms;
 
         @Override
         public void run() {
+            try {
+                handleAll();
+            } finally {
+                if (confirms != null) {
+                    transport.consumed(confirms); // handled: only now may the sender count the bytes as delivered
+                }
+            }
+        }
+
+        private void handleAll() {
             for (int i = 0; i < messages.size(); i++) {
                 Message m = messages.get(i);
                 try {
@@ -410,24 +425,43 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
      */
     private int handle(IncomingBuffer b, boolean here) {
         boolean fed = true;
+        boolean threw = true;
+        boolean resumed = b.parsed > 0; // batches of its first part may still wait for their handlers
         try {
             fed = parse(b, sink);
+            threw = false;
         } finally {
             if (fed) {
                 b.release();
-                transport.consumed(b);
+                if (threw) {
+                    transport.consumed(b);
+                }
             }
         }
-        if (!batch.messages.isEmpty()) {
-            Batch full = batch;
-            batch = new Batch();
-            if (here) {
-                handledOnReceivingThread.incrementAndGet();
+        boolean confirmLater = fed && resumed && !handlers.idle(b.source);
+        if (batch.messages.isEmpty() && !confirmLater) {
+            if (fed) {
+                // No message completed here for a handler (a part of a large one,
+                // responses, drops): confirmed at once, so a message larger than
+                // the window never waits for its own rest.
+                transport.consumed(b);
             }
-            if (!(here ? handlers.runHere(b.source, full, full.bytes) : handlers.submit(b.source, full, full.bytes))) {
-                consumedNotHandled = true;
-                return CLOSED;
-            }
+            return fed ? DONE : WAITS;
+        }
+        // Confirmed when the batch's handlers returned (Batch.run). A buffer fed
+        // again after a budget wait whose first part's batch may not have run
+        // yet confirms behind it (an empty batch, in order on the source's lane).
+        Batch full = batch;
+        batch = new Batch();
+        if (fed) {
+            full.confirms = b;
+        }
+        if (here) {
+            handledOnReceivingThread.incrementAndGet();
+        }
+        if (!(here ? handlers.runHere(b.source, full, full.bytes) : handlers.submit(b.source, full, full.bytes))) {
+            consumedNotHandled = true;
+            return CLOSED;
         }
         return fed ? DONE : WAITS;
     }

@@ -81,7 +81,14 @@ public interface Transport extends AutoCloseable {
         return Integer.MAX_VALUE;
     }
 
-    /** Called by the core after it processed {@code buffer} (flow control); never blocks. */
+    /**
+     * Called by the core once {@code buffer}'s bytes may be confirmed to their
+     * sender (flow control): after the handlers of the messages that completed
+     * in it returned (on a handler thread, or on the receiving thread), at
+     * once after parsing when none did (a part of a large message, responses).
+     * Any thread; never blocks. Bytes not confirmed when a connection fails
+     * are what the sender reports as a possible loss.
+     */
     void consumed(IncomingBuffer buffer);
 
     /**
