@@ -694,7 +694,15 @@ public final class DXNet implements AutoCloseable {
             throw new NetworkException(FailureReason.TIMEOUT, (d.request != null ? "request" : "message") + " to node "
                     + d.dest + " not sent within its deadline (it waited behind earlier sends to that node)");
         }
-        sender.sendDeferred(d);
+        // A handler may wait behind this send (its reply queued after it): the
+        // wait breaks the same cycle as a handler's own (IncomingPath.confirmHeld).
+        java.util.function.IntConsumer outer = io.ibdxnet.transport.FlowWindow.BEFORE_HANDLER_WAITS.get();
+        io.ibdxnet.transport.FlowWindow.BEFORE_HANDLER_WAITS.set(incoming.beforeWindowWait());
+        try {
+            sender.sendDeferred(d);
+        } finally {
+            io.ibdxnet.transport.FlowWindow.BEFORE_HANDLER_WAITS.set(outer);
+        }
     }
 
     /** Pool thread: a deferred request that could not be sent fails through its future. */
@@ -879,7 +887,10 @@ public final class DXNet implements AutoCloseable {
      * {@code partial_messages_dropped} (unfinished when their connection ended
      * or broke), {@code bytes_dropped_after_violation},
      * {@code responses_from_wrong_node}, {@code handler_errors},
-     * {@code replies_failed} ({@link #reply} could not send),
+     * {@code confirmed_before_handled} (received buffers confirmed to their
+     * sender before their handlers returned, because a handler here, or a
+     * send one waits behind, waited for that sender's window: a loss of them
+     * is not reported), {@code replies_failed} ({@link #reply} could not send),
      * {@code possible_losses} (connections that failed with data unconfirmed,
      * and notices of peers that dropped plain messages of ours: see {@link LossListener}),
      * {@code drop_notices_sent} and {@code drop_notices_received} (those notices),

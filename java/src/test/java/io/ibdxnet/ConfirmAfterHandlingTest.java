@@ -129,4 +129,26 @@ public class ConfirmAfterHandlingTest {
         assertTrue(transport + ": the unhandled backlog (" + sent + " bytes of payload) is reported, not " + reported,
                 reported >= sent);
     }
+
+    /**
+     * A message larger than the window: the buffers that carry only a part of
+     * it are confirmed once parsed, or its sender would wait for a window its
+     * own rest must free first. Only the bytes of the buffer it completed in
+     * wait for its handler.
+     */
+    @Test
+    public void aMessageLargerThanTheWindowReachesItsHeldHandler() throws Exception {
+        List<DXNet> n = start(10_000);
+        AtomicLong handled = holdingReceiver(n.get(1));
+        int size = (int) (3 * WINDOW);
+        n.get(0).sendMessage(new DataMessage(1, 0, 0, size)); // returns once the last frame is in the ring
+        waitFor("node 1 parsed it", () -> n.get(1).incomingBuffersQueued() == 0 && n.get(1).handlerBatchesQueued() > 0);
+        assertHoldsFor(transport + ": its handler is held; the last part stays unconfirmed, the rest does not", 300, () -> {
+            long u = unconfirmed(n.get(0));
+            return u > 0 && u <= WINDOW;
+        });
+        release.countDown();
+        waitFor("handled", () -> handled.get() == 1);
+        waitFor(transport + ": confirmed once handled", () -> unconfirmed(n.get(0)) < UNIT);
+    }
 }

@@ -62,8 +62,9 @@ public class FlowControlUnitTest {
             c.transport = transport;
             c.listen = "127.0.0.1:0";
             c.handlerThreads = 1;
-            // Bytes are confirmed once parsed, not once handled: a small handler
-            // queue lets a held handler stop the parsing, so the window fills.
+            // Bytes are confirmed once handled, so a held handler fills the window;
+            // a small handler queue also stops the parsing early (kept from when
+            // bytes were confirmed once parsed and only that filled it).
             c.handlerQueueSize = 4;
             DXNetTest.smallSimNode(c);
             c.flowControlWindow = WINDOW[i];

@@ -13,6 +13,8 @@ public final class CoreCounters {
     final AtomicLong bytesDropped = new AtomicLong();
     final AtomicLong responsesRefused = new AtomicLong();
     final AtomicLong handlerErrors = new AtomicLong();
+    /** Buffers confirmed before their handlers returned: a handler waited for the window of their source. */
+    final AtomicLong confirmedBeforeHandled = new AtomicLong();
     public final AtomicLong repliesFailed = new AtomicLong();
     public final AtomicLong possibleLosses = new AtomicLong();
     /** Received messages copied together from several frames or receive buffers (the others are imported in place). */
@@ -32,6 +34,7 @@ public final class CoreCounters {
         m.put("bytes_dropped_after_violation", bytesDropped.get());
         m.put("responses_from_wrong_node", responsesRefused.get());
         m.put("handler_errors", handlerErrors.get());
+        m.put("confirmed_before_handled", confirmedBeforeHandled.get());
         m.put("replies_failed", repliesFailed.get());
         m.put("possible_losses", possibleLosses.get());
         m.put("messages_received_copied", receivedCopied.get());

@@ -17,6 +17,7 @@ import io.ibdxnet.core.ProtocolViolation;
 import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.core.ReceiveLimits;
 import io.ibdxnet.core.StreamAssembler;
+import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
 import io.ibdxnet.transport.NodeRefs;
 import io.ibdxnet.transport.Transport;
@@ -76,6 +77,15 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     private final java.util.function.BooleanSupplier receivingThreadSendsWaiting;
     private final Thread coordinator;
     private final NodeRefs<StreamAssembler> assemblers = new NodeRefs<>();
+    /**
+     * Per source, its batches whose buffers are not confirmed yet, oldest
+     * first (confirmed ones leave from the head). Created by the role holder.
+     */
+    private final NodeRefs<java.util.concurrent.ConcurrentLinkedQueue<Batch>> held = new NodeRefs<>();
+    private static final java.util.concurrent.atomic.AtomicReferenceFieldUpdater<Batch, IncomingBuffer> CONFIRMS =
+            java.util.concurrent.atomic.AtomicReferenceFieldUpdater.newUpdater(Batch.class, IncomingBuffer.class, "confirms");
+    /** Set on threads running batches: see {@link FlowWindow#BEFORE_HANDLER_WAITS}. */
+    private final java.util.function.IntConsumer confirmHeld = this::confirmHeld;
     /**
      * Held by whoever turns buffers into messages: the coordinator, or a
      * transport's receiving thread inline (see {@link #offer}). It guards the
@@ -202,19 +212,37 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         final List<Message> messages = new ArrayList<>();
         /** What the messages are accounted as in their source's handler share. */
         long bytes;
+        /** The source node (set when it is handed to the handlers). */
+        int source;
         /**
          * The buffer the messages completed in: its bytes are confirmed to
-         * their sender once the handlers returned (null: nothing to confirm).
+         * their sender once the handlers returned (null: nothing to confirm,
+         * or confirmed already). Taken once ({@link #takeConfirms}): by this
+         * batch's end, or early by {@link #confirmHeld}.
          */
-        IncomingBuffer confirms;
+        volatile IncomingBuffer confirms;
+
+        IncomingBuffer takeConfirms() {
+            IncomingBuffer c = confirms;
+            return c != null && CONFIRMS.compareAndSet(this, c, null) ? c : null;
+        }
 
         @Override
         public void run() {
+            java.util.function.IntConsumer outer = FlowWindow.BEFORE_HANDLER_WAITS.get();
+            FlowWindow.BEFORE_HANDLER_WAITS.set(confirmHeld);
             try {
                 handleAll();
             } finally {
-                if (confirms != null) {
-                    transport.consumed(confirms); // handled: only now may the sender count the bytes as delivered
+                FlowWindow.BEFORE_HANDLER_WAITS.set(outer);
+                IncomingBuffer c = takeConfirms();
+                if (c != null) {
+                    transport.consumed(c); // handled: only now may the sender count the bytes as delivered
+                }
+                java.util.Queue<Batch> q = held.get(source);
+                Batch h;
+                while (q != null && (h = q.peek()) != null && h.confirms == null) {
+                    q.remove(h); // confirmed: no longer held
                 }
             }
         }
@@ -453,8 +481,15 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         // yet confirms behind it (an empty batch, in order on the source's lane).
         Batch full = batch;
         batch = new Batch();
+        full.source = b.source;
         if (fed) {
             full.confirms = b;
+            java.util.concurrent.ConcurrentLinkedQueue<Batch> q = held.get(b.source);
+            if (q == null) {
+                q = new java.util.concurrent.ConcurrentLinkedQueue<>();
+                held.set(b.source, q);
+            }
+            q.add(full); // before it can run
         }
         if (here) {
             handledOnReceivingThread.incrementAndGet();
@@ -464,6 +499,35 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
             return CLOSED;
         }
         return fed ? DONE : WAITS;
+    }
+
+    /**
+     * What a thread whose wait a handler may depend on (a deferred send) sets
+     * as {@link FlowWindow#BEFORE_HANDLER_WAITS} while it sends.
+     */
+    public java.util.function.IntConsumer beforeWindowWait() {
+        return confirmHeld;
+    }
+
+    /**
+     * A handler on this thread is about to wait for {@code node}'s flow-control
+     * window. That node's handlers may be waiting for ours, each side's window
+     * full of messages the other has not handled: confirm everything held of
+     * {@code node} now (its bytes count as delivered before their handlers
+     * ran: a loss of them is no longer reported), so neither waits for the other.
+     */
+    private void confirmHeld(int node) {
+        java.util.Queue<Batch> q = held.get(node);
+        if (q == null) {
+            return;
+        }
+        for (Batch b; (b = q.poll()) != null;) {
+            IncomingBuffer c = b.takeConfirms();
+            if (c != null) {
+                counters.confirmedBeforeHandled.incrementAndGet();
+                transport.consumed(c);
+            }
+        }
     }
 
     /**

@@ -1,8 +1,9 @@
 package io.ibdxnet.transport;
 
 /**
- * Receiver side of flow control: counts bytes the core has processed per
- * node and turns them into confirmation units owed to the sender. A unit is
+ * Receiver side of flow control: counts bytes the core is done with per node
+ * (their messages handled, see {@link Transport#consumed}) and turns them
+ * into confirmation units owed to the sender. A unit is
  * the <em>sender's</em> {@code window × threshold}, told to us when its
  * connection was set up ({@link #reset(int, long)}): nodes with different
  * settings then confirm each other exactly (in our own unit the sender would
@@ -56,17 +57,43 @@ public final class Confirmations {
         return u == 0 ? unit : u;
     }
 
-    /** {@code bytes} from {@code node} were processed; true if a new unit is owed. */
+    /** {@code bytes} from {@code node} were handled; true if a new unit is owed. Any thread. */
     public boolean consumed(int node, int bytes) {
+        // Handler threads and the coordinator call this at once for one node:
+        // the units are taken off in the same atomic step as the bytes go in,
+        // so no unit is owed twice.
         long u = unit(node);
-        long r = unconfirmed.addAndGet(node, bytes);
-        if (r < u) {
+        long n;
+        while (true) {
+            long before = unconfirmed.get(node);
+            long r = before + bytes;
+            n = r < u ? 0 : r / u;
+            if (unconfirmed.compareAndSet(node, before, r - n * u)) {
+                break;
+            }
+        }
+        if (n == 0) {
             return false;
         }
-        long n = r / u;
-        unconfirmed.addAndGet(node, -n * u);
         owed.addAndGet(node, n);
         return true;
+    }
+
+    /**
+     * Takes every unit owed to {@code node} at once (to be sent now): for
+     * callers that may run on several threads at once (loopback).
+     */
+    public int take(int node) {
+        while (true) {
+            long o = owed.get(node);
+            if (o <= 0) {
+                return 0;
+            }
+            int n = (int) Math.min(o, Integer.MAX_VALUE);
+            if (owed.compareAndSet(node, o, o - n)) {
+                return n;
+            }
+        }
     }
 
     /** Units owed to {@code node} (at most {@code max}), to be sent. */

@@ -16,6 +16,16 @@ public final class FlowWindow {
     /** Senders waiting for room, woken by confirmations. */
     private final WaitList waiters = new WaitList();
 
+    /**
+     * Set on a thread that runs handlers of received messages, for as long
+     * as it does: told the node whose window this thread is about to wait
+     * for. Receivers confirm bytes only once their handlers returned, so a
+     * handler waiting for a peer's window while that peer's handlers wait
+     * for ours would wait for each other; the hook lets the core confirm
+     * what it holds of that peer first (see {@code IncomingPath}).
+     */
+    public static final ThreadLocal<java.util.function.IntConsumer> BEFORE_HANDLER_WAITS = new ThreadLocal<>();
+
     /** Where senders wait for room (for tests). */
     WaitList waiters() {
         return waiters;
@@ -70,6 +80,13 @@ public final class FlowWindow {
             }
             if (System.nanoTime() - deadlineNanos > 0) {
                 throw new NetworkException(FailureReason.TIMEOUT, "flow control window to node " + node + " stayed full");
+            }
+            java.util.function.IntConsumer hook = BEFORE_HANDLER_WAITS.get();
+            if (hook != null) {
+                hook.accept(node); // each turn: what was held meanwhile too
+                if (fits(bytes)) {
+                    continue;
+                }
             }
             if (backoff == null) {
                 backoff = IdleStrategy.waiter();

@@ -24,4 +24,8 @@ public final class NodeLongs extends NodeTable<AtomicLongArray> {
     public long addAndGet(int i, long delta) {
         return page(i).addAndGet(i & MASK, delta);
     }
+
+    public boolean compareAndSet(int i, long expected, long v) {
+        return page(i).compareAndSet(i & MASK, expected, v);
+    }
 }

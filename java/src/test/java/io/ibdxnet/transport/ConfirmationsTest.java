@@ -1,0 +1,62 @@
+package io.ibdxnet.transport;
+
+import static org.junit.Assert.assertEquals;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.Test;
+
+/**
+ * {@link Confirmations} is called by several threads at once for one node
+ * (handler threads confirm what they handled, the coordinator what carried no
+ * message for a handler): every unit is owed exactly once. Counting the bytes
+ * in and the units off in two steps owed some twice under contention.
+ */
+public class ConfirmationsTest {
+    private static final int THREADS = 4;
+    private static final int CALLS = 200_000;
+    private static final int BYTES = 100;
+    private static final long UNIT = 1000;
+
+    @Test
+    public void concurrentCallersOweEachUnitOnce() throws Exception {
+        Confirmations c = new Confirmations(UNIT);
+        int node = 3;
+        AtomicLong taken = new AtomicLong();
+        CyclicBarrier start = new CyclicBarrier(THREADS);
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < THREADS; t++) {
+            Thread th = new Thread(() -> {
+                try {
+                    start.await();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+                for (int i = 0; i < CALLS; i++) {
+                    if (c.consumed(node, BYTES)) {
+                        taken.addAndGet(c.take(node));
+                    }
+                }
+            });
+            threads.add(th);
+            th.start();
+        }
+        for (Thread th : threads) {
+            th.join();
+        }
+        long total = (long) THREADS * CALLS * BYTES;
+        assertEquals("units owed", total / UNIT, taken.get() + c.owed(node, Integer.MAX_VALUE));
+        assertEquals("bytes below one unit", total % UNIT, c.residue(node));
+    }
+
+    @Test
+    public void takeTakesEachOwedUnitOnce() {
+        Confirmations c = new Confirmations(UNIT);
+        c.consumed(1, (int) (3 * UNIT + 5));
+        assertEquals(3, c.take(1));
+        assertEquals(0, c.take(1));
+        assertEquals(5, c.residue(1));
+    }
+}
