@@ -24,9 +24,11 @@ import org.junit.runners.Parameterized;
  * the messages they carried returned, not when they were parsed. Bytes
  * queued for a handler thus stay unconfirmed, and a receiver that goes away
  * with them unhandled makes its sender report them as a possible loss.
- * Before, the core confirmed a buffer as soon as it had parsed it, and both
- * tests fail: the sender's unconfirmed bytes fell below one unit while every
- * handler was still held, and the close reported less than one unit.
+ * Before, the core confirmed a buffer as soon as it had parsed it, and the
+ * first two tests fail: the sender's unconfirmed bytes fell below one unit
+ * while every handler was still held, and the close reported less than one
+ * unit. The third guards what must not wait for a handler: the parts of a
+ * message larger than the window.
  */
 @RunWith(Parameterized.class)
 public class ConfirmAfterHandlingTest {

@@ -6,15 +6,22 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicLong;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /**
  * {@link Confirmations} is called by several threads at once for one node
  * (handler threads confirm what they handled, the coordinator what carried no
- * message for a handler): every unit is owed exactly once. Counting the bytes
- * in and the units off in two steps owed some twice under contention.
+ * message for a handler): every unit is owed exactly once, never before its
+ * bytes were counted. Counting the bytes in and the units off in two steps
+ * let two callers take off the same unit (the residue went negative, the
+ * sender was credited ahead of what was handled).
  */
 public class ConfirmationsTest {
+    @Rule
+    public final Timeout timeout = Timeout.seconds(120);
+
     private static final int THREADS = 4;
     private static final int CALLS = 200_000;
     private static final int BYTES = 100;
@@ -25,6 +32,9 @@ public class ConfirmationsTest {
         Confirmations c = new Confirmations(UNIT);
         int node = 3;
         AtomicLong taken = new AtomicLong();
+        AtomicLong added = new AtomicLong();
+        AtomicLong overCredited = new AtomicLong();
+        AtomicLong negative = new AtomicLong();
         CyclicBarrier start = new CyclicBarrier(THREADS);
         List<Thread> threads = new ArrayList<>();
         for (int t = 0; t < THREADS; t++) {
@@ -35,8 +45,15 @@ public class ConfirmationsTest {
                     throw new IllegalStateException(e);
                 }
                 for (int i = 0; i < CALLS; i++) {
+                    added.addAndGet(BYTES); // before: what is taken may never exceed it
                     if (c.consumed(node, BYTES)) {
-                        taken.addAndGet(c.take(node));
+                        long sum = taken.addAndGet(c.take(node));
+                        if (sum * UNIT > added.get()) {
+                            overCredited.incrementAndGet();
+                        }
+                    }
+                    if (c.residue(node) < 0) {
+                        negative.incrementAndGet();
                     }
                 }
             });
@@ -46,6 +63,8 @@ public class ConfirmationsTest {
         for (Thread th : threads) {
             th.join();
         }
+        assertEquals("units taken beyond the bytes counted so far", 0, overCredited.get());
+        assertEquals("bytes below one unit seen negative", 0, negative.get());
         long total = (long) THREADS * CALLS * BYTES;
         assertEquals("units owed", total / UNIT, taken.get() + c.owed(node, Integer.MAX_VALUE));
         assertEquals("bytes below one unit", total % UNIT, c.residue(node));
