@@ -32,7 +32,7 @@ import org.junit.runners.Parameterized;
  * answer to the old request arrives first. Request ids now start at a random
  * value per instance, so the new request has another id than the old one and
  * the old answer finds no request (this test fails with the first id fixed
- * at 1). The mix-up is so made unlikely (about n·m / 2^32 for n answers owed
+ * at 1). The mix-up is so made unlikely (about n·m / 2^31 for n answers owed
  * and m new requests), not impossible: a response does not name the
  * requester's incarnation.
  */

@@ -117,6 +117,16 @@ public final class TestSupport {
         return Transports.nioSettings(c);
     }
 
+    /** Node {@code id} of a {@link #mesh}: a small sim engine on 127.0.0.1, then {@code tune}. */
+    private static DXNetConfig meshConfig(String transport, int id, java.util.function.Consumer<DXNetConfig> tune) {
+        DXNetConfig c = new DXNetConfig(id);
+        c.transport = transport;
+        c.listen = "127.0.0.1:0";
+        DXNetTest.smallSimNode(c);
+        tune.accept(c);
+        return c;
+    }
+
     /**
      * {@code count} nodes 0… over {@code transport} on 127.0.0.1 that know each
      * other: defaults (small sim engines) except what {@code tune} sets. Each is
@@ -126,11 +136,7 @@ public final class TestSupport {
             java.util.List<DXNet> started) throws Exception {
         java.util.List<DXNet> out = new java.util.ArrayList<>();
         for (int i = 0; i < count; i++) {
-            DXNetConfig c = new DXNetConfig(i);
-            c.transport = transport;
-            c.listen = "127.0.0.1:0";
-            DXNetTest.smallSimNode(c);
-            tune.accept(c);
+            DXNetConfig c = meshConfig(transport, i, tune);
             DXNet n = DXNet.start(c);
             started.add(n);
             out.add(n);
@@ -155,11 +161,7 @@ public final class TestSupport {
             java.util.List<DXNet> started, java.util.function.BiConsumer<Integer, DXNet> beforeReceiving) throws Exception {
         java.util.List<DXNet> out = new java.util.ArrayList<>();
         for (int i = 0; i < count; i++) {
-            DXNetConfig c = new DXNetConfig(i);
-            c.transport = transport;
-            c.listen = "127.0.0.1:0";
-            DXNetTest.smallSimNode(c);
-            tune.accept(c);
+            DXNetConfig c = meshConfig(transport, i, tune);
             int id = i;
             DXNet n = DXNet.start(c, node -> {
                 for (DXNet a : out) {

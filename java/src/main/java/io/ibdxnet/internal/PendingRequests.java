@@ -48,7 +48,8 @@ public final class PendingRequests {
      * issue the ids its previous process was still owed answers for, or a
      * peer's late answer to the old process completes the new process's
      * request of the same id (StaleResponseAfterRestartTest). With n answers
-     * owed and m new requests the chance of a match is about n·m / 2^32.
+     * owed and m new requests the chance of a match is about n·m / 2^31
+     * (ids are taken modulo 2^31: always positive).
      */
     private final AtomicInteger nextRequestId = new AtomicInteger(firstRequestId());
     private final ScheduledExecutorService timeouts;
@@ -73,20 +74,16 @@ public final class PendingRequests {
         started = true;
     }
 
-    /** A random non-zero first request id. */
+    /** A random first request id in [1, 2^31). */
     static int firstRequestId() {
-        int id;
-        do {
-            id = java.util.concurrent.ThreadLocalRandom.current().nextInt();
-        } while (id == 0);
-        return id;
+        return java.util.concurrent.ThreadLocalRandom.current().nextInt(1, Integer.MAX_VALUE);
     }
 
     /** A new pending request to {@code target} with a fresh id (never 0: a {@link DropNotice} answers no request). */
     public Pending open(int target, int timeoutMs, Class<?> expected) {
-        int id = nextRequestId.getAndIncrement();
+        int id = nextRequestId.getAndIncrement() & Integer.MAX_VALUE; // positive, as logs and exceptions show it
         if (id == 0) { // wrapped around
-            id = nextRequestId.getAndIncrement();
+            id = nextRequestId.getAndIncrement() & Integer.MAX_VALUE;
         }
         Pending p = new Pending(target, id, timeoutMs, expected);
         pending.put(p.requestId, p);

@@ -177,10 +177,14 @@ public class DropNoticesTest {
         try {
             java.lang.reflect.Field next = PendingRequests.class.getDeclaredField("nextRequestId");
             next.setAccessible(true);
-            ((java.util.concurrent.atomic.AtomicInteger) next.get(r)).set(-1);
-            assertEquals(-1, r.open(1, 1_000, Object.class).requestId);
+            // Ids are positive (modulo 2^31) and skip 0 where the counter wraps.
+            ((java.util.concurrent.atomic.AtomicInteger) next.get(r)).set(Integer.MAX_VALUE);
+            assertEquals(Integer.MAX_VALUE, r.open(1, 1_000, Object.class).requestId);
             assertEquals(1, r.open(1, 1_000, Object.class).requestId);
             assertEquals(2, r.open(1, 1_000, Object.class).requestId);
+            ((java.util.concurrent.atomic.AtomicInteger) next.get(r)).set(-1);
+            assertEquals(Integer.MAX_VALUE, r.open(1, 1_000, Object.class).requestId);
+            assertEquals(1, r.open(1, 1_000, Object.class).requestId);
         } finally {
             r.close();
         }

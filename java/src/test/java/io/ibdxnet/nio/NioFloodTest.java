@@ -106,7 +106,11 @@ public class NioFloodTest {
      * keepAliveMs, at most 1 000 a second) while node 0 makes round trips to
      * node 1. Phases with and without the flood alternate, so both see the
      * same background load of a shared machine; the flood's p99 must be within
-     * twice the quiet phases' p99.
+     * twice the quiet phases' p99 plus 1 ms. The slack is for two cores shared
+     * with another test JVM (a full run saw 161 µs against 75 µs); the defect
+     * this guards against (a read moving the rest of its buffer per
+     * keep-alive) took the flood's p50 to 1.16 s
+     * (bench/results/2026-11-25-keepalive-flood-before.txt).
      */
     @Test
     public void aKeepAliveFloodDoesNotSlowOtherPeersRoundTrips() throws Exception {
@@ -169,6 +173,6 @@ public class NioFloodTest {
                 + "/" + p99(f) + "/" + f[f.length - 1] + " (" + f.length + "); " + floodWords
                 + " keep-alive words read during the flood phases");
         assertTrue("the flood did not arrive: " + floodWords + " words", floodWords > 1 << 20);
-        assertTrue("p99 " + p99(f) + " µs under the flood, " + p99(q) + " µs without", p99(f) <= 2 * p99(q));
+        assertTrue("p99 " + p99(f) + " µs under the flood, " + p99(q) + " µs without", p99(f) <= 2 * p99(q) + 1_000);
     }
 }
