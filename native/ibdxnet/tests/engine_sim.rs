@@ -159,6 +159,32 @@ fn connect_to_unreachable_node_times_out_with_a_typed_error() {
 }
 
 #[test]
+fn a_closing_owner_ends_a_waiting_connect_at_once() {
+    // DXNet's close waits for every native call in progress: a connect to a
+    // node that went away must not hold it for its whole timeout.
+    let (_net, nodes) = start(1, StreamOptions::default(), |_| {});
+    let e = &nodes[0].engine;
+    let dead = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    e.add_node(NodeId(9), dead.local_addr().unwrap()).unwrap();
+    drop(dead);
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let t0 = Instant::now();
+            (e.connect_timeout(NodeId(9), Duration::from_secs(10)).unwrap_err(), t0.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(200)); // it waits by now
+        e.manager().refuse_connects();
+        let (err, waited) = waiter.join().unwrap();
+        assert!(matches!(err, ibdxnet::con::ConError::ShutDown), "{err}");
+        assert!(waited < Duration::from_secs(2), "the connect waited {waited:?}");
+    });
+    assert!(matches!(
+        e.connect_timeout(NodeId(9), Duration::from_secs(10)).unwrap_err(),
+        ibdxnet::con::ConError::ShutDown
+    ));
+}
+
+#[test]
 fn link_cut_mid_stream_disconnects_only_that_node() {
     let (_net, nodes) = start(3, StreamOptions { verify: true, limit: None, ..Default::default() }, |_| {});
     let mut held = Vec::new();

@@ -97,6 +97,9 @@ pub struct ConManager<F: Fabric> {
     local_addr: SocketAddr,
     events: EventSink,
     running: AtomicBool,
+    /// Set when the owner begins to close: callers waiting in
+    /// [`ConManager::connect`] give up at once (the close waits for them).
+    refusing_connects: AtomicBool,
     /// Fault injection: drop every n-th outgoing packet (0 = none).
     drop_every: AtomicU32,
     /// Fault injection: the source node id our immediate data claims
@@ -174,6 +177,7 @@ impl<F: Fabric> ConManager<F> {
             local_addr,
             events,
             running: AtomicBool::new(true),
+            refusing_connects: AtomicBool::new(false),
             drop_every: AtomicU32::new(0),
             forged_imm_source: AtomicU32::new(u32::MAX),
             handled_on_leave: Mutex::new(HashMap::new()),
@@ -303,7 +307,7 @@ impl<F: Fabric> ConManager<F> {
             // the wait below at once (before, a connection established between
             // the look and the wait was seen only at the 50 ms poll).
             let seen = *lock(&self.changed.0);
-            if !self.running.load(Ordering::Acquire) {
+            if !self.running.load(Ordering::Acquire) || self.refusing_connects.load(Ordering::Acquire) {
                 return Err(ConError::ShutDown);
             }
             if let Some(c) = self.established(node) {
@@ -412,6 +416,14 @@ impl<F: Fabric> ConManager<F> {
             log::debug!("node {}: job queue full at shutdown", self.me);
         }
         self.kick();
+        self.notify();
+    }
+
+    /// The owner is closing: [`ConManager::connect`] fails with
+    /// [`ConError::ShutDown`] from now on, and callers waiting in it return
+    /// at once (the job thread goes on, to say goodbye to the peers).
+    pub fn refuse_connects(&self) {
+        self.refusing_connects.store(true, Ordering::Release);
         self.notify();
     }
 

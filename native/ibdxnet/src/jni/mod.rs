@@ -86,6 +86,8 @@ impl From<crate::con::ConError> for Throw {
     fn from(e: crate::con::ConError) -> Self {
         let class = match e {
             crate::con::ConError::Auth { .. } => REFUSED_CLASS,
+            // A connect that the engine's close ended: the race Java expects as closed.
+            crate::con::ConError::ShutDown => "io/ibdxnet/ib/EngineClosedException",
             _ => EXCEPTION_CLASS,
         };
         Throw { class, msg: e.to_string() }

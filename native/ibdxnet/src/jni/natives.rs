@@ -135,9 +135,16 @@ extern "system" fn destroy<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlon
         if slot.state.fetch_or(CLOSED, Ordering::AcqRel) & CLOSED != 0 {
             return Ok(()); // closed already (or being closed by another thread)
         }
+        let e = slot.engine.load(Ordering::Acquire);
+        if !e.is_null() {
+            // SAFETY: only the call that set CLOSED (this one) frees the engine,
+            // below, after every lease ended: until then `e` points to it.
+            // A connect holding a lease gives up now instead of at its timeout.
+            with_native!(unsafe { &*e }, |n| n.engine.manager().refuse_connects());
+        }
         let mut spins = 0u32;
         while slot.state.load(Ordering::Acquire) != CLOSED {
-            // Leases are short (a connect waits at most its timeout).
+            // Leases are short (a connect in progress was just told to give up).
             spins += 1;
             if spins < 100 {
                 std::hint::spin_loop();

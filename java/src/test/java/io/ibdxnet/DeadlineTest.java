@@ -114,6 +114,36 @@ public class DeadlineTest {
         assertEquals(0, a.pendingRequests());
     }
 
+    /**
+     * Closing a node does not wait out a send that waits for a connection (on
+     * ib the engine's close waited for the native connect's whole timeout:
+     * a drop notice to a peer that had just left held a close for 10 s).
+     */
+    @Test
+    public void closeEndsASendWaitingForAConnectionAtOnce() throws Exception {
+        DXNet a = start(1, c -> {}).get(0);
+        addUnreachable(a);
+        AtomicReference<Throwable> outcome = new AtomicReference<>();
+        CountDownLatch ended = new CountDownLatch(1);
+        Thread waiting = new Thread(() -> {
+            try {
+                a.sendMessage(new DataMessage(UNREACHABLE, 1, 2, 8)); // waits up to the 10 s send timeout
+            } catch (Throwable t) {
+                outcome.set(t);
+            }
+            ended.countDown();
+        });
+        waiting.start();
+        Thread.sleep(300); // it waits for the connection by now (loopback: it failed at once)
+        long t0 = System.nanoTime();
+        a.close();
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        System.out.println(transport + ": close with a send waiting for a connection took " + ms + " ms");
+        assertTrue("close took " + ms + " ms", ms < 3_000);
+        assertTrue("the send still waits", ended.await(3, TimeUnit.SECONDS));
+        assertTrue(String.valueOf(outcome.get()), outcome.get() instanceof NetworkException);
+    }
+
     /** A caller with less time does not wait out another caller's longer connect (the connect lock is timed too). */
     @Test
     public void aCallerDoesNotWaitOutAnotherCallersLongerConnect() throws Exception {
