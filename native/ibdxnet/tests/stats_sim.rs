@@ -166,3 +166,13 @@ fn threads() -> Vec<String> {
         .map(|s| s.trim_end().to_string())
         .collect()
 }
+
+/// The documented table (`docs/operations.md`, generated from
+/// `documented_keys`) names exactly the keys the map has, in its order.
+#[test]
+fn the_statistics_map_has_exactly_the_documented_keys() {
+    let (_net, nodes) = start(|_| {});
+    let keys: Vec<&str> =
+        nodes[0].engine.stats_map().into_iter().map(|(k, _)| k).filter(|k| !k.starts_with("timer_")).collect();
+    assert_eq!(keys, ibdxnet::msgrc::stats::documented_keys());
+}

@@ -267,12 +267,51 @@ impl EngineStats {
     }
 }
 
-/// The table in docs/operations.md of the engine's statistics (Markdown): the counters,
-/// then the timers and their figures.
+/// The gauges of the statistics map (values at the moment it is read, not
+/// counts): `connections` follows [`COUNTERS`], the others end the counters
+/// (`Engine::stats_map` spells them; a test checks the two agree).
+#[rustfmt::skip]
+pub static GAUGES: &[(&str, &str)] = &[
+    ("connections", "gauge: connections in the connection manager's table, in any state"),
+    ("free_buffers", "gauge: receive buffers free in the pool (neither posted nor held by the application)"),
+    ("posted_buffers", "gauge: receive buffers posted to the shared receive queue"),
+    ("recv_pool_slabs", "gauge: slabs of the receive pool registered now (it grows under load and gives idle slabs back)"),
+    ("recv_pool_bytes", "gauge: bytes of receive buffers registered now"),
+    ("bytes_per_connection", "gauge: memory each connection registers (its send ring)"),
+    ("bytes_per_node", "gauge: the engine's memory estimate: fixed structures, receive pool with its bookkeeping, send rings"),
+];
+
+/// Every key of the statistics map except the timers' figures, in its
+/// order: [`COUNTERS`], `connections`, the connection manager's
+/// ([`CON_COUNTERS`]) and the authentication layer's ([`AUTH_COUNTERS`])
+/// counters, then the other [`GAUGES`].
+pub fn documented_keys() -> Vec<&'static str> {
+    let mut k: Vec<&'static str> = COUNTERS.iter().map(|c| c.name).collect();
+    k.push(GAUGES[0].0);
+    k.extend(CON_COUNTERS.iter().map(|c| c.name));
+    k.extend(AUTH_COUNTERS.iter().map(|c| c.name));
+    k.extend(GAUGES[1..].iter().map(|g| g.0));
+    k
+}
+
+/// The table in docs/operations.md of the engine's statistics (Markdown):
+/// every key of [`documented_keys`], then the timers and their figures.
 pub fn markdown_table() -> String {
     let mut s = String::from("| key | meaning |\n|---|---|\n");
     for c in COUNTERS {
         s += &format!("| `{}` | {} |\n", c.name, c.doc);
+    }
+    for (name, doc) in &GAUGES[..1] {
+        s += &format!("| `{name}` | {doc} |\n");
+    }
+    for c in CON_COUNTERS {
+        s += &format!("| `{}` | connection manager: {} |\n", c.name, c.doc);
+    }
+    for c in AUTH_COUNTERS {
+        s += &format!("| `{}` | pre-shared key: {} |\n", c.name, c.doc);
+    }
+    for (name, doc) in &GAUGES[1..] {
+        s += &format!("| `{name}` | {doc} |\n");
     }
     for t in TIMERS {
         s += &format!("| `timer_{}_*` | {} |\n", t.name, t.doc);
