@@ -24,6 +24,9 @@ import org.junit.rules.Timeout;
  * script, test source or results file fails this test until its mention follows.
  * A test class named in backquotes ({@code FooTest}, or {@code FooTest.method})
  * must exist as a source file under java/ or compat/, with that method in it.
+ * A measured figure (a latency in µs, a rate in msg/s or MB/s, a cost in
+ * ns/msg) stands in a section (or under a heading) that names its raw file:
+ * a {@code results/} file or bench/HISTORY.md, or a paper it comes from.
  */
 public class DocumentReferencesTest {
     @Rule
@@ -34,6 +37,60 @@ public class DocumentReferencesTest {
             "`((?:bench|tools|java|native|compat|docs|examples|gradle|results)/[A-Za-z0-9_./-]+)`");
 
     private static final Pattern TEST_CLASS = Pattern.compile("`([A-Z][A-Za-z0-9]*Test)(?:\\.([a-zA-Z_][A-Za-z0-9_]*))?`");
+
+    private static final Pattern FIGURE = Pattern.compile(
+            "\\d[\\d ,.]*\\s?(?:µs|us\\b|msg/s|MB/s|GB/s|Gbit/s|ns/msg|M msg/s|k msg/s)");
+    private static final Pattern RAW_SOURCE = Pattern.compile("results/[\\w.-]+|HISTORY\\.md|papers?/|paper's|the paper");
+    /** Constants of a specification, not measurements (the IB ACK timeout unit). */
+    private static final String[] SPEC_CONSTANTS = {"4.096 µs"};
+
+    /**
+     * The headings of {@code text} whose section has a measured figure that
+     * neither it nor a heading above it backs with a raw file (fenced code
+     * is part of its section; a {@code #} in it is no heading).
+     */
+    static List<String> figuresWithoutRawFile(String text) {
+        List<String> bad = new ArrayList<>();
+        String[] lines = text.split("\n", -1);
+        // Per heading level 0..6: does that section (own text, up to its first subheading) cite a raw file?
+        boolean[] cites = new boolean[7];
+        String heading = "(top)";
+        int level = 0;
+        StringBuilder own = new StringBuilder();
+        boolean fenced = false;
+        for (int i = 0; i <= lines.length; i++) {
+            String line = i < lines.length ? lines[i] : null;
+            if (line != null && line.startsWith("```")) {
+                fenced = !fenced;
+            }
+            boolean isHeading = line != null && !fenced && line.matches("#{1,6} .*");
+            if (line == null || isHeading) {
+                String t = own.toString();
+                for (String c : SPEC_CONSTANTS) {
+                    t = t.replace(c, "");
+                }
+                cites[level] = RAW_SOURCE.matcher(t).find();
+                boolean backed = false;
+                for (int l = 0; l <= level; l++) {
+                    backed |= cites[l];
+                }
+                if (FIGURE.matcher(t).find() && !backed) {
+                    bad.add(heading);
+                }
+                if (line == null) {
+                    break;
+                }
+                level = line.indexOf(' ');
+                heading = line;
+                for (int l = level; l < cites.length; l++) {
+                    cites[l] = false;
+                }
+                own.setLength(0);
+            }
+            own.append(line).append('\n');
+        }
+        return bad;
+    }
 
     /** The documents a reader is sent to: the root's, docs/, bench/ and the tools' READMEs. */
     static List<Path> documents() throws IOException {
@@ -130,5 +187,28 @@ public class DocumentReferencesTest {
         assertEquals(List.of("test class NoSuchThingTest", "test method DocumentReferencesTest.noSuchMethod"),
                 missing(root, "`NoSuchThingTest` and `DocumentReferencesTest.noSuchMethod`"));
         assertEquals(List.of(), missing(root, "`DocumentReferencesTest` and `DocumentReferencesTest.aMissingTestClassOrMethodIsFound`"));
+    }
+
+    @Test
+    public void everyMeasuredFigureNamesItsRawFile() throws IOException {
+        StringBuilder problems = new StringBuilder();
+        for (Path doc : documents()) {
+            for (String h : figuresWithoutRawFile(new String(Files.readAllBytes(doc), StandardCharsets.UTF_8))) {
+                problems.append(doc).append(": ").append(h).append('\n');
+            }
+        }
+        assertEquals("sections with a measured figure and no raw file (results/..., bench/HISTORY.md)", "",
+                problems.toString());
+    }
+
+    /** The check itself: a figure without a raw file is found; one under a citing heading, or a constant, is not. */
+    @Test
+    public void aFigureWithoutItsRawFileIsFound() {
+        assertEquals(List.of("## B"), figuresWithoutRawFile("# A\nsee `results/x.txt`\n## B\n12 µs\n"
+                .replace("# A\nsee `results/x.txt`\n", "# A\nintro\n")));
+        assertEquals(List.of(), figuresWithoutRawFile("# A\nsee `results/x.txt`\n## B\n12 µs\n"));
+        assertEquals(List.of(), figuresWithoutRawFile("## B\n12 µs (results/x.txt)\n```\n# not a heading\n3 MB/s\n```\n"));
+        assertEquals(List.of("## C"), figuresWithoutRawFile("## B\nresults/x.txt\n## C\n3 msg/s\n"));
+        assertEquals(List.of(), figuresWithoutRawFile("## T\n4.096 µs × 2^value\n"));
     }
 }
