@@ -130,6 +130,51 @@ public class DropNoticeTest extends EveryTransport {
         assertEquals(0L, (long) n.get(1).transportStats().get("drop_notices_sent"));
     }
 
+    /** A request whose payload lies about its length: refused at once, naming why (it waited for its timeout). */
+    @Test
+    public void aRequestThatCannotBeCreatedFromItsPayloadFailsAtOnce() throws Exception {
+        List<DXNet> n = pair();
+        for (DXNet d : n) {
+            d.registerMessageType((byte) 9, (byte) 3, LyingRequest.class);
+            d.register((byte) 9, (byte) 3, m -> {
+                throw new AssertionError("a lying request was delivered");
+            });
+        }
+        long t0 = System.nanoTime();
+        try {
+            n.get(0).sendSync(new LyingRequest(1), 10_000);
+            fail("answered");
+        } catch (RemoteHandlerException expected) {
+            assertTrue(expected.getMessage(), expected.getMessage().contains("cannot create request 9/3 at node 1 from its payload"));
+        }
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue("failed after " + ms + " ms", ms < 5_000);
+        Thread.sleep(300);
+        assertEquals(reasons.toString(), 0, events.get()); // a request is answered, not reported as a loss
+        assertEquals(1, n.get(1).droppedMessages());
+    }
+
+    /** A request whose payload claims 2 GiB more than it has. */
+    public static final class LyingRequest extends Request<io.ibdxnet.app.BytesResponse> {
+        public LyingRequest() {
+            super(MessageType.of(9, 3));
+        }
+
+        LyingRequest(int dest) {
+            super(dest, MessageType.of(9, 3));
+        }
+
+        @Override
+        protected void exportPayload(MessageExporter out) {
+            out.writeInt(0x7FFFFFF0);
+        }
+
+        @Override
+        protected void importPayload(MessageImporter in) {
+            in.readBytes(in.readInt());
+        }
+    }
+
     /** A message to the own node without a receiver: the node's own listener hears it. */
     @Test
     public void aMessageToTheOwnNodeWithoutReceiverIsReported() throws Exception {

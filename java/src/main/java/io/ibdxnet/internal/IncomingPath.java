@@ -641,7 +641,13 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
             counters.dropped.incrementAndGet();
             warnings.caused(Level.WARNING, "cannot create message", source, "node " + config.nodeId + ": cannot create message "
                     + type + "/" + subtype + " from " + source, e);
-            if ((flags & (Frame.REQUEST | Frame.RESPONSE)) == 0) {
+            if ((flags & Frame.REQUEST) != 0) {
+                // Its requester learns it at once (a RemoteHandlerException naming the cause), not at its timeout.
+                RuntimeException why = new IllegalArgumentException("cannot create request " + type + "/" + subtype
+                        + " at node " + config.nodeId + " from its payload: " + e, null);
+                queue(source, r -> replier.answerWithError((Request<?>) r, why),
+                        new RefusedRequest(source, type, subtype, requestId), size, into);
+            } else if ((flags & Frame.RESPONSE) == 0) {
                 losses.dropped(source, "cannot create a message of type " + type + "/" + subtype + " from its payload ("
                         + e.getClass().getSimpleName() + ")", size);
             }
