@@ -13,9 +13,10 @@
 #              KILL_AFTER s of sending, a new process with the same id and
 #              address starts DOWN_FOR s later and sends until the others stop)
 #   -table-at-start  peers in the start configuration (the documented way)
-#              instead of added after the receivers are registered: shows the
-#              messages a (re)started node drops before it can register its
-#              receivers, unreported (ReceiverRegisteredLateTest); expect FAIL.
+#              instead of added after the start; either way HistoryNode
+#              registers its receivers in start's beforeReceiving (before
+#              DXNet.start(config, beforeReceiving) existed, this scenario
+#              showed the messages a restarted node dropped unreported)
 # Settings (environment): SECONDS_TO_SEND (12, whole seconds), STARTUP_MS (4000:
 # the JVMs come up, then all send from the same moment to the same moment),
 # RATE per peer (2000 msg/s), RPS requests per peer (50/s), SIZE (64 B),

@@ -64,10 +64,8 @@ public final class HistoryNode {
         System.exit(0); // the node's daemon threads are gone; the hook finds the history ended
     }
 
-    private void run() throws Exception {
-        log.writeNow("start", o.node, o.incarnation, o.transport); // a node killed at once still names itself
-        DXNet n = DXNet.start(config());
-        net = n;
+    /** Types, listeners and receivers: run by {@code DXNet.start} before anything received is handled. */
+    private void setUp(DXNet n) {
         n.registerMessageType(BytesMessage.TYPE, BytesMessage.class);
         n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
         n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
@@ -95,8 +93,14 @@ public final class HistoryNode {
             }
             n.reply(r, BytesResponse.echo(r));
         });
+    }
+
+    private void run() throws Exception {
+        log.writeNow("start", o.node, o.incarnation, o.transport); // a node killed at once still names itself
+        // Receivers first, then anything received (peers in the table at start may send at once).
+        DXNet n = DXNet.start(config(), this::setUp);
+        net = n;
         if (!o.tableAtStart) {
-            // Only now may peers reach us: see HistoryNodeOptions.tableAtStart.
             addPeers(n::addNode);
         }
         long wait = o.startAtMs - System.currentTimeMillis();

@@ -53,12 +53,10 @@ final class HistoryNodeOptions {
     int handlerMicros;
     /**
      * Peers in {@code DXNetConfig.nodes} (the documented way) instead of
-     * added with {@code addNode} once the receivers are registered. A node
-     * is reachable as soon as it starts, before any receiver can be
-     * registered (the API has no way to register first): a restarted node
-     * then drops, as "no receiver", the messages its peers send in that
-     * window, and their senders were told nothing. Off by default so that
-     * gap does not hide others; on, the checker shows it as lost-unreported.
+     * added with {@code addNode} after the start. Either way the receivers
+     * are registered in {@code DXNet.start}'s {@code beforeReceiving}, so a
+     * restarted node handles what its peers send at once (before that start
+     * existed, a node in the table at start dropped them as "no receiver").
      */
     boolean tableAtStart;
     Path history;
