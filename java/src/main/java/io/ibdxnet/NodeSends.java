@@ -204,7 +204,7 @@ final class NodeSends {
                     + d.dest + " not sent within its deadline (it waited behind earlier sends to that node)");
         }
         // A handler may wait behind this send (its reply queued after it): the
-        // wait breaks the same cycle as a handler's own (IncomingPath.confirmHeld).
+        // wait breaks the same cycle as a handler's own (HandlerBatches.confirmHeld).
         java.util.function.IntConsumer outer = io.ibdxnet.transport.FlowWindow.BEFORE_HANDLER_WAITS.get();
         io.ibdxnet.transport.FlowWindow.BEFORE_HANDLER_WAITS.set(incoming.beforeWindowWait());
         try {

@@ -201,6 +201,9 @@ public class LayeringTest {
             // the library is loaded only by the binding's initialiser (JNI_OnLoad initialises that class to
             // register its natives), so loading from elsewhere goes through it
             "io.ibdxnet.ib.NativeLibrary -> IbdxnetNative",
+            // the receive path's message creation, split out of it: it fills the path's batches and refuses
+            // a request with the path's NoReceiver (that class's name is what the requester reads)
+            "io.ibdxnet.internal.MessageCreation -> IncomingPath",
             // the transport's resending after a connection ended, split out of the transport
             "io.ibdxnet.ib.IbRetirement -> IbTransport",
             // a channel carries its handshake's state; the handshake works on the channel
