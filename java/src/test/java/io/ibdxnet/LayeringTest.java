@@ -206,6 +206,8 @@ public class LayeringTest {
             "io.ibdxnet.internal.MessageCreation -> IncomingPath",
             // the transport's resending after a connection ended, split out of the transport
             "io.ibdxnet.ib.IbRetirement -> IbTransport",
+            // the native threads' up-calls, split out of the transport: they work on its connections
+            "io.ibdxnet.ib.IbEngineThreads -> IbTransport",
             // a channel carries its handshake's state; the handshake works on the channel
             "io.ibdxnet.nio.NioHandshake -> NioChannel",
             // a reserved record knows the connection it was reserved in, to publish there
