@@ -1,31 +1,10 @@
 package io.ibdxnet;
 
-import io.ibdxnet.core.Frame;
-import io.ibdxnet.core.HandlerDispatch;
-import io.ibdxnet.core.IncomingBufferQueue;
-import io.ibdxnet.core.RateLimitedLog;
-import io.ibdxnet.internal.CoreCounters;
-import io.ibdxnet.internal.DeferredMessage;
 import io.ibdxnet.internal.DeferredSends;
-import io.ibdxnet.internal.DropNotice;
-import io.ibdxnet.internal.DropNotices;
-import io.ibdxnet.internal.ErrorResponse;
-import io.ibdxnet.internal.IncomingPath;
-import io.ibdxnet.internal.MessageSender;
 import io.ibdxnet.internal.MessageTypes;
-import io.ibdxnet.internal.PendingRequests;
-import io.ibdxnet.internal.ResponseTypes;
-import io.ibdxnet.internal.Transports;
-import io.ibdxnet.transport.IdleStrategy;
-import io.ibdxnet.transport.IncomingBuffer;
-import io.ibdxnet.transport.Transport;
-import io.ibdxnet.transport.TransportListener;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
-import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
@@ -59,134 +38,12 @@ import java.util.logging.Logger;
  */
 public final class DXNet implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(DXNet.class.getName());
-    /**
-     * How long {@link #close} waits for what was sent to leave this node
-     * before it closes the connections (a peer that does not read holds it
-     * this long at most).
-     */
-    static final long SEND_ON_CLOSE_MS = 2_000;
-    /**
-     * A disconnect fails the node's pending requests this much later (and
-     * after what it sent before was parsed): an answer still on its way
-     * through the transport's receive path completes its request instead.
-     */
-    static final long DISCONNECT_GRACE_MS = 100;
 
-    private final DXNetConfig config;
-    private final CoreCounters counters = new CoreCounters();
-    private final RateLimitedLog warnings = new RateLimitedLog(LOG, 1_000);
-    private final PendingRequests requests;
-    private final MessageTypes types = new MessageTypes();
-    private final IncomingBufferQueue ibq;
-    private final Transport transport;
-    private final MessageSender sender;
-    /** Async sends that had to wait, sent in order by a small pool. */
-    private final DeferredSends deferred;
-    private final HandlerDispatch handlers;
-    private final IncomingPath incoming;
-    /** Plain messages dropped here, summed per source until it is told. */
-    private final DropNotices drops;
-    private final io.ibdxnet.metrics.NodeMetrics metrics;
-    private volatile LossListener lossListener;
-    private volatile ConnectionListener connectionListener;
-    /** Why a thread of the core died (null while healthy): the node would otherwise go deaf silently. */
-    private volatile Throwable failure;
-    private volatile boolean running = true;
+    /** The node's parts and their machinery; this class is their public face. */
+    private final NodeCore core;
 
     private DXNet(DXNetConfig config) throws NetworkException {
-        config.validate();
-        this.config = config;
-        this.requests = new PendingRequests(config.nodeId, counters, warnings);
-        this.ibq = new IncomingBufferQueue(config.ibqMaxBuffers, config.ibqMaxBytes, config.ibqMaxBuffersPerSource,
-                config.ibqMaxBytesPerSource);
-        this.transport = Transports.open(config, new TransportListener() {
-            @Override
-            public boolean onBuffer(IncomingBuffer b) {
-                IncomingPath in = incoming; // null while starting: the coordinator takes those from the queue
-                return in != null ? in.offer(b) : ibq.offer(b);
-            }
-
-            @Override
-            public void onConnected(int node) {
-                connectionEvent(node, true);
-            }
-
-            @Override
-            public void onDisconnected(int node) {
-                // The requests pending now fail once what the node sent before it
-                // went was parsed: an answer among it completes its request. The
-                // event can come on another thread than the data (ib: the job
-                // thread, the data on the receive thread), hence a short grace first.
-                List<PendingRequests.Pending> pending = requests.pendingTo(node);
-                if (!pending.isEmpty()) {
-                    Runnable fail = () -> requests.fail(pending, "node " + node + " disconnected");
-                    requests.later(DISCONNECT_GRACE_MS, () -> {
-                        IncomingPath in = incoming;
-                        if (in != null) {
-                            in.afterReceived(node, fail);
-                        } else {
-                            fail.run();
-                        }
-                    });
-                }
-                connectionEvent(node, false);
-            }
-
-            @Override
-            public void onPossibleLoss(int node, long bytes, String reason) {
-                possiblyLost(node, bytes, reason);
-            }
-        });
-        HandlerDispatch dispatch = null;
-        try {
-            for (Map.Entry<Integer, String> n : config.nodes.entrySet()) {
-                if (n.getKey() != config.nodeId) {
-                    addNode(n.getKey(), n.getValue());
-                }
-            }
-            // A source over its share is not read (backpressure on it alone); the
-            // receive path never blocks on the handlers.
-            dispatch = new HandlerDispatch("dxnet-handler-" + config.nodeId + "-", config.handlerThreads,
-                    config.handlerQueueSize, config.handlerQueueBytes, config.handlerQueueBytesPerSource,
-                    config.orderPerSender);
-            this.handlers = dispatch;
-            ibq.fitTo(transport);
-            this.deferred = new DeferredSends(config.nodeId, config.maxDeferredBytesPerNode, this::sendDeferred,
-                    this::deferredEnded);
-            this.drops = new DropNotices(this::tellDropped, requests::later, System::nanoTime);
-            this.incoming = new IncomingPath(config, transport, ibq, handlers, types, requests, counters, warnings,
-                    this::answerWithError, new IncomingPath.Losses() {
-                        @Override
-                        public void dropped(int source, String cause, long bytes) {
-                            drops.dropped(source, cause, bytes);
-                        }
-
-                        @Override
-                        public void reported(int source, long messages, long bytes, String causes) {
-                            dropReported(source, messages, bytes, causes);
-                        }
-                    }, deferred::receivingThreadSendsWaiting, this::failed);
-            this.sender = new MessageSender(config, transport, incoming);
-            requests.onClose(deferred::shutdown);
-        } catch (RuntimeException | Error e) {
-            // A failed start leaves nothing behind: no thread, no port (a retry in this JVM must work).
-            running = false;
-            if (dispatch != null) {
-                dispatch.shutdown();
-            }
-            try {
-                transport.close();
-            } catch (Exception closing) {
-                e.addSuppressed(closing);
-            }
-            throw e;
-        }
-        // Nothing received is parsed yet (it waits in the incoming buffer queue):
-        // start(config, beforeReceiving) runs the registrations first, then incoming.start().
-        this.requests.start();
-        this.metrics = io.ibdxnet.metrics.NodeMetrics.start(config.nodeId,
-                io.ibdxnet.metrics.NodeMetrics.kindOf(transport), this::coreStats, transport::stats,
-                config.statsIntervalMs);
+        this.core = new NodeCore(config, LOG);
     }
 
     /**
@@ -242,9 +99,7 @@ public final class DXNet implements AutoCloseable {
             }
             throw e;
         }
-        if (node.running) { // unless beforeReceiving closed it
-            node.incoming.start();
-        }
+        node.core.startReceiving();
         return node;
     }
 
@@ -314,7 +169,7 @@ public final class DXNet implements AutoCloseable {
      * @return the id configured as {@code nodeId}
      */
     public int nodeId() {
-        return config.nodeId;
+        return core.config.nodeId;
     }
 
     /**
@@ -324,7 +179,7 @@ public final class DXNet implements AutoCloseable {
      * @return the port
      */
     public int localPort() {
-        return transport.localPort();
+        return core.transport.localPort();
     }
 
     /**
@@ -336,19 +191,7 @@ public final class DXNet implements AutoCloseable {
      *     (0..65534) or is this node's own, or {@code hostPort} is not host:port
      */
     public void addNode(int id, String hostPort) {
-        if (!io.ibdxnet.transport.NodeId.isValid(id)) {
-            throw new IllegalArgumentException("node id " + id + " is not in [" + io.ibdxnet.transport.NodeId.MIN + ", "
-                    + io.ibdxnet.transport.NodeId.MAX + "]");
-        }
-        if (id == config.nodeId) {
-            throw new IllegalArgumentException("node id " + id + " is this node's own id");
-        }
-        String error = hostPort == null ? "is missing" : ConfigKey.addressError(hostPort);
-        if (error != null) {
-            throw new IllegalArgumentException("node " + id + ": address '" + hostPort + "' " + error);
-        }
-        int colon = hostPort.lastIndexOf(':');
-        transport.addNode(id, hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
+        core.addNode(id, hostPort);
     }
 
     /**
@@ -359,7 +202,7 @@ public final class DXNet implements AutoCloseable {
      * @param c the message class; it needs a no-argument constructor
      */
     public void registerMessageType(byte type, byte subtype, Class<? extends Message> c) {
-        types.define(type, subtype, c);
+        core.types.define(type, subtype, c);
     }
 
     /**
@@ -383,7 +226,7 @@ public final class DXNet implements AutoCloseable {
      * @param receiver what handles them
      */
     public void register(byte type, byte subtype, MessageReceiver receiver) {
-        types.handleWith(type, subtype, receiver::onIncomingMessage);
+        core.types.handleWith(type, subtype, receiver::onIncomingMessage);
     }
 
     /**
@@ -425,7 +268,7 @@ public final class DXNet implements AutoCloseable {
     public <M extends Message> void register(MessageType type, Class<M> c, MessageHandler<? super M> handler) {
         registerMessageType(type, c);
         // Safe: the key creates instances of c only (registerMessageType refuses another class).
-        types.handleWith(type.type(), type.subtype(), (MessageHandler<Message>) (MessageHandler<?>) handler);
+        core.types.handleWith(type.type(), type.subtype(), (MessageHandler<Message>) (MessageHandler<?>) handler);
     }
 
     /**
@@ -444,7 +287,7 @@ public final class DXNet implements AutoCloseable {
      * @throws IllegalArgumentException if it has no valid destination
      */
     public void sendMessage(Message message) throws NetworkException {
-        send(message, 0, 0, sender.sendDeadline());
+        core.sends.sendMessage(message);
     }
 
     /**
@@ -467,31 +310,7 @@ public final class DXNet implements AutoCloseable {
      * @return whether the reply was sent
      */
     public <R extends Response> boolean reply(Request<R> request, R response) {
-        response.answer(request);
-        try {
-            send(response, 0, 0, sender.sendDeadline());
-            return true;
-        } catch (NetworkException e) {
-            if (e.reason() == FailureReason.TOO_LARGE) {
-                invalidReply(request, e);
-                return false;
-            }
-            counters.repliesFailed.incrementAndGet();
-            warnings.warn("reply not sent", request.getSource(), "node " + config.nodeId + ": the reply to request "
-                    + request.requestId + " of node " + request.getSource() + " was not sent: " + e.getMessage());
-        } catch (RuntimeException e) {
-            invalidReply(request, e);
-        }
-        return false;
-    }
-
-    /** A reply our handler got wrong: counted, logged, and the requester answered with the error. */
-    private void invalidReply(Request<?> request, RuntimeException e) {
-        counters.repliesFailed.incrementAndGet();
-        // Our handler's fault, but once per request of that node: limited, the trace on the line that passes.
-        warnings.log(Level.WARNING, "invalid reply", request.getSource(), "node " + config.nodeId + ": the reply to request "
-                + request.requestId + " of node " + request.getSource() + " is invalid", e);
-        answerWithError(request, e);
+        return core.sends.reply(request, response);
     }
 
     /**
@@ -514,43 +333,7 @@ public final class DXNet implements AutoCloseable {
      *     ({@link DXNetConfig#handleOnReceivingThread}): the response would arrive through the waiting thread
      */
     public <R extends Response> R sendSync(Request<R> request, int timeoutMs) throws NetworkException {
-        if (timeoutMs <= 0) {
-            throw new IllegalArgumentException("request timeout must be positive: " + timeoutMs);
-        }
-        if (HandlerDispatch.onReceivingThread()) {
-            // Its response would arrive through this very thread: it would wait for itself.
-            throw new IllegalStateException("sendSync from a message handler running on the transport's receiving "
-                    + "thread (handleOnReceivingThread = true) would wait for itself: its response arrives through this "
-                    + "thread; use sendAsync, or handleOnReceivingThread = false");
-        }
-        long now = System.nanoTime();
-        PendingRequests.Pending p = requests.open(request.getDestination(), timeoutMs, ResponseTypes.expected(request));
-        request.requestId = p.requestId;
-        try {
-            send(request, Frame.REQUEST, p.requestId, sender.sendDeadline(now, p.deadline));
-        } catch (RuntimeException e) {
-            requests.cancel(p);
-            throw e;
-        }
-        CompletableFuture<Response> f = p.future;
-        IdleStrategy.until(f::isDone); // a parked requester costs its response a wake-up
-        try {
-            @SuppressWarnings("unchecked") // the receive path completes it only with an instance of p.expected, R's class
-            R r = (R) f.get();
-            return r;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new NetworkException(FailureReason.INTERRUPTED, "interrupted while waiting for a response", e);
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RuntimeException) {
-                throw (RuntimeException) cause; // a NetworkException with its reason, or a bug of ours as it is
-            }
-            if (cause instanceof Error) {
-                throw (Error) cause;
-            }
-            throw new NetworkException(FailureReason.BAD_RESPONSE, cause.toString(), cause);
-        }
+        return core.sends.sendSync(request, timeoutMs);
     }
 
     /**
@@ -563,7 +346,7 @@ public final class DXNet implements AutoCloseable {
      * @throws IllegalStateException as {@link #sendSync(Request, int)}
      */
     public <R extends Response> R sendSync(Request<R> request) throws NetworkException {
-        return sendSync(request, config.requestTimeoutMs);
+        return sendSync(request, core.config.requestTimeoutMs);
     }
 
     /**
@@ -576,7 +359,7 @@ public final class DXNet implements AutoCloseable {
      * @throws NetworkException never (see {@link #sendAsync(Request, int)})
      */
     public <R extends Response> CompletableFuture<R> sendAsync(Request<R> request) throws NetworkException {
-        return sendAsync(request, config.requestTimeoutMs);
+        return sendAsync(request, core.config.requestTimeoutMs);
     }
 
     /**
@@ -608,35 +391,8 @@ public final class DXNet implements AutoCloseable {
      * @return the response's future
      * @throws NetworkException never (kept for source compatibility)
      */
-    @SuppressWarnings("unchecked")
     public <R extends Response> CompletableFuture<R> sendAsync(Request<R> request, int timeoutMs) throws NetworkException {
-        if (timeoutMs <= 0) {
-            throw new IllegalArgumentException("request timeout must be positive: " + timeoutMs);
-        }
-        long now = System.nanoTime();
-        PendingRequests.Pending p = requests.open(request.getDestination(), timeoutMs, ResponseTypes.expected(request));
-        request.requestId = p.requestId;
-        try {
-            if (!running) {
-                throw new NetworkException(FailureReason.CLOSED, "DXNet is closed");
-            }
-            DeferredMessage d = deferred.clear(request.getDestination())
-                    ? sender.trySend(request, Frame.REQUEST, p.requestId)
-                    : sender.serialise(request, Frame.REQUEST, p.requestId);
-            if (d != null) {
-                d.request = p;
-                d.sendBy = sender.sendDeadline(now, p.deadline);
-                deferred.defer(d);
-            }
-        } catch (IllegalArgumentException e) {
-            requests.cancel(p);
-            throw e;
-        } catch (RuntimeException e) {
-            requests.cancel(p);
-            p.future.completeExceptionally(e);
-        }
-        // Safe: the receive path completes it only with an instance of p.expected, R's class.
-        return (CompletableFuture<R>) (CompletableFuture<?>) p.future;
+        return core.sends.sendAsync(request, timeoutMs);
     }
 
     /**
@@ -645,157 +401,7 @@ public final class DXNet implements AutoCloseable {
      * @return their number
      */
     public int pendingRequests() {
-        return requests.size();
-    }
-
-    /**
-     * A synchronous send: behind what was deferred to the node before it
-     * (order per thread), then inline; waits until {@code sendBy} at most.
-     */
-    private void send(Message m, int kindFlags, int requestId, long sendBy) throws NetworkException {
-        if (!running) {
-            throw new NetworkException(FailureReason.CLOSED, "DXNet is closed");
-        }
-        if (HandlerDispatch.onReceivingThread()) {
-            sendFromReceivingThread(m, kindFlags, requestId, sendBy);
-            return;
-        }
-        deferred.awaitAhead(m.getDestination(), sendBy);
-        sender.send(m, kindFlags, requestId, sendBy);
-    }
-
-    /**
-     * A send of a handler running on the transport's receiving thread: it must
-     * not wait for ring or window room (they come back through this thread),
-     * so what cannot go out at once is deferred like an async send (in order,
-     * behind what was deferred to the node before); a deferred send that
-     * fails later is logged (a reply also counted in {@code replies_failed}).
-     */
-    private void sendFromReceivingThread(Message m, int kindFlags, int requestId, long sendBy) throws NetworkException {
-        DeferredMessage d = deferred.clear(m.getDestination()) ? sender.trySend(m, kindFlags, requestId)
-                : sender.serialise(m, kindFlags, requestId);
-        if (d != null) {
-            d.sendBy = sendBy;
-            d.fromReceivingThread = true;
-            counters.receivingThreadSendsDeferred.incrementAndGet();
-            deferred.defer(d);
-        }
-    }
-
-    /** Pool thread: one deferred request, unless nobody waits for it any more. */
-    private void sendDeferred(DeferredMessage d) throws NetworkException {
-        if (d.sentInline == 0 && d.request != null && d.request.future.isDone()) {
-            return; // timed out (or failed) while queued: not sent at all
-        }
-        if (!running) {
-            throw new NetworkException(FailureReason.CLOSED, "DXNet is closed");
-        }
-        if (d.sentInline == 0 && System.nanoTime() - d.sendBy > 0) {
-            throw new NetworkException(FailureReason.TIMEOUT, (d.request != null ? "request" : "message") + " to node "
-                    + d.dest + " not sent within its deadline (it waited behind earlier sends to that node)");
-        }
-        // A handler may wait behind this send (its reply queued after it): the
-        // wait breaks the same cycle as a handler's own (IncomingPath.confirmHeld).
-        java.util.function.IntConsumer outer = io.ibdxnet.transport.FlowWindow.BEFORE_HANDLER_WAITS.get();
-        io.ibdxnet.transport.FlowWindow.BEFORE_HANDLER_WAITS.set(incoming.beforeWindowWait());
-        try {
-            sender.sendDeferred(d);
-        } finally {
-            io.ibdxnet.transport.FlowWindow.BEFORE_HANDLER_WAITS.set(outer);
-        }
-    }
-
-    /** Pool thread: a deferred request that could not be sent fails through its future. */
-    private void deferredEnded(DeferredMessage d, Throwable failure) {
-        if (d.dropNotice) {
-            if (failure == null) {
-                counters.dropNoticesSent.incrementAndGet();
-            } else {
-                warnings.warn("drop notice not sent", d.dest, "node " + config.nodeId + ": could not tell node " + d.dest
-                        + " that messages it sent were dropped here: " + failure.getMessage());
-            }
-        } else if (failure != null && d.request != null) {
-            requests.cancel(d.request);
-            d.request.future.completeExceptionally(failure); // a NetworkException with its reason, or a bug as it is
-        } else if (failure != null) { // deferred by a handler on the receiving thread: nobody else learns of it
-            if (d.isResponse()) {
-                counters.repliesFailed.incrementAndGet();
-            }
-            warnings.warn("deferred send failed", d.dest, "node " + config.nodeId + ": a "
-                    + (d.isResponse() ? "reply" : "message") + " to node " + d.dest + " sent by a handler on the "
-                    + "receiving thread (deferred) was not sent: " + failure.getMessage());
-        }
-    }
-
-    /** The requester learns that our handler failed (instead of waiting out its timeout). */
-    private void answerWithError(Request<?> r, Throwable e) {
-        try {
-            send(new ErrorResponse(r, e), 0, 0, sender.sendDeadline());
-        } catch (RuntimeException x) {
-            warnings.caused(Level.WARNING, "error reply not sent", r.getSource(), "node " + config.nodeId
-                    + ": could not tell node " + r.getSource() + " that its request " + r.requestId + " failed", x);
-        }
-    }
-
-    /** A thread of the core died: reported, never silent. */
-    private void failed(Thread t, Throwable e) {
-        failure = e;
-        LOG.log(Level.SEVERE, "node " + config.nodeId + ": thread " + t.getName() + " died; this node no longer receives", e);
-    }
-
-    /**
-     * Tells {@code source} that {@code messages} plain messages of it
-     * ({@code bytes} of payload) were dropped here ({@link DropNotices}; the
-     * receive path or the timer thread): queued for the deferred-send pool,
-     * never waited for. The own node hears it at once.
-     */
-    private void tellDropped(int source, long messages, long bytes, String causes) {
-        if (!running) {
-            return;
-        }
-        if (source == config.nodeId) {
-            dropReported(source, messages, bytes, causes);
-            return;
-        }
-        try {
-            DeferredMessage d = sender.serialise(new DropNotice(source, messages, bytes, causes), 0, 0);
-            d.sendBy = sender.sendDeadline();
-            d.dropNotice = true;
-            deferred.defer(d);
-        } catch (RuntimeException e) {
-            warnings.caused(Level.WARNING, "drop notice not sent", source, "node " + config.nodeId + ": could not tell node "
-                    + source + " that messages it sent were dropped here", e);
-        }
-    }
-
-    /** {@code node} dropped plain messages of ours: a possible loss, for the listener or the log. */
-    private void dropReported(int node, long messages, long bytes, String causes) {
-        counters.dropNoticesReceived.incrementAndGet();
-        possiblyLost(node, Math.max(-1, bytes), "node " + node + " dropped " + messages + " message"
-                + (messages == 1 ? "" : "s") + " (" + bytes + " payload bytes) it could not hand to a receiver: " + causes,
-                false);
-    }
-
-    /** A transport reports unconfirmed bytes of a failed connection: the listener hears it, or the log. */
-    private void possiblyLost(int node, long bytes, String reason) {
-        possiblyLost(node, bytes, reason, true);
-    }
-
-    /** The listener hears of a possible loss, or the log ({@code unconfirmed}: the bytes were not confirmed). */
-    private void possiblyLost(int node, long bytes, String reason, boolean unconfirmed) {
-        counters.possibleLosses.incrementAndGet();
-        LossListener l = lossListener;
-        if (l != null) {
-            try {
-                l.possiblyLost(node, bytes, reason);
-                return;
-            } catch (RuntimeException e) {
-                warnings.log(Level.WARNING, "loss listener failed", node, "node " + config.nodeId
-                        + ": the loss listener failed for node " + node, e);
-            }
-        }
-        warnings.warn("possible loss", node, "node " + config.nodeId + ": messages sent to node " + node + " may be lost ("
-                + (bytes < 0 || !unconfirmed ? "" : bytes + " bytes unconfirmed, ") + reason + ")");
+        return core.requests.size();
     }
 
     /**
@@ -806,7 +412,7 @@ public final class DXNet implements AutoCloseable {
      * @return their number since the start
      */
     public long droppedMessages() {
-        return counters.dropped.get();
+        return core.counters.dropped.get();
     }
 
     /**
@@ -818,7 +424,7 @@ public final class DXNet implements AutoCloseable {
      * @return the number of buffers
      */
     public int incomingBuffersQueued() {
-        return ibq.size();
+        return core.ibq.size();
     }
 
     /**
@@ -827,7 +433,7 @@ public final class DXNet implements AutoCloseable {
      * @return the bytes
      */
     public long incomingBytesQueued() {
-        return ibq.bytes();
+        return core.ibq.bytes();
     }
 
     /**
@@ -839,7 +445,7 @@ public final class DXNet implements AutoCloseable {
      * @return the bytes
      */
     public long incomingBytesBeyondShare() {
-        return ibq.bytesBeyondShare();
+        return core.ibq.bytesBeyondShare();
     }
 
     /**
@@ -848,7 +454,7 @@ public final class DXNet implements AutoCloseable {
      * @return the number of batches
      */
     public int handlerBatchesQueued() {
-        return handlers.queued();
+        return core.handlers.queued();
     }
 
     /**
@@ -859,7 +465,7 @@ public final class DXNet implements AutoCloseable {
      * @return the bytes
      */
     public long handlerBytesQueued() {
-        return handlers.queuedBytes();
+        return core.handlers.queuedBytes();
     }
 
     /**
@@ -868,7 +474,7 @@ public final class DXNet implements AutoCloseable {
      * @return the size in bytes, frame header included
      */
     public int maxFrameSize() {
-        return transport.maxFrameSize();
+        return core.transport.maxFrameSize();
     }
 
     /**
@@ -877,7 +483,7 @@ public final class DXNet implements AutoCloseable {
      * @return its name
      */
     public String fabricName() {
-        return transport.name();
+        return core.transport.name();
     }
 
     /**
@@ -917,39 +523,9 @@ public final class DXNet implements AutoCloseable {
      * @return counter name to value, a snapshot
      */
     public Map<String, Long> transportStats() {
-        Map<String, Long> m = new java.util.LinkedHashMap<>(transport.stats());
-        addCoreCounters(m);
+        Map<String, Long> m = new java.util.LinkedHashMap<>(core.transport.stats());
+        core.stats.addCoreCounters(m);
         return m;
-    }
-
-    /**
-     * The core's counters alone (MBean {@code io.ibdxnet:type=Node,node=<id>}):
-     * those of {@link #transportStats} that are not the transport's, with
-     * {@code protocol_violations} the core's own, and {@code messages_dropped}
-     * ({@link #droppedMessages}), {@code pending_requests} and the gauges of
-     * what this node holds for a slow consumer.
-     */
-    private Map<String, Long> coreStats() {
-        Map<String, Long> m = new java.util.LinkedHashMap<>();
-        m.put("messages_dropped", counters.dropped.get());
-        addCoreCounters(m);
-        m.put("pending_requests", (long) pendingRequests());
-        m.put("incoming_buffers_queued", (long) ibq.size());
-        m.put("incoming_bytes_queued", ibq.bytes());
-        m.put("handler_batches_queued", (long) handlers.queued());
-        m.put("handler_bytes_queued", handlers.queuedBytes());
-        return m;
-    }
-
-    private void addCoreCounters(Map<String, Long> m) {
-        counters.addTo(m);
-        sender.addTo(m);
-        m.put("unfinished_bytes_claimed", incoming.unfinishedBytesClaimed());
-        m.put("buffers_received_inline", incoming.inlineBuffers());
-        m.put("batches_handled_on_receiving_thread", incoming.handledOnReceivingThread());
-        m.put("ibq_spilled_buffers", ibq.spilledBuffers());
-        m.put("ibq_spilled_bytes", ibq.spilledBytes());
-        m.put("ibq_bytes_beyond_share", ibq.bytesBeyondShare());
     }
 
     /**
@@ -981,7 +557,7 @@ public final class DXNet implements AutoCloseable {
      * @param listener the listener, or null to log instead
      */
     public void setLossListener(LossListener listener) {
-        this.lossListener = listener;
+        core.losses.lossListener = listener == null ? null : listener::possiblyLost;
     }
 
     /**
@@ -994,7 +570,7 @@ public final class DXNet implements AutoCloseable {
      * @return whether the connection to {@code node} is open
      */
     public boolean isConnected(int node) {
-        return running && transport.isConnected(node);
+        return core.running() && core.transport.isConnected(node);
     }
 
     /** Hears of connections as they open and fail ({@link #setConnectionListener}). */
@@ -1024,24 +600,17 @@ public final class DXNet implements AutoCloseable {
      * @param listener the listener, or null
      */
     public void setConnectionListener(ConnectionListener listener) {
-        this.connectionListener = listener;
-    }
-
-    private void connectionEvent(int node, boolean connected) {
-        ConnectionListener l = connectionListener;
-        if (l == null) {
-            return;
-        }
-        try {
-            if (connected) {
-                l.connected(node);
-            } else {
-                l.disconnected(node);
+        core.losses.connectionListener = listener == null ? null : new LossReports.ConnectionSink() {
+            @Override
+            public void connected(int node) {
+                listener.connected(node);
             }
-        } catch (RuntimeException e) {
-            warnings.log(Level.WARNING, "connection listener failed", node, "node " + config.nodeId
-                    + ": the connection listener failed for node " + node, e);
-        }
+
+            @Override
+            public void disconnected(int node) {
+                listener.disconnected(node);
+            }
+        };
     }
 
     /**
@@ -1050,7 +619,7 @@ public final class DXNet implements AutoCloseable {
      * @return true while they do
      */
     public boolean healthy() {
-        return failure == null && incoming.alive() == (running && incoming.receiving());
+        return core.healthy();
     }
 
     /**
@@ -1059,7 +628,7 @@ public final class DXNet implements AutoCloseable {
      * @return the throwable, or null
      */
     public Throwable failure() {
-        return failure;
+        return core.failure();
     }
 
     /**
@@ -1079,43 +648,6 @@ public final class DXNet implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!running) {
-            return;
-        }
-        if (HandlerDispatch.onReceivingThread()) {
-            // A handler on the transport's receiving thread: closing the transport
-            // waits for that thread to end. Another thread closes; this returns at once.
-            Thread closer = new Thread(this::close, "dxnet-close-" + config.nodeId);
-            closer.setDaemon(true);
-            closer.start();
-            return;
-        }
-        running = false;
-        boolean exact = incoming.stop(5_000);
-        // Let the handlers finish what the coordinator handed them (up to the
-        // request timeout): then the peers can be told exactly what was handled.
-        // Not from one of our own handlers: it would wait for itself (and for
-        // the tasks queued behind it); the node then closes without that count.
-        boolean fromOwnHandler = handlers.isOwnThread();
-        try {
-            exact = exact && !fromOwnHandler && handlers.awaitIdle(config.requestTimeoutMs);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            exact = false;
-        }
-        // What the handlers sent (an answer, say) leaves before the peers hear we went.
-        try {
-            transport.awaitSent(SEND_ON_CLOSE_MS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (exact) {
-            transport.closeAfterHandlingEverythingConsumed();
-        } else {
-            transport.close();
-        }
-        handlers.shutdown();
-        requests.close();
-        metrics.close();
+        core.close();
     }
 }

@@ -28,15 +28,15 @@ import java.util.concurrent.TimeUnit;
  * most {@code window} bytes unconfirmed per connection; the receiver confirms
  * in units of the sender's {@code window × threshold} (named in the native
  * connection exchange, {@link NativeEngine#peerFlowUnit}), carried in the
- * immediate data.
+ * immediate data. The native threads' up-calls are {@link IbEngineThreads}.
  */
-public final class IbTransport implements Transport, EngineCallbacks {
+public final class IbTransport implements Transport {
     private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(IbTransport.class.getName());
     final NativeEngine engine;
     final TransportListener listener;
     final WriteInterestManager wim = new WriteInterestManager();
     final NodeRefs<Connection> connections = new NodeRefs<>();
-    private final Confirmations confirmations;
+    final Confirmations confirmations;
     /**
      * Per node: the connection its bytes last came on (receive thread writes).
      * A new one starts a new stream: confirmations restart, and bytes of the
@@ -44,7 +44,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
      * Stored XOR {@link NextWorkPackage#CONNECTION_NONE}: an unwritten slot
      * reads as "no bytes from that node yet". Read through {@link #incomingConnection(int)}.
      */
-    private final NodeInts incomingConnection = new NodeInts();
+    final NodeInts incomingConnection = new NodeInts();
     final ConnectLocks connectLocks = new ConnectLocks();
     private final long window;
     final int connectTimeoutMs;
@@ -55,18 +55,13 @@ public final class IbTransport implements Transport, EngineCallbacks {
     /** Orderly closes that lost data: published but unposted, or lost in flight (reported as failures). */
     final java.util.concurrent.atomic.AtomicLong lostOnClose = new java.util.concurrent.atomic.AtomicLong();
     /** Connections whose peer shut down (NodeEvents.LEFT). */
-    private final java.util.concurrent.atomic.AtomicLong peerShutdowns = new java.util.concurrent.atomic.AtomicLong();
-    // Send-thread state: flyweights, reused.
-    private final PrevWorkResults prev = new PrevWorkResults();
-    private final CompletedWorkList completed = new CompletedWorkList();
-    private final NextWorkPackage next = new NextWorkPackage();
-    // Receive-thread state.
-    private final IncomingRing ring = new IncomingRing();
-    private final IncomingBuffer.BufferReleaser releaser;
+    final java.util.concurrent.atomic.AtomicLong peerShutdowns = new java.util.concurrent.atomic.AtomicLong();
+    /** Receive thread: gives a parsed buffer back to the engine's pool. */
+    final IncomingBuffer.BufferReleaser releaser;
     /** Connections after their close: settled by the send thread, stranded records resent. */
-    private final IbRetirement retirement = new IbRetirement(this);
-    /** Send thread: the connection of the package handed out last. */
-    private int packageConnection;
+    final IbRetirement retirement = new IbRetirement(this);
+    /** The native threads' up-calls ({@link EngineCallbacks}), on this transport's connections. */
+    private final IbEngineThreads threads = new IbEngineThreads(this);
 
     /** One connection's Java side. */
     final class Connection extends RingConnection {
@@ -99,7 +94,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
     }
 
     /** The connection {@code node}'s bytes last came on, or {@link NextWorkPackage#CONNECTION_NONE}. */
-    private int incomingConnection(int node) {
+    int incomingConnection(int node) {
         return incomingConnection.get(node) ^ NextWorkPackage.CONNECTION_NONE;
     }
 
@@ -109,7 +104,7 @@ public final class IbTransport implements Transport, EngineCallbacks {
         this.listener = listener;
         this.window = settings.flowControlWindow;
         this.connectTimeoutMs = settings.connectTimeoutMs;
-        this.engine = NativeEngine.start(settings.engineTable(), this);
+        this.engine = NativeEngine.start(settings.engineTable(), threads);
         this.releaser = engine::returnBuffer;
         this.maxFrame = FlowWindow.largestFrame(engine.ringSize(), settings.flowControlWindow, settings.flowControlUnit);
     }
@@ -340,153 +335,6 @@ public final class IbTransport implements Transport, EngineCallbacks {
             }
         } catch (EngineClosedException e) {
             // the engine closed meanwhile: so did the connection
-        }
-    }
-
-    /**
-     * The unit {@code node} confirms in on connection {@code conn}: what its
-     * exchange named (the native parser refused any outside
-     * [{@link Confirmations#MIN_UNIT}, {@link Confirmations#MAX_UNIT}]), or
-     * ours if the connection is already gone (nothing on it is confirmed then).
-     */
-    private long peerUnit(int node, int conn) {
-        long u = 0;
-        try {
-            u = engine.peerFlowUnit(node, conn);
-        } catch (IllegalStateException e) {
-            // the engine is closing (EngineClosedException): no confirmation matters any more
-        }
-        return Confirmations.acceptable(u) ? u : confirmations.unit();
-    }
-
-    // ---- native send thread ----
-
-    @Override
-    public int nextDataToSend(long prevAddress, long completedAddress, long nextAddress) {
-        prev.wrap(prevAddress);
-        int pn = prev.nodeId();
-        if (pn != PrevWorkResults.NO_NODE) {
-            Connection c = connections.get(pn);
-            if (c != null && c.connectionId == packageConnection) {
-                c.orb.posted(prev.bytesPosted());
-            }
-            confirmations.sent(pn, prev.fcPosted());
-            if (prev.bytesNotPosted() > 0 || prev.fcNotPosted() > 0) {
-                wim.pushData(pn); // send queue full or not connected yet: try again later
-            }
-        }
-        // The hand-over is idempotent: what is applied is marked so, and only the
-        // acknowledgement at the end lets the engine clear it. An exception before
-        // it leaves the rest to the next call; nothing is applied twice.
-        completed.wrap(completedAddress);
-        completed.markPrevApplied();
-        // After the previous package is accounted: nothing more is posted from these.
-        retirement.settleRetired();
-        for (int i = 0, n = completed.count(); i < n; i++) {
-            long bytes = completed.bytes(i);
-            if (bytes == 0) {
-                continue; // applied in an earlier call (or flow control only)
-            }
-            Connection c = connections.get(completed.nodeId(i));
-            if (c != null && c.connectionId == completed.connection(i)) {
-                c.orb.confirmed(bytes);
-            }
-            completed.markApplied(i);
-        }
-        completed.acknowledge();
-        int node = wim.next();
-        if (node < 0) {
-            return OK;
-        }
-        Connection c = connections.get(node);
-        if (c != null && c.orb.isClosed()) {
-            c = null; // closed, its successor is on the way: no package from it
-        }
-        long ready = c == null ? 0 : Math.min(c.orb.readyToPost(), c.orb.capacity());
-        int offset = c == null ? 0 : c.orb.postOffset();
-        int fc = confirmations.owed(node, NextWorkPackage.FC_DATA_MAX);
-        if (ready > 0 || fc > 0) {
-            packageConnection = c == null ? NextWorkPackage.CONNECTION_NONE : c.connectionId;
-            next.wrap(nextAddress).set(node, fc, offset, ready, packageConnection);
-        }
-        return OK;
-    }
-
-    // ---- native receive thread ----
-
-    @Override
-    public int received(long ringAddress) {
-        ring.wrap(ringAddress);
-        int n = ring.used();
-        int i = 0;
-        for (; i < n; i++) {
-            int source = ring.sourceNodeId(i);
-            int id = ring.bufferId(i);
-            int conn = ring.connection(i);
-            if (incomingConnection(source) != conn) {
-                incomingConnection.set(source, conn ^ NextWorkPackage.CONNECTION_NONE);
-                confirmations.reset(source, peerUnit(source, conn));
-            }
-            if (id != IncomingRing.NO_BUFFER) {
-                IncomingBuffer b = new IncomingBuffer(source, ring.dataAddress(i), ring.dataLength(i), conn, id, releaser);
-                if (!listener.onBuffer(b)) {
-                    break; // the core is full: leave the rest in the ring (backpressure)
-                }
-            }
-            int fc = ring.fcData(i);
-            if (fc > 0) {
-                Connection c = connections.get(source);
-                if (c != null && c.connectionId == conn) {
-                    c.flow.confirm(fc); // confirmations of an old connection are not this one's
-                }
-            }
-        }
-        return EngineCallbacks.consumed(i);
-    }
-
-    // ---- native job thread ----
-
-    @Override
-    public void nodeEvent(int kind, int nodeId, long value) {
-        if (kind == NodeEvents.LOST) {
-            lostOnClose.incrementAndGet();
-            LOG.warning("data in flight to node " + nodeId + " on a connection closed in order did not arrive");
-            listener.onPossibleLoss(nodeId, -1, "data in flight on a connection closed in order did not arrive");
-            listener.onDisconnected(nodeId);
-            return;
-        }
-        if (kind != NodeEvents.DISCONNECTED && kind != NodeEvents.CLOSED && kind != NodeEvents.LEFT) {
-            return;
-        }
-        boolean failed = kind != NodeEvents.CLOSED;
-        boolean left = kind == NodeEvents.LEFT;
-        if (left) {
-            peerShutdowns.incrementAndGet();
-        }
-        // The event names the node, not the connection: ours is retired only if it
-        // is the one that closed (a newer one may be in use, or ours may have been
-        // retired by an earlier close already). Shutting down, the engine must not
-        // be called back: everything goes.
-        Connection c = connections.get(nodeId);
-        if (c != null && (closing || !engine.connectionOpen(c.connectionId))) {
-            if (failed) {
-                connections.compareAndSet(nodeId, c, null);
-                // A peer that shut down in order said what it handled beyond its
-                // confirmations (a value beyond what we sent is ignored): the rest is
-                // exactly what it did not handle.
-                if (left && value >= 0) {
-                    c.flow.confirmFinal(value);
-                }
-                long unconfirmed = c.flow.unconfirmed();
-                if (!closing && unconfirmed > 0) {
-                    listener.onPossibleLoss(nodeId, unconfirmed,
-                            left ? "node " + nodeId + " shut down before handling them" : "the connection failed");
-                }
-            }
-            retirement.retire(c, failed);
-        }
-        if (failed) {
-            listener.onDisconnected(nodeId);
         }
     }
 

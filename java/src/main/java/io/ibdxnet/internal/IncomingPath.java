@@ -4,26 +4,14 @@ import io.ibdxnet.DXNetConfig;
 import io.ibdxnet.Message;
 import io.ibdxnet.MessageHandler;
 import io.ibdxnet.MessageImporter;
-import io.ibdxnet.FailureReason;
-import io.ibdxnet.NetworkException;
-import io.ibdxnet.NoReceiverException;
-import io.ibdxnet.RemoteHandlerException;
-import io.ibdxnet.Request;
-import io.ibdxnet.Response;
-import io.ibdxnet.core.Frame;
+import io.ibdxnet.core.StreamAssembler;
 import io.ibdxnet.core.HandlerDispatch;
 import io.ibdxnet.core.IncomingBufferQueue;
-import io.ibdxnet.core.ProtocolViolation;
 import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.core.ReceiveLimits;
-import io.ibdxnet.core.StreamAssembler;
 import io.ibdxnet.transport.FlowWindow;
 import io.ibdxnet.transport.IncomingBuffer;
-import io.ibdxnet.transport.NodeRefs;
 import io.ibdxnet.transport.Transport;
-import java.lang.reflect.Constructor;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
@@ -36,6 +24,10 @@ import java.util.logging.Logger;
  * connection's stream into messages, completes requests with their
  * responses, and hands the other messages to the handler threads, one batch
  * per buffer. Whatever a peer's bytes do, only its connection suffers.
+ * Its parts: {@link ConnectionStreams} (a stream per connection),
+ * {@link MessageCreation} (frames into messages), {@link HandlerBatches}
+ * (batches for the handlers, their buffers' confirmation) and
+ * {@link AfterReceived} (actions behind a source's buffers).
  */
 public final class IncomingPath implements MessageSender.LocalDelivery {
     private static final ApiAccess API = ApiAccess.get();
@@ -43,11 +35,6 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     private static final Logger LOG = Logger.getLogger("io.ibdxnet.DXNet");
     /** What a queued message is accounted as beyond its payload (its objects). */
     static final int MESSAGE_OVERHEAD = 64;
-
-    /** How a failed request handler is answered (through the send path). */
-    public interface ErrorReplier {
-        void answerWithError(Request<?> request, Throwable e);
-    }
 
     /** Where the drops of plain messages go, and the notices of peers that dropped ours. */
     public interface Losses {
@@ -66,26 +53,16 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     private final Transport transport;
     private final IncomingBufferQueue ibq;
     private final HandlerDispatch handlers;
-    private final MessageTypes types;
-    private final PendingRequests requests;
     private final CoreCounters counters;
     private final RateLimitedLog warnings;
     private final ReceiveLimits limits;
-    private final ErrorReplier replier;
-    private final Losses losses;
+    private final ConnectionStreams streams;
+    private final MessageCreation creation;
+    private final HandlerBatches batches;
+    private final AfterReceived afters;
     /** Sends deferred by handlers that ran on a receiving thread are still waiting: hand the next batches to the pool. */
     private final java.util.function.BooleanSupplier receivingThreadSendsWaiting;
     private final Thread coordinator;
-    private final NodeRefs<StreamAssembler> assemblers = new NodeRefs<>();
-    /**
-     * Per source, its batches whose buffers are not confirmed yet, oldest
-     * first (confirmed ones leave from the head). Created by the role holder.
-     */
-    private final NodeRefs<java.util.concurrent.ConcurrentLinkedQueue<Batch>> held = new NodeRefs<>();
-    private static final java.util.concurrent.atomic.AtomicReferenceFieldUpdater<Batch, IncomingBuffer> CONFIRMS =
-            java.util.concurrent.atomic.AtomicReferenceFieldUpdater.newUpdater(Batch.class, IncomingBuffer.class, "confirms");
-    /** Set on threads running batches: see {@link FlowWindow#BEFORE_HANDLER_WAITS}. */
-    private final java.util.function.IntConsumer confirmHeld = this::confirmHeld;
     /**
      * Held by whoever turns buffers into messages: the coordinator, or a
      * transport's receiving thread inline (see {@link #offer}). It guards the
@@ -95,7 +72,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     private final AtomicLong inlineBuffers = new AtomicLong();
     private final AtomicLong handledOnReceivingThread = new AtomicLong();
     /** Role holder only: the batch being filled from the current buffer. */
-    private Batch batch = new Batch();
+    private HandlerBatches.Batch batch;
     /** Role holder only: one importer for every received message (valid during importPayload). */
     private final MessageImporter importer = API.newImporter(null, 0, 0);
     private final StreamAssembler.Sink sink = this::received;
@@ -112,22 +89,6 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
     private static final int DONE = 0;
     private static final int WAITS = 1;
     private static final int CLOSED = 2;
-    /** Actions waiting until their source's buffers received so far are parsed ({@link #afterReceived}). */
-    private final java.util.concurrent.ConcurrentLinkedQueue<AfterSource> afters = new java.util.concurrent.ConcurrentLinkedQueue<>();
-    /** {@link #afters} is not empty (read by the coordinator before it waits for a buffer). */
-    private volatile boolean aftersWaiting;
-
-    /** An action for when nothing of {@code source} waits in the queue or is being parsed. */
-    private static final class AfterSource {
-        final int source;
-        final Runnable action;
-
-        AfterSource(int source, Runnable action) {
-            this.source = source;
-            this.action = action;
-        }
-    }
-
     /** Bytes were consumed whose messages never reached a handler (stopped or closed meanwhile). */
     private volatile boolean consumedNotHandled;
     private volatile boolean running = true;
@@ -147,13 +108,14 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         this.transport = transport;
         this.ibq = ibq;
         this.handlers = handlers;
-        this.types = types;
-        this.requests = requests;
         this.counters = counters;
         this.warnings = warnings;
         this.limits = new ReceiveLimits(config.maxMessageSize, config.maxUnfinishedBytesPerConnection, config.maxUnfinishedBytes);
-        this.replier = replier;
-        this.losses = losses;
+        this.streams = new ConnectionStreams(config.nodeId, limits, transport, requests, counters, warnings);
+        this.batches = new HandlerBatches(config.nodeId, transport, counters, warnings, replier);
+        this.batch = batches.newBatch();
+        this.creation = new MessageCreation(config.nodeId, types, requests, counters, warnings, replier, losses, this);
+        this.afters = new AfterReceived(config.nodeId, ibq, warnings);
         this.receivingThreadSendsWaiting = receivingThreadSendsWaiting;
         this.coordinator = new Thread(this::coordinate, "dxnet-mcc-" + config.nodeId);
         this.coordinator.setDaemon(true);
@@ -206,64 +168,6 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         return !coordinator.isAlive() && inlineDone && !consumedNotHandled;
     }
 
-    /** Messages parsed from one buffer, handed to a handler thread in one go. */
-    private final class Batch implements Runnable {
-        final List<MessageHandler<Message>> receivers = new ArrayList<>();
-        final List<Message> messages = new ArrayList<>();
-        /** What the messages are accounted as in their source's handler share. */
-        long bytes;
-        /** The source node (set when it is handed to the handlers). */
-        int source;
-        /**
-         * The buffer the messages completed in: its bytes are confirmed to
-         * their sender once the handlers returned (null: nothing to confirm,
-         * or confirmed already). Taken once ({@link #takeConfirms}): by this
-         * batch's end, or early by {@link #confirmHeld}.
-         */
-        volatile IncomingBuffer confirms;
-
-        IncomingBuffer takeConfirms() {
-            IncomingBuffer c = confirms;
-            return c != null && CONFIRMS.compareAndSet(this, c, null) ? c : null;
-        }
-
-        @Override
-        public void run() {
-            java.util.function.IntConsumer outer = FlowWindow.BEFORE_HANDLER_WAITS.get();
-            FlowWindow.BEFORE_HANDLER_WAITS.set(confirmHeld);
-            try {
-                handleAll();
-            } finally {
-                FlowWindow.BEFORE_HANDLER_WAITS.set(outer);
-                IncomingBuffer c = takeConfirms();
-                if (c != null) {
-                    transport.consumed(c); // handled: only now may the sender count the bytes as delivered
-                }
-                java.util.Queue<Batch> q = held.get(source);
-                Batch h;
-                while (q != null && (h = q.peek()) != null && h.confirms == null) {
-                    q.remove(h); // confirmed: no longer held
-                }
-            }
-        }
-
-        private void handleAll() {
-            for (int i = 0; i < messages.size(); i++) {
-                Message m = messages.get(i);
-                try {
-                    receivers.get(i).handle(m);
-                } catch (Throwable e) { // a handler's failure must not end the handler thread
-                    counters.handlerErrors.incrementAndGet();
-                    warnings.log(Level.SEVERE, "receiver failed", m.getSource(), "node " + config.nodeId + ": receiver of "
-                            + m.getType() + "/" + m.getSubtype() + " failed on a message of node " + m.getSource(), e);
-                    if (m instanceof Request) {
-                        replier.answerWithError((Request<?>) m, e);
-                    }
-                }
-            }
-        }
-    }
-
     /**
      * A transport hands over a received buffer (its receiving thread:
      * the native receive thread, the selector, a loopback pump). When nothing
@@ -294,7 +198,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
                         ibq.offerHeld(b); // the rest waits for the node budget, first in its lane
                         waitForBudget(src);
                     }
-                    runAfters();
+                    afters.run();
                     return true;
                 }
             } catch (Throwable e) { // the transport's thread must live on; what the buffer held is lost
@@ -319,35 +223,14 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
      * budget, holds its action back; its requests' own deadlines still apply.
      */
     public void afterReceived(int source, Runnable action) {
-        afters.add(new AfterSource(source, action));
-        aftersWaiting = true; // before the tryLock: a coordinator that holds the role sees it when it loops
+        afters.add(source, action); // before the tryLock: a coordinator that holds the role sees it when it loops
         if (role.tryLock()) {
             try {
-                runAfters();
+                afters.run();
             } finally {
                 role.unlock();
             }
         }
-    }
-
-    /** Role holder only: runs the actions whose source has nothing left to parse. */
-    private void runAfters() {
-        if (!aftersWaiting) {
-            return;
-        }
-        for (java.util.Iterator<AfterSource> it = afters.iterator(); it.hasNext();) {
-            AfterSource a = it.next();
-            if (ibq.idle(a.source)) {
-                it.remove();
-                try {
-                    a.action.run();
-                } catch (RuntimeException e) {
-                    warnings.caused(Level.WARNING, "after received", a.source, "node " + config.nodeId
-                            + ": an action after the buffers of node " + a.source + " failed", e);
-                }
-            }
-        }
-        aftersWaiting = !afters.isEmpty();
     }
 
     /** Buffers turned into messages by the transport's own thread (see {@link #offer}). */
@@ -372,14 +255,14 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
             try {
                 // While a stream waits for the node budget, look at the limits every
                 // millisecond (budget also comes back on a transport's thread, inline).
-                b = ibq.poll(budgetWaiting || aftersWaiting ? 1 : 1_000); // stop() interrupts the wait
+                b = ibq.poll(budgetWaiting || afters.waiting() ? 1 : 1_000); // stop() interrupts the wait
             } catch (InterruptedException e) {
                 return;
             }
             role.lock();
             try {
                 resumeBudgetWaiters();
-                runAfters();
+                afters.run();
                 if (b == null) {
                     continue;
                 }
@@ -401,7 +284,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
                     continue;
                 }
                 ibq.finished(b);
-                runAfters();
+                afters.run();
                 if (result == CLOSED) {
                     return;
                 }
@@ -456,7 +339,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         boolean threw = true;
         boolean resumed = b.parsed > 0; // batches of its first part may still wait for their handlers
         try {
-            fed = parse(b, sink);
+            fed = streams.parse(b, sink);
             threw = false;
         } finally {
             if (fed) {
@@ -479,17 +362,11 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         // Confirmed when the batch's handlers returned (Batch.run). A buffer fed
         // again after a budget wait whose first part's batch may not have run
         // yet confirms behind it (an empty batch, in order on the source's lane).
-        Batch full = batch;
-        batch = new Batch();
+        HandlerBatches.Batch full = batch;
+        batch = batches.newBatch();
         full.source = b.source;
         if (fed) {
-            full.confirms = b;
-            java.util.concurrent.ConcurrentLinkedQueue<Batch> q = held.get(b.source);
-            if (q == null) {
-                q = new java.util.concurrent.ConcurrentLinkedQueue<>();
-                held.set(b.source, q);
-            }
-            q.add(full); // before it can run
+            batches.hold(full, b);
         }
         if (here) {
             handledOnReceivingThread.incrementAndGet();
@@ -506,83 +383,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
      * as {@link FlowWindow#BEFORE_HANDLER_WAITS} while it sends.
      */
     public java.util.function.IntConsumer beforeWindowWait() {
-        return confirmHeld;
-    }
-
-    /**
-     * A handler on this thread is about to wait for {@code node}'s flow-control
-     * window. That node's handlers may be waiting for ours, each side's window
-     * full of messages the other has not handled: confirm everything held of
-     * {@code node} now (its bytes count as delivered before their handlers
-     * ran: a loss of them is no longer reported), so neither waits for the other.
-     */
-    private void confirmHeld(int node) {
-        java.util.Queue<Batch> q = held.get(node);
-        if (q == null) {
-            return;
-        }
-        for (Batch b; (b = q.poll()) != null;) {
-            IncomingBuffer c = b.takeConfirms();
-            if (c != null) {
-                counters.confirmedBeforeHandled.incrementAndGet();
-                transport.consumed(c);
-            }
-        }
-    }
-
-    /**
-     * One buffer into the stream of its connection. Whatever its bytes do,
-     * only that connection suffers: a violation (or any other failure while
-     * parsing) closes it, its unfinished messages are dropped and the rest of
-     * its bytes skipped; every other stream and this thread go on. False if
-     * the stream waits for the node budget in this buffer (its
-     * {@link IncomingBuffer#parsed} bytes are in; none confirmed yet).
-     */
-    private boolean parse(IncomingBuffer b, StreamAssembler.Sink sink) {
-        StreamAssembler a = assemblers.get(b.source);
-        if (a == null || a.connection() != b.connection) {
-            if (a != null) {
-                counters.partialsDropped.addAndGet(a.discard()); // its connection ended: a new stream starts
-            }
-            a = new StreamAssembler(b.source, b.connection, limits);
-            assemblers.set(b.source, a);
-        }
-        if (a.broken()) {
-            counters.bytesDropped.addAndGet(b.length);
-            return true;
-        }
-        String reason;
-        try {
-            int from = b.parsed; // more than 0 when its stream waited for the node budget in this buffer
-            b.parsed = from + a.feed(b.address + from, b.length - from, sink);
-            return !a.waiting();
-        } catch (ProtocolViolation e) {
-            counters.violations.incrementAndGet();
-            reason = "protocol violation: " + e.getMessage();
-        } catch (Throwable e) {
-            counters.streamErrors.incrementAndGet();
-            reason = "receiving failed: " + e;
-            warnings.log(Level.SEVERE, "stream failed", b.source, "node " + config.nodeId + ": the stream of node " + b.source
-                    + " failed", e);
-        }
-        counters.bytesDropped.addAndGet(b.length - b.parsed);
-        fail(a, reason);
-        return true;
-    }
-
-    /** Closes the connection of a stream that broke; drops its unfinished messages. */
-    private void fail(StreamAssembler a, String reason) {
-        int source = a.source();
-        counters.partialsDropped.addAndGet(a.discard());
-        warnings.warn("closing connection", source, "node " + config.nodeId + ": closing the connection from node "
-                + source + ": " + reason);
-        try {
-            transport.closeConnection(source, a.connection(), reason);
-        } catch (RuntimeException e) {
-            warnings.caused(Level.WARNING, "close failed", source, "node " + config.nodeId + ": closing the connection from node "
-                    + source + " failed", e);
-        }
-        requests.failTo(source, "node " + source + " disconnected: " + reason);
+        return batches.confirmHeld;
     }
 
     /** Role holder only: a message the assembler found in the current buffer. */
@@ -590,106 +391,18 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         if (array != null) {
             counters.receivedCopied.incrementAndGet(); // assembled in a heap array, not imported where it lay
         }
-        deliver(src, type, sub, flags, req, API.reset(importer, array, at, length), batch);
+        creation.deliver(src, type, sub, flags, req, API.reset(importer, array, at, length), batch);
     }
 
     /** A message to the own node, as its own handler task. */
     @Override
     public void deliver(int source, byte type, byte subtype, int flags, int requestId, byte[] payload) {
-        deliver(source, type, subtype, flags, requestId, API.newImporter(payload, payload.length), null);
-    }
-
-    /** Creates the message and queues it for its receiver: into {@code into}, or as its own task. */
-    private void deliver(int source, byte type, byte subtype, int flags, int requestId, MessageImporter payload, Batch into) {
-        int size = payload.remaining();
-        if ((flags & Frame.ERROR) != 0) {
-            failRequest(source, requestId, payload);
-            return;
-        }
-        Constructor<? extends Message> ctor = types.constructor(type, subtype);
-        if (ctor == null && (flags & Frame.RESPONSE) != 0) {
-            ctor = learnResponseType(source, requestId, type, subtype);
-            if (ctor == null) {
-                return; // its request failed at once (or nobody waits for it any more)
-            }
-        }
-        if (ctor == null) {
-            counters.dropped.incrementAndGet();
-            // A receiver without its class is the usual slip with the untyped register: say so.
-            String hint = types.handler(type, subtype) != null
-                    ? " (a receiver is registered for it, but no class: registerMessageType(" + type + ", " + subtype
-                            + ", <class>) or the typed register(Class, handler))"
-                    : "";
-            warnings.warn("unregistered type", source, "node " + config.nodeId + ": message of unregistered type " + type + "/"
-                    + subtype + " from " + source + " dropped" + hint);
-            if ((flags & Frame.REQUEST) != 0) {
-                refuse(new RefusedRequest(source, type, subtype, requestId), "type " + type + "/" + subtype
-                        + " is not registered at node " + config.nodeId, size, into);
-            } else {
-                losses.dropped(source, hint.isEmpty() ? "type " + type + "/" + subtype + " not registered"
-                        : "a receiver but no class registered for type " + type + "/" + subtype, size);
-            }
-            return;
-        }
-        Message m;
-        try {
-            m = ctor.newInstance();
-            API.setSource(m, source);
-            m.setDestination(config.nodeId);
-            API.importPayload(m, payload);
-        } catch (Throwable e) { // a lying payload (or a failing import) drops this message only
-            counters.dropped.incrementAndGet();
-            warnings.caused(Level.WARNING, "cannot create message", source, "node " + config.nodeId + ": cannot create message "
-                    + type + "/" + subtype + " from " + source, e);
-            if ((flags & Frame.REQUEST) != 0) {
-                // Its requester learns it at once (a RemoteHandlerException naming the cause), not at its timeout.
-                RuntimeException why = new IllegalArgumentException("cannot create request " + type + "/" + subtype
-                        + " at node " + config.nodeId + " from its payload: " + e, null);
-                queue(source, r -> replier.answerWithError((Request<?>) r, why),
-                        new RefusedRequest(source, type, subtype, requestId), size, into);
-            } else if ((flags & Frame.RESPONSE) == 0) {
-                losses.dropped(source, "cannot create a message of type " + type + "/" + subtype + " from its payload ("
-                        + e.getClass().getSimpleName() + ")", size);
-            }
-            return;
-        }
-        if ((flags & Frame.RESPONSE) != 0 && m instanceof Response) {
-            API.setRequestId((Response) m, requestId);
-            complete(source, requestId, (Response) m);
-            return;
-        }
-        if (m instanceof Request) {
-            API.setRequestId((Request<?>) m, requestId);
-        }
-        MessageHandler<Message> r = types.handler(type, subtype);
-        if (r == null) {
-            counters.dropped.incrementAndGet();
-            warnings.warn("no receiver", source, "node " + config.nodeId + ": no receiver for " + type + "/" + subtype
-                    + " (from node " + source + ")");
-            if (m instanceof Request) {
-                refuse((Request<?>) m, "no receiver for type " + type + "/" + subtype + " at node " + config.nodeId, size,
-                        into);
-            } else if ((flags & (Frame.REQUEST | Frame.RESPONSE)) == 0) {
-                losses.dropped(source, "no receiver for type " + type + "/" + subtype, size);
-            }
-            return;
-        }
-        queue(source, r, m, size, into);
-    }
-
-    /**
-     * Answers {@code request}, which nobody here handles, with a
-     * {@link NoReceiverException} at once (its requester would otherwise wait
-     * for its timeout) — from a handler task in its source's share, like a
-     * reply: the coordinator never waits for a send.
-     */
-    private void refuse(Request<?> request, String why, int size, Batch into) {
-        queue(request.getSource(), m -> replier.answerWithError((Request<?>) m, new NoReceiver(why)), request, size, into);
+        creation.deliver(source, type, subtype, flags, requestId, API.newImporter(payload, payload.length), null);
     }
 
     /** Queues {@code m} for {@code r}: into {@code into}, or as its own task. */
-    private void queue(int source, MessageHandler<Message> r, Message m, int size, Batch into) {
-        Batch b = into != null ? into : new Batch();
+    void queue(int source, MessageHandler<Message> r, Message m, int size, HandlerBatches.Batch into) {
+        HandlerBatches.Batch b = into != null ? into : batches.newBatch();
         b.receivers.add(r);
         b.messages.add(m);
         b.bytes += size + MESSAGE_OVERHEAD;
@@ -707,41 +420,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
         }
     }
 
-    /**
-     * An error response: the remote handler of request {@code requestId}
-     * threw; or, with request id 0, a {@link DropNotice}.
-     */
-    private void failRequest(int source, int requestId, MessageImporter payload) {
-        String cls;
-        String msg;
-        long messages = 0;
-        long bytes = 0;
-        boolean notice;
-        try {
-            cls = payload.readString();
-            msg = payload.readString();
-            notice = requestId == 0 && DropNotice.MARKER.equals(cls);
-            if (notice) {
-                messages = payload.readLong();
-                bytes = payload.readLong();
-            }
-        } catch (RuntimeException e) {
-            counters.dropped.incrementAndGet();
-            return;
-        }
-        if (notice) {
-            losses.reported(source, messages, bytes, msg.length() <= DropNotice.MAX_CAUSES_CHARS ? msg
-                    : msg.substring(0, DropNotice.MAX_CAUSES_CHARS) + "…");
-            return;
-        }
-        PendingRequests.Pending p = requests.answerable(source, requestId);
-        if (p != null) {
-            p.future.completeExceptionally(NO_RECEIVER.equals(cls) ? new NoReceiverException(source, msg)
-                    : new RemoteHandlerException(source, cls, msg.isEmpty() ? null : msg));
-        }
-    }
-
-    /** What {@link #refuse} sends as the remote exception: read back as a {@link NoReceiverException}. */
+    /** What {@link MessageCreation#refuse} sends as the remote exception: read back as a {@link io.ibdxnet.NoReceiverException}. */
     static final class NoReceiver extends RuntimeException {
         private static final long serialVersionUID = 1L;
 
@@ -752,54 +431,4 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
 
     /** Its class name, which the error response carries. */
     static final String NO_RECEIVER = NoReceiver.class.getName();
-
-    /**
-     * A response of a type not registered here: the class its request
-     * declared ({@code Request<R>}) is registered for it when that is the
-     * class of this type, so nobody has to register response classes by hand.
-     * Otherwise its request fails at once, naming the type (null returned).
-     */
-    private Constructor<? extends Message> learnResponseType(int source, int requestId, byte type, byte subtype) {
-        PendingRequests.Pending p = requests.peek(source, requestId);
-        if (p == null) {
-            counters.dropped.incrementAndGet(); // late, or never asked for
-            return null;
-        }
-        String problem;
-        if (p.expected != Response.class && Response.class.isAssignableFrom(p.expected)) {
-            @SuppressWarnings("unchecked")
-            Class<? extends Message> r = (Class<? extends Message>) p.expected;
-            try {
-                Message probe = MessageTypes.probe(r);
-                if (probe.getType() == type && probe.getSubtype() == subtype) {
-                    types.define(type, subtype, r);
-                    return types.constructor(type, subtype);
-                }
-                problem = "is not the type " + probe.getType() + "/" + probe.getSubtype() + " of " + r.getName()
-                        + ", the response class the request declares";
-            } catch (IllegalArgumentException e) {
-                problem = "cannot be read: " + e.getMessage();
-            }
-        } else {
-            problem = "is not registered here and the request does not declare its response class";
-        }
-        counters.dropped.incrementAndGet();
-        p = requests.answerable(source, requestId);
-        if (p != null) {
-            p.future.completeExceptionally(new NetworkException(FailureReason.BAD_RESPONSE, "node " + source + " answered request " + requestId
-                    + " with a response of type " + type + "/" + subtype + ", which " + problem));
-        }
-        return null;
-    }
-
-    /** A response: completes its request if it is of the class the request declared. */
-    private void complete(int source, int requestId, Response m) {
-        PendingRequests.Pending p = requests.answerable(source, requestId);
-        if (p != null && p.expected.isInstance(m)) {
-            p.future.complete(m);
-        } else if (p != null) {
-            p.future.completeExceptionally(new NetworkException(FailureReason.BAD_RESPONSE, "node " + source + " answered request " + requestId
-                    + " with a " + m.getClass().getName() + ", not the " + p.expected.getName() + " the request declares"));
-        }
-    }
 }

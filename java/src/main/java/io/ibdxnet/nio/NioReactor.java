@@ -2,7 +2,6 @@ package io.ibdxnet.nio;
 
 import io.ibdxnet.FailureReason;
 import io.ibdxnet.NetworkException;
-import io.ibdxnet.core.RateLimitedLog;
 import io.ibdxnet.transport.WriteInterestManager;
 import io.ibdxnet.nio.NioFailure.NioException;
 import io.ibdxnet.transport.Confirmations;
@@ -11,20 +10,15 @@ import io.ibdxnet.transport.IdleStrategy;
 import io.ibdxnet.transport.TransportListener;
 import java.io.Closeable;
 import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.StandardSocketOptions;
 import java.nio.channels.CancelledKeyException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -41,16 +35,6 @@ import java.util.logging.Logger;
 final class NioReactor {
     private static final Logger LOG = NioLog.LOG;
     private static final long HOUSEKEEPING_NANOS = 50_000_000L;
-    /**
-     * The kernel's queue of connections waiting for accept (capped by
-     * net.core.somaxconn). The admission empties it at once, so depth costs
-     * little; a burst beyond it is dropped, and an honest connection's
-     * dropped SYN costs it the 1 s of a retransmission.
-     */
-    private static final int ACCEPT_BACKLOG = 4096;
-    /** Connections accepted per turn of the loop at most (the other work goes on during a flood). */
-    private static final int ACCEPTS_PER_TURN = 64;
-
     /** An incoming connection the core found in violation of the protocol. */
     private static final class Drop {
         final int node;
@@ -69,12 +53,11 @@ final class NioReactor {
     private final NioHandshake handshake;
     private final Map<Integer, InetSocketAddress> nodes;
     private final Selector selector;
-    private final ServerSocketChannel server;
+    private final NioAcceptor acceptor;
     private final Thread thread;
-    private final NioRecordReader reader;
+    private final NioChannelIo io;
     private final NioHousekeeping housekeeping;
     private final NioAdmission admission;
-    private final RateLimitedLog acceptLog = new RateLimitedLog(LOG, 1_000);
     /** The idle loop's yield before it blocks in select (selector thread only). */
     private final IdleStrategy idleWait = IdleStrategy.beforeBlocking();
 
@@ -93,7 +76,6 @@ final class NioReactor {
     // Selector thread only.
     /** Connects waiting for the previous connection to the node to finish closing. */
     private final List<NioChannel> deferred = new ArrayList<>();
-    private int nextId = 1;
     private long nextHousekeeping;
 
     NioReactor(NioSettings settings, TransportListener listener, NioHandshake handshake,
@@ -104,18 +86,8 @@ final class NioReactor {
         this.nodes = nodes;
         this.confirmations = new Confirmations(Confirmations.unit(settings.flowControlWindow, settings.flowControlThreshold));
         this.conns = new NioConnections(settings, listener, handshake, confirmations, counters, () -> running);
-        this.reader = new NioRecordReader(pool, listener, counters);
-        this.housekeeping = new NioHousekeeping(new NioHousekeeping.ChannelIo() {
-            @Override
-            public void flush(NioChannel c, long now) {
-                NioReactor.this.flush(c, now);
-            }
-
-            @Override
-            public void read(NioChannel c, long now) throws IOException {
-                NioReactor.this.read(c, now);
-            }
-        }, conns, settings, handshake);
+        this.io = new NioChannelIo(counters, conns, handshake, listener, new NioRecordReader(pool, listener, counters));
+        this.housekeeping = new NioHousekeeping(io, conns, settings, handshake);
         this.admission = new NioAdmission(settings.nodeId, handshake, settings.checkPeerAddress);
         InetSocketAddress listen = new InetSocketAddress(settings.listenHost, settings.listenPort);
         if (listen.isUnresolved()) {
@@ -127,14 +99,10 @@ final class NioReactor {
             throw new NetworkException(FailureReason.RESOURCES, "cannot open a selector: " + e.getMessage(), e);
         }
         try {
-            this.server = ServerSocketChannel.open();
-            server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            server.bind(listen, ACCEPT_BACKLOG);
-            server.configureBlocking(false);
-            server.register(selector, SelectionKey.OP_ACCEPT);
-        } catch (IOException e) {
+            this.acceptor = new NioAcceptor(settings, listen, selector, admission, handshake, conns, io);
+        } catch (NetworkException e) {
             closeQuietly(selector);
-            throw new NetworkException(FailureReason.RESOURCES, "cannot listen on " + settings.listenHost + ":" + settings.listenPort + ": " + e.getMessage(), e);
+            throw e;
         }
         this.thread = new Thread(this::run, "dxnet-nio-" + settings.nodeId);
         thread.setDaemon(true);
@@ -158,7 +126,7 @@ final class NioReactor {
     }
 
     int localPort() {
-        return server.socket().getLocalPort();
+        return acceptor.localPort();
     }
 
     /** A sender created {@code c}: the selector thread connects it. */
@@ -223,7 +191,7 @@ final class NioReactor {
                 dropViolators();
                 serveWriteInterests();
                 long now = System.nanoTime();
-                boolean stalled = retryStalled(now);
+                boolean stalled = io.retryStalled(now);
                 if (now - nextHousekeeping >= 0) {
                     housekeeping.run(now);
                     nextHousekeeping = now + HOUSEKEEPING_NANOS;
@@ -261,7 +229,7 @@ final class NioReactor {
             return;
         }
         if (k.attachment() == null) {
-            accept();
+            acceptor.accept();
             return;
         }
         NioChannel c = (NioChannel) k.attachment();
@@ -271,10 +239,10 @@ final class NioReactor {
                 finishConnect(c, now);
             }
             if (k.isValid() && k.isReadable()) {
-                read(c, now);
+                io.read(c, now);
             }
             if (k.isValid() && k.isWritable()) {
-                flush(c, now);
+                io.flush(c, now);
             }
         } catch (IOException e) {
             conns.fail(c, NioFailure.of(e));
@@ -283,95 +251,7 @@ final class NioReactor {
         }
     }
 
-    // ---- connect and accept ----
-
-    /**
-     * Accepts what is waiting (a bounded number per turn). Admission comes
-     * first ({@link NioAdmission}): a source not in the node table is reset
-     * at once, before any buffer is made for it; one that gets a slot is
-     * read at once (an honest hello came with the connection).
-     */
-    private void accept() {
-        for (int i = 0; i < ACCEPTS_PER_TURN; i++) {
-            SocketChannel s;
-            InetAddress from;
-            try {
-                s = server.accept();
-                if (s == null) {
-                    return;
-                }
-                from = ((InetSocketAddress) s.getRemoteAddress()).getAddress();
-            } catch (IOException e) {
-                // Out of descriptors, say: the socket stays ready, so this repeats every turn.
-                acceptLog.warn(0, "node " + settings.nodeId + ": accept failed: " + e);
-                return;
-            }
-            if (!admission.known(from) || !admission.makeRoom(from, this::displace, this::listen)) {
-                reset(s);
-                continue;
-            }
-            NioChannel c;
-            try {
-                s.configureBlocking(false);
-                s.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                c = NioChannel.incoming(nextId++, s, from);
-                c.register(selector, SelectionKey.OP_READ);
-            } catch (IOException | RuntimeException e) {
-                closeQuietly(s);
-                continue;
-            }
-            long now = System.nanoTime();
-            c.lastRead = now;
-            c.lastWrite = now;
-            c.deadline = now + TimeUnit.MILLISECONDS.toNanos(settings.handshakeDeadlineMs());
-            handshake.accepted(c);
-            admission.admitted(c);
-            conns.channels.add(c);
-            try {
-                read(c, now);
-            } catch (IOException e) {
-                conns.fail(c, NioFailure.of(e));
-            } catch (CancelledKeyException e) {
-                conns.close(c); // closed while it was read, as in handle
-            }
-        }
-    }
-
-    /**
-     * Reads a silent handshake before the admission displaces it (its hello
-     * may have come during this burst of accepts); true if it moved on or ended.
-     */
-    private boolean listen(NioChannel c) {
-        try {
-            read(c, System.nanoTime());
-        } catch (IOException e) {
-            conns.fail(c, NioFailure.of(e));
-        } catch (CancelledKeyException e) {
-            conns.close(c);
-        }
-        return c.state() != NioChannel.State.HANDSHAKE || c.handshake == null || c.handshake.step > 0;
-    }
-
-    /** A handshake made room for a newer one from its address: closed with a reset, counted by the admission. */
-    private void displace(NioChannel c) {
-        try {
-            c.socket.setOption(StandardSocketOptions.SO_LINGER, 0);
-        } catch (IOException e) {
-            // closed anyway
-        }
-        conns.close(c, NioFailure.HANDSHAKE.exception("displaced by a newer connection from its address"));
-    }
-
-    /** Closes a refused socket with a reset: no FIN handshake, nothing left in TIME_WAIT here. */
-    private static void reset(SocketChannel s) {
-        try {
-            s.setOption(StandardSocketOptions.SO_LINGER, 0);
-        } catch (IOException e) {
-            // closed anyway
-        }
-        closeQuietly(s);
-    }
-
+    // ---- connect ----
 
     /** Closes the incoming connections {@link #drop} named, if still open. */
     private void dropViolators() {
@@ -422,7 +302,7 @@ final class NioReactor {
         }
         c.connected();
         handshake.start(c);
-        flush(c, now);
+        io.flush(c, now);
     }
 
     // ---- writing ----
@@ -433,7 +313,7 @@ final class NioReactor {
         while ((node = wim.next()) >= 0) {
             NioChannel out = conns.outgoing.get(node);
             if (out != null && out.state() == NioChannel.State.OPEN) {
-                flush(out, now);
+                io.flush(out, now);
             }
             NioChannel in = conns.incoming(node);
             if (in != null && in.state() == NioChannel.State.OPEN) {
@@ -442,108 +322,9 @@ final class NioReactor {
                     in.control.putInt(NioWire.confirmation(units));
                     confirmations.sent(node, units);
                 }
-                flush(in, now);
+                io.flush(in, now);
             }
         }
-    }
-
-    /** Writes what {@code c} has; a closing channel that wrote everything says goodbye. */
-    void flush(NioChannel c, long now) {
-        try {
-            counters.bytesSent.addAndGet(c.flush(now));
-            if (c.state() == NioChannel.State.CLOSED || !c.keyValid()) {
-                return;
-            }
-            boolean done = c.fullyWritten();
-            c.wantWrite(!done);
-            if (done && c.state() == NioChannel.State.CLOSING && c.writers.get() == 0 && c.sayGoodbye()) {
-                c.flush(now); // the peer closes when it read the goodbye (then we do)
-            }
-        } catch (IOException e) {
-            conns.fail(c, NioFailure.of(e));
-        }
-    }
-
-    // ---- reading ----
-
-    /** Reads what {@code c} has: the handshake while it lasts, then records or control words. */
-    void read(NioChannel c, long now) throws IOException {
-        while (c.state() == NioChannel.State.HANDSHAKE) {
-            if (!readFully(c, now)) {
-                return;
-            }
-            switch (c.outgoing ? handshake.onConnectorRead(c, now) : handshake.onAcceptorRead(c)) {
-                case CONTINUE:
-                    flush(c, now);
-                    break;
-                case OPEN:
-                    c.open();
-                    flush(c, now); // frames written while connecting go out
-                    listener.onConnected(c.peer());
-                    break;
-                case ACCEPT:
-                    conns.accept(c);
-                    flush(c, now);
-                    break;
-                case REFUSED:
-                    flushRefusal(c, now);
-                    return;
-                default:
-                    conns.close(c);
-                    return;
-            }
-        }
-        ended(c, c.outgoing ? reader.readControl(c, now) : reader.readData(c, now));
-    }
-
-    /** Acts on how a read left {@code c}. */
-    private void ended(NioChannel c, NioRecordReader.End end) {
-        if (end == NioRecordReader.End.GOODBYE) {
-            conns.goodbye(c);
-        } else if (end == NioRecordReader.End.CLOSED) {
-            conns.close(c);
-        }
-    }
-
-    /** Reads into {@code small} up to its limit; true when full. */
-    private boolean readFully(NioChannel c, long now) throws IOException {
-        int n = c.socket.read(c.small);
-        if (n < 0) {
-            throw NioFailure.PEER_CLOSED.exception(c.outgoing ? "the peer closed the connection during the handshake"
-                    : "end of stream");
-        }
-        c.lastRead = now;
-        return !c.small.hasRemaining();
-    }
-
-    /** Sends a refusal as far as the socket takes it and closes (the refusal is counted already). */
-    private void flushRefusal(NioChannel c, long now) {
-        try {
-            c.flush(now);
-        } catch (IOException e) {
-            // the peer is gone already
-        }
-        conns.close(c);
-    }
-
-    /** Resumes reading on stalled channels once buffers are free again. True if some stay stalled. */
-    private boolean retryStalled(long now) {
-        boolean any = false;
-        List<NioChannel> channels = conns.channels;
-        for (int i = 0; i < channels.size(); i++) {
-            NioChannel c = channels.get(i);
-            if (!c.isStalled() || c.state() == NioChannel.State.CLOSED) {
-                continue;
-            }
-            c.resume();
-            try {
-                ended(c, reader.readData(c, now));
-            } catch (IOException e) {
-                conns.fail(c, NioFailure.of(e));
-            }
-            any |= c.isStalled();
-        }
-        return any;
     }
 
     /** The loop ended: peers learn we shut down, waiting senders learn why they got no connection. */
@@ -554,7 +335,7 @@ final class NioReactor {
         while ((c = toConnect.poll()) != null) {
             conns.close(c, why);
         }
-        closeQuietly(server);
+        acceptor.close();
         closeQuietly(selector);
     }
 
