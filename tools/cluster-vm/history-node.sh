@@ -7,8 +7,10 @@
 # HISTORY_FAULT_AT="5 down 2" (SECONDS, then fault.sh arguments) runs fault.sh in
 # the background SECONDS after this node's first send reached its history, on the
 # nodes HISTORY_FAULT_AT_NODES lists ("1", "0 1"; default every node), first
-# instance only; it writes node-I.K.faults (fault-start / fault-end, epoch ms of
-# this VM's clock, the history's clock) into the shared output;
+# instance only, at nice -10 (a busy JVM on the one vCPU delayed a plain shell's
+# `sleep 5` to 8 s and its last `date` by 12 s); it writes node-I.K.faults
+# (sending-seen / fault-start / fault-end: epoch ms of this VM's clock, the
+# history's clock, and the guest uptime) into the shared output;
 # HISTORY_ARGS adds HistoryNode options (rate, requests, deadline, ...).
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,18 +23,20 @@ fault_file=$out/node-$me.$CLUSTER_INSTANCE.faults
 if [ -n "${HISTORY_FAULT_AT:-}" ] && [ "$CLUSTER_INSTANCE" = 0 ] &&
 	[[ " ${HISTORY_FAULT_AT_NODES:-$me} " == *" $me "* ]]; then
 	(
+		stamp() { echo "$1	$(date +%s%3N)	uptime $(cut -d' ' -f1 /proc/uptime)${2:+	$2}"; }
 		set -- $HISTORY_FAULT_AT
 		at=$1; shift
 		hist=$out/node-$me.$CLUSTER_INSTANCE.tsv
 		# The first send line (histories flush every 100 ms): sending began.
 		for ((i = 0; i < 3000; i++)); do grep -q '^send	' "$hist" 2>/dev/null && break; sleep 0.1; done
-		echo "sending-seen	$(date +%s%3N)" >> "$fault_file"
+		stamp sending-seen >> "$fault_file"
 		sleep "$at"
-		echo "fault-start	$(date +%s%3N)	$*" >> "$fault_file"
+		stamp fault-start "$*" >> "$fault_file"
 		"$CLUSTER_TOOLS/fault.sh" "$@"
-		echo "fault-end	$(date +%s%3N)	rc=$?" >> "$fault_file"
+		stamp fault-end "rc=$?" >> "$fault_file"
 	) &
 	fault_pid=$!
+	renice -n -10 -p "$fault_pid" >/dev/null
 fi
 # Single-threaded TCG: see tools/rxe-vm/java-in-vm.sh (AVX, C1 only).
 export JAVA_TOOL_OPTIONS="-XX:UseAVX=0 -XX:TieredStopAtLevel=1"
