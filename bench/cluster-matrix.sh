@@ -60,11 +60,11 @@
 # (accepted), delivered, lost-and-reported, lost-unreported, duplicated,
 # reordered, corrupted, "other" (delivered after a failed send + received never
 # sent), killed (lost with its killed sender + received, send unrecorded),
-# requests sent / answered / failed (by reason) / hung; after = messages
-# received after the fault ended (crash-restart: sent by or to the new
-# incarnation), resume_s = seconds from the fault's end until both nodes had
-# received again (crash-restart: from the new JVM's start; the VMs' clocks
-# may differ by up to a second).
+# requests sent / answered / failed (by reason) / hung; after = messages sent
+# after the fault ended and delivered, node 0>1 / 1>0 (crash-restart: after
+# the new incarnation's start, to and from it), resume_s = seconds from that
+# moment to the send of the first such message, the later direction's (never:
+# a direction had none; the two VMs' clocks may differ by up to a second).
 #
 # Environment: STARTUP_S (60), SEND_SECONDS (20), MIDRUN_SECONDS (30),
 # CRASH_SECONDS (90), KILL_AFTER (8), VM_LIMIT (cluster.sh -t, 300), NODE_ARGS (more HistoryNode options for every run).
@@ -134,35 +134,45 @@ echo "settings: sending from launch + $STARTUP_S s for $SEND_SECONDS s (mid-run 
 # The count HistoryCheck printed for CATEGORY (exact name) in FILE.
 count() { sed -n "s/^   $1  *\([0-9][0-9]*\).*/\1/p" "$2" | head -1; }
 
-# "after resume_s" for one run's share/ directory.
+# delivered_after SENDER_FILE RECV_FILE SENDER SENDER_INCARNATION DEST T: "N FIRST": the
+# messages SENDER's file says it sent DEST at or after T (epoch ms, the sender's clock)
+# that RECV_FILE received, and when the earliest of them was sent ("-" if none).
+delivered_after() {
+	awk -F'\t' -v src="$3" -v inc="$4" -v dst="$5" -v t="$6" '
+		FNR == NR { if ($1 == "send" && $3 == dst && $7 == "ok" && $2 >= t) st[$4] = $2; next }
+		$1 == "recv" && $3 == src && $4 == inc && ($5 in st) { n++; if (!f || st[$5] < f) f = st[$5] }
+		END { print n + 0, f ? f : "-" }' "$1" "$2"
+}
+
+# "after resume_s" for one run's share/ directory: messages sent after the fault
+# ended (crash-restart: after the new incarnation started) and delivered, per
+# direction (0>1/1>0); and how long after that moment the first delivered one
+# was sent, the later direction's (never: a direction had none).
 after_fault() { # SHARE KIND
-	local share=$1 kind=$2 e n0 n1 s0 t0 t1
-	if [ "$kind" = plain ]; then
-		echo "- -"; return
-	elif [ "$kind" = crash ]; then
+	local share=$1 kind=$2 e a b n1 f1 n2 f2
+	case "$kind" in
+	plain) echo "- -"; return ;;
+	crash)
 		[ -f "$share/node-1.1.tsv" ] || { echo "0 no-restart"; return; }
-		s0=$(awk -F'\t' '$1 == "start" { print $2; exit }' "$share/node-1.1.tsv")
-		n0=$(awk -F'\t' '$1 == "recv" && $4 == 1 { n++ } END { print n + 0 }' "$share/node-0.0.tsv")
-		n1=$(awk -F'\t' '$1 == "recv" { n++ } END { print n + 0 }' "$share/node-1.1.tsv")
-		t0=$(awk -F'\t' '$1 == "recv" && $4 == 1 { print $2; exit }' "$share/node-0.0.tsv")
-		t1=$(awk -F'\t' '$1 == "recv" { print $2; exit }' "$share/node-1.1.tsv")
-	else
+		e=$(awk -F'\t' '$1 == "start" { print $2; exit }' "$share/node-1.1.tsv")
+		a=$share/node-0.0.tsv b=$share/node-1.1.tsv
+		read -r n1 f1 < <(delivered_after "$a" "$b" 0 0 1 "$e")
+		read -r n2 f2 < <(delivered_after "$b" "$a" 1 1 0 "$e") ;;
+	*)
 		e=$(cat "$share"/*.faults 2>/dev/null | awk -F'\t' '$1 == "fault-end" { print $2; exit }')
 		[ -n "$e" ] || { echo "- no-fault-end"; return; }
-		s0=$e
-		n0=$(awk -F'\t' -v e="$e" '$1 == "recv" && $2 > e { n++ } END { print n + 0 }' "$share/node-0.0.tsv")
-		n1=$(awk -F'\t' -v e="$e" '$1 == "recv" && $2 > e { n++ } END { print n + 0 }' "$share/node-1.0.tsv")
-		t0=$(awk -F'\t' -v e="$e" '$1 == "recv" && $2 > e { print $2; exit }' "$share/node-0.0.tsv")
-		t1=$(awk -F'\t' -v e="$e" '$1 == "recv" && $2 > e { print $2; exit }' "$share/node-1.0.tsv")
-	fi
-	if [ -n "$t0" ] && [ -n "$t1" ] && [ -n "$s0" ]; then
-		echo "$((n0 + n1)) $(awk -v a="$t0" -v b="$t1" -v s="$s0" 'BEGIN { m = a > b ? a : b; printf "%.1f", (m - s) / 1000 }')"
+		a=$share/node-0.0.tsv b=$share/node-1.0.tsv
+		read -r n1 f1 < <(delivered_after "$a" "$b" 0 0 1 "$e")
+		read -r n2 f2 < <(delivered_after "$b" "$a" 1 0 0 "$e") ;;
+	esac
+	if [ "$f1" = - ] || [ "$f2" = - ]; then
+		echo "$n1/$n2 never"
 	else
-		echo "$((n0 + n1)) never"
+		echo "$n1/$n2 $(awk -v a="$f1" -v b="$f2" -v e="$e" 'BEGIN { m = a > b ? a : b; printf "%.1f", (m - e) / 1000 }')"
 	fi
 }
 
-FMT='%-15s %3s %-9s %5s %6s %6s %6s %6s %4s %5s %4s %5s %6s %5s %5s %5s %-26s %4s %6s %8s %s\n'
+FMT='%-15s %3s %-9s %5s %6s %6s %6s %6s %4s %5s %4s %5s %6s %5s %5s %5s %-26s %4s %11s %8s %s\n'
 header() {
 	printf "$FMT" scenario run nodes check sent deliv lost_r LOST_U dup reord corr other killed \
 		req ans fail "fail_by" hung after resume_s verdict
