@@ -67,7 +67,9 @@
 # a direction had none; the two VMs' clocks may differ by up to a second).
 #
 # Environment: STARTUP_S (60), SEND_SECONDS (20), MIDRUN_SECONDS (30),
-# CRASH_SECONDS (90), KILL_AFTER (8), VM_LIMIT (cluster.sh -t, 300), NODE_ARGS (more HistoryNode options for every run).
+# CRASH_SECONDS (90), KILL_AFTER (8), VM_LIMIT (cluster.sh -t, 300), NODE_ARGS
+# (more HistoryNode options for every run; they come last, so NODE_ARGS="--rate
+# 200" overrides the rate).
 # The VMs run JVMs: RXE_VM_ACCEL="tcg,thread=single" RXE_VM_MEM=2G as in CI. One
 # cluster at a time; on a shared host start it under nice (nice -n 5).
 # Needs build/main-classpath.txt (gradle mainClasspathFile) and target/release.
@@ -84,7 +86,7 @@ while getopts "r:s:o:h" opt; do
 	r) runs=$OPTARG ;;
 	s) names=${OPTARG//,/ } ;;
 	o) out=$OPTARG ;;
-	h) sed -n '2,70p' "$0"; exit 0 ;;
+	h) sed -n '2,76p' "$0"; exit 0 ;;
 	*) usage ;;
 	esac
 done
