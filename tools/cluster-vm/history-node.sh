@@ -4,6 +4,13 @@
 # runs HistoryCheck over them (tools/cluster-vm/history.sh does both).
 #   runs in every VM:  cluster.sh -n N -t T -- tools/cluster-vm/history-node.sh [TRANSPORT [SECONDS]]
 # HISTORY_FAULT="loss 5" (fault.sh arguments) applies on every NIC first;
+# HISTORY_FAULT_AT="5 down 2" (SECONDS, then fault.sh arguments) runs fault.sh in
+# the background SECONDS after this node's first send reached its history, on the
+# nodes HISTORY_FAULT_AT_NODES lists ("1", "0 1"; default every node), first
+# instance only, at nice -10 (a busy JVM on the one vCPU delayed a plain shell's
+# `sleep 5` to 8 s and its last `date` by 12 s); it writes node-I.K.faults
+# (sending-seen / fault-start / fault-end: epoch ms of this VM's clock, the
+# history's clock, and the guest uptime) into the shared output;
 # HISTORY_ARGS adds HistoryNode options (rate, requests, deadline, ...).
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,6 +18,26 @@ transport=${1:-ib} seconds=${2:-20}
 me=$CLUSTER_NODE out=$CLUSTER_OUT port=22400
 nodes=$(for ip in $CLUSTER_IPS; do printf '%s:%s,' "$ip" "$port"; done)
 [ -z "${HISTORY_FAULT:-}" ] || "$CLUSTER_TOOLS/fault.sh" $HISTORY_FAULT || exit 1
+fault_pid=""
+fault_file=$out/node-$me.$CLUSTER_INSTANCE.faults
+if [ -n "${HISTORY_FAULT_AT:-}" ] && [ "$CLUSTER_INSTANCE" = 0 ] &&
+	[[ " ${HISTORY_FAULT_AT_NODES:-$me} " == *" $me "* ]]; then
+	(
+		stamp() { echo "$1	$(date +%s%3N)	uptime $(cut -d' ' -f1 /proc/uptime)${2:+	$2}"; }
+		set -- $HISTORY_FAULT_AT
+		at=$1; shift
+		hist=$out/node-$me.$CLUSTER_INSTANCE.tsv
+		# The first send line (histories flush every 100 ms): sending began.
+		for ((i = 0; i < 3000; i++)); do grep -q '^send	' "$hist" 2>/dev/null && break; sleep 0.1; done
+		stamp sending-seen >> "$fault_file"
+		sleep "$at"
+		stamp fault-start "$*" >> "$fault_file"
+		"$CLUSTER_TOOLS/fault.sh" "$@"
+		stamp fault-end "rc=$?" >> "$fault_file"
+	) &
+	fault_pid=$!
+	renice -n -10 -p "$fault_pid" >/dev/null
+fi
 # Single-threaded TCG: see tools/rxe-vm/java-in-vm.sh (AVX, C1 only).
 export JAVA_TOOL_OPTIONS="-XX:UseAVX=0 -XX:TieredStopAtLevel=1"
 # shellcheck disable=SC2086
@@ -18,6 +45,8 @@ java -cp "$(cat "$ROOT/build/main-classpath.txt")" -Djava.library.path="$ROOT/ta
 	io.ibdxnet.app.cluster.HistoryNode --node "$me" --nodes "${nodes%,}" --transport "$transport" --fabric verbs \
 	--seconds "$seconds" --incarnation "$CLUSTER_INSTANCE" --history "$out/node-$me.$CLUSTER_INSTANCE.tsv" ${HISTORY_ARGS:-}
 rc=$?
+# A fault still waiting or running when the node is done: it no longer matters.
+[ -z "$fault_pid" ] || { kill "$fault_pid" 2>/dev/null; wait "$fault_pid" 2>/dev/null; }
 # Soft-RoCE's own counters (retransmissions, sequence errors, retry exceeded):
 # what the wire did to the queue pairs.
 for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
