@@ -1,7 +1,7 @@
 #!/bin/bash
 # history-node.sh - one HistoryNode per VM, all to all over ib on rxe0 (fabric
 # verbs) or nio, each writing its history into the shared output; the host then
-# runs HistoryCheck over them (tools/cluster-vm/history.sh does both).
+# runs HistoryCheck over them (bench/cluster-matrix.sh and `./ibdxnet cluster-test` do both).
 #   runs in every VM:  cluster.sh -n N -t T -- tools/cluster-vm/history-node.sh [TRANSPORT [SECONDS]]
 # HISTORY_FAULT="loss 5" (fault.sh arguments) applies on every NIC first;
 # HISTORY_FAULT_AT="5 down 2" (SECONDS, then fault.sh arguments) runs fault.sh in
