@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * One node incarnation's history file: one event per line, fields separated
@@ -41,7 +42,16 @@ public final class HistoryLog implements AutoCloseable {
     static final int FLUSH_MS = 100;
 
     private final BufferedWriter out;
-    private boolean closed;
+    /**
+     * Lines not written yet, in the order they were stamped. A buffered
+     * event only queues its line: no caller waits for I/O (a flush to a
+     * VM's 9p share took seconds, and a sender stamped before it waited for
+     * the lock, or a request's timeout waited in its callback, looked late).
+     */
+    private final ConcurrentLinkedQueue<String> pending = new ConcurrentLinkedQueue<>();
+    /** Held while writing to {@link #out}. */
+    private final Object io = new Object();
+    private volatile boolean closed;
 
     public HistoryLog(Path file) throws IOException {
         Path dir = file.toAbsolutePath().getParent();
@@ -56,7 +66,7 @@ public final class HistoryLog implements AutoCloseable {
 
     /** A buffered event, now. */
     public void write(String kind, Object... fields) {
-        line(false, System.currentTimeMillis(), kind, fields);
+        queue(System.currentTimeMillis(), kind, fields);
     }
 
     /**
@@ -65,15 +75,18 @@ public final class HistoryLog implements AutoCloseable {
      * is not taken for one that came before the message.
      */
     public void writeAt(long timeMs, String kind, Object... fields) {
-        line(false, timeMs, kind, fields);
+        queue(timeMs, kind, fields);
     }
 
-    /** An event written through to the kernel before this returns. */
+    /** An event written through to the kernel before this returns (with every line queued before it). */
     public void writeNow(String kind, Object... fields) {
-        line(true, System.currentTimeMillis(), kind, fields);
+        queue(System.currentTimeMillis(), kind, fields);
+        synchronized (io) {
+            drain(true);
+        }
     }
 
-    private synchronized void line(boolean now, long timeMs, String kind, Object... fields) {
+    private void queue(long timeMs, String kind, Object... fields) {
         if (closed) {
             return; // a late callback after the end: the file is complete without it
         }
@@ -81,9 +94,19 @@ public final class HistoryLog implements AutoCloseable {
         for (Object f : fields) {
             b.append('\t').append(clean(String.valueOf(f)));
         }
+        pending.add(b.append('\n').toString());
+    }
+
+    /** Under {@link #io}: writes the queued lines, in order; with {@code flush}, to the kernel. */
+    private void drain(boolean flush) {
+        if (closed) {
+            return;
+        }
         try {
-            out.write(b.append('\n').toString());
-            if (now) {
+            for (String line; (line = pending.poll()) != null;) {
+                out.write(line);
+            }
+            if (flush) {
                 out.flush();
             }
         } catch (IOException e) {
@@ -103,14 +126,14 @@ public final class HistoryLog implements AutoCloseable {
             } catch (InterruptedException e) {
                 return;
             }
-            synchronized (this) {
-                if (closed) {
-                    return;
-                }
-                line(false, System.currentTimeMillis(), "tick");
+            if (closed) {
+                return;
+            }
+            queue(System.currentTimeMillis(), "tick");
+            synchronized (io) {
                 try {
-                    out.flush();
-                } catch (IOException e) {
+                    drain(true);
+                } catch (UncheckedIOException e) {
                     return; // the writing threads see the failure themselves
                 }
             }
@@ -118,16 +141,19 @@ public final class HistoryLog implements AutoCloseable {
     }
 
     /** Writes {@code end} and closes the file; later events are ignored. */
-    public synchronized void end(String why) {
-        if (closed) {
-            return;
-        }
-        line(false, System.currentTimeMillis(), "end", why);
-        closed = true;
-        try {
-            out.close();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+    public void end(String why) {
+        synchronized (io) {
+            if (closed) {
+                return;
+            }
+            queue(System.currentTimeMillis(), "end", why);
+            drain(false);
+            closed = true;
+            try {
+                out.close();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
         }
     }
 
