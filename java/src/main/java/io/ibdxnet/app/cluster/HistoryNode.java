@@ -120,8 +120,12 @@ public final class HistoryNode {
                 t.start();
             }
         }
+        Thread watcher = o.stopFile == null ? null : stopWhenFileAppears();
         for (Thread t : threads) {
             t.join();
+        }
+        if (watcher != null) {
+            watcher.interrupt();
         }
         long lingerEnd = System.currentTimeMillis() + o.lingerMs;
         drainPeers(n, lingerEnd);
@@ -136,6 +140,26 @@ public final class HistoryNode {
         }
         System.out.printf("history-node %d: done (drained by %d of %d peers)%n", o.node, drainedBy.size(),
                 o.nodes.size() - 1);
+    }
+
+    /** A daemon that stops the senders once {@code --stop-file} exists. */
+    private Thread stopWhenFileAppears() {
+        Thread t = new Thread(() -> {
+            try {
+                while (!java.nio.file.Files.exists(o.stopFile)) {
+                    Thread.sleep(50);
+                }
+                log.write("note", "stop file " + o.stopFile + " appeared");
+                for (PeerSender s : senders) {
+                    s.stop();
+                }
+            } catch (InterruptedException e) {
+                // the senders ended by their time
+            }
+        }, "history-stop-file");
+        t.setDaemon(true);
+        t.start();
+        return t;
     }
 
     /**

@@ -15,6 +15,7 @@ final class HistoryNodeOptions {
             + " [--linger-ms L] [--connect-timeout-ms C] [--send-timeout-ms T] [--idle-timeout-ms I]"
             + " [--incarnation K (default: the start time in ms)] [--table-at-start true|false]"
             + " [--start-at-ms EPOCH_MS] [--stop-at-ms EPOCH_MS (instead of --seconds)]"
+            + " [--stop-file PATH (stop sending once it exists)]"
             + " [--window FLOW_CONTROL_BYTES] [--handler-us MICROS_PER_MESSAGE]"
             + " [--native KEY=VALUE (an engine key, ib only; repeatable)]";
 
@@ -43,6 +44,12 @@ final class HistoryNodeOptions {
      */
     long startAtMs;
     long stopAtMs;
+    /**
+     * Sending also stops once this file exists (checked every 50 ms): a
+     * harness that must see a late-started node send for a while ends the
+     * run when it has, however long that node's JVM took to come up.
+     */
+    Path stopFile;
     /** Flow-control window in bytes (0: the library's default); small: confirmations come often. */
     long window;
     /**
@@ -88,6 +95,7 @@ final class HistoryNodeOptions {
                 case "--history": o.history = Paths.get(v); break;
                 case "--start-at-ms": o.startAtMs = Long.parseLong(v); break;
                 case "--stop-at-ms": o.stopAtMs = Long.parseLong(v); break;
+                case "--stop-file": o.stopFile = Paths.get(v); break;
                 case "--window": o.window = Long.parseLong(v); break;
                 case "--handler-us": o.handlerMicros = Integer.parseInt(v); break;
                 case "--table-at-start": o.tableAtStart = Boolean.parseBoolean(v); break;

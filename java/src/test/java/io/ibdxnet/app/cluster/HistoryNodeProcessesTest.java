@@ -36,6 +36,12 @@ public class HistoryNodeProcessesTest {
 
     private static final int SECONDS = 9;
     private static final int RATE = 1000;
+    /**
+     * How long everyone sends after the restarted node began: a JVM and its
+     * {@code DXNet.start} take 0.6 s on a quiet host, seconds on a loaded one.
+     */
+    private static final int RESTARTED_SENDS_MS = 3_000;
+    private Path stopFile;
     private Path dir;
     /** Options every node of the run gets besides the usual ones. */
     private List<String> extra = List.of();
@@ -92,9 +98,11 @@ public class HistoryNodeProcessesTest {
         }
         // A simhost network of this test's own: no other test's devices in it.
         Map<String, String> env = Map.of("IBDXNET_SIMHOST_DIR", dir.resolve("simhost").toString());
-        // All send over the same span of wall-clock time, the restarted node until the others stop.
+        // All send over the same span of wall-clock time, the restarted node until the others stop:
+        // SECONDS, or longer if the restarted node was slow to come up (its window is the check).
         long startAt = System.currentTimeMillis() + 4_000;
-        long stopAt = startAt + SECONDS * 1000;
+        long stopAt = startAt + 60_000; // a bound only: the stop file ends sending
+        stopFile = dir.resolve("stop");
         ChildJvm n0 = node(0, 0, startAt, stopAt, transport, fabric, addresses, env);
         ChildJvm n1 = node(1, 0, startAt, stopAt, transport, fabric, addresses, env);
         ChildJvm n2 = node(2, 0, startAt, stopAt, transport, fabric, addresses, env);
@@ -107,6 +115,10 @@ public class HistoryNodeProcessesTest {
         Thread.sleep(1_500);
         long restartedAt = System.currentTimeMillis();
         ChildJvm n1again = node(1, 1, 0, stopAt, transport, fabric, addresses, env);
+        n1again.awaitOutput("sending for", 30_000);
+        long restartedSends = System.currentTimeMillis();
+        Thread.sleep(Math.max(RESTARTED_SENDS_MS, startAt + SECONDS * 1000 - restartedSends));
+        Files.createFile(stopFile);
         for (ChildJvm n : List.of(n0, n2, n1again)) {
             assertEquals(n.output(), 0, n.waitForExit(60_000));
         }
@@ -115,7 +127,8 @@ public class HistoryNodeProcessesTest {
         int exit = HistoryCheck.run(new String[] {"--scenario", transport + "-kill-restart", dir.toString()},
                 new java.io.PrintStream(table, true));
         Verdict v = HistoryCheck.check(transport, List.of(dir), 2000, 1000);
-        String why = table.toString();
+        // The restarted node's own account (when it began and what it saw) belongs to any failure.
+        String why = table + "\n--- restarted node 1's output:\n" + n1again.output();
         assertEquals(why, 0, v.count(Verdict.LOST_UNREPORTED));
         assertEquals(why, List.of(), v.failures(Collections.emptySet()));
         assertEquals(why, 0, exit);
@@ -138,7 +151,7 @@ public class HistoryNodeProcessesTest {
             List<String> addresses, Map<String, String> env) throws Exception {
         List<String> args = new ArrayList<>(List.of("--node", Integer.toString(id), "--nodes", String.join(",", addresses),
                 "--transport", transport, "--fabric", fabric, "--start-at-ms", Long.toString(startAt),
-                "--stop-at-ms", Long.toString(stopAt),
+                "--stop-at-ms", Long.toString(stopAt), "--stop-file", stopFile.toString(),
                 "--rate", Integer.toString(RATE), "--size", "64", "--requests-per-second", "20", "--deadline-ms", "2000",
                 "--linger-ms", "2000", "--history", dir.resolve("node-" + id + "." + incarnation + ".tsv").toString()));
         args.addAll(extra);
