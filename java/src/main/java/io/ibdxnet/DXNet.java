@@ -487,38 +487,10 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * The transport's counters and the core's: {@code protocol_violations}
-     * (connections closed for breaking the frame format or a limit, added to
-     * the transport's own count), {@code stream_errors},
-     * {@code partial_messages_dropped} (unfinished when their connection ended
-     * or broke), {@code bytes_dropped_after_violation},
-     * {@code responses_from_wrong_node}, {@code handler_errors},
-     * {@code confirmed_before_handled} (received buffers confirmed to their
-     * sender before their handlers returned, because a handler here, or a
-     * send one waits behind, waited for that sender's window: a loss of them
-     * is not reported), {@code replies_failed} ({@link #reply} could not send),
-     * {@code possible_losses} (connections that failed with data unconfirmed,
-     * and notices of peers that dropped plain messages of ours: see {@link LossListener}),
-     * {@code drop_notices_sent} and {@code drop_notices_received} (those notices),
-     * {@code unfinished_bytes_claimed}, {@code messages_copied} (messages to
-     * other nodes serialised into a buffer and copied into the send ring: no
-     * {@link Message#payloadSize}, or larger than one frame, or an async
-     * request queued because it could not go out at once, or a drop notice; the others are
-     * serialised in place), {@code in_place_aborted} (in-place serialisations
-     * that failed, sent as frames the receiver skips), {@code messages_received_copied}
-     * (received messages assembled from several frames or receive buffers
-     * into a heap array; the others are imported where they lie in the
-     * receive buffer), {@code buffers_received_inline}
-     * (received buffers the transport's own thread turned into messages, see
-     * {@code receiveInline}), {@code batches_handled_on_receiving_thread}
-     * (received batches whose handlers that thread ran itself, see
-     * {@code handleOnReceivingThread}), {@code receiving_thread_sends_deferred}
-     * (sends of such handlers that could not go out at once and were deferred),
-     * {@code ibq_spilled_buffers} and
-     * {@code ibq_spilled_bytes} (received buffers copied out so that their
-     * receive buffers went back at once: a held source's beyond its first, and
-     * on ib a source's beyond its share),
-     * {@code ibq_bytes_beyond_share} (the gauge of {@link #incomingBytesBeyondShare}).
+     * The transport's counters and gauges with the core's added, by name: a
+     * snapshot. Every key and its meaning is in docs/operations.md, "Java
+     * counters" (defined once in {@code io.ibdxnet.internal.StatsKeys}), on ib
+     * with the native engine's keys, "Engine statistics".
      *
      * @return counter name to value, a snapshot
      */

@@ -6,13 +6,14 @@ import io.ibdxnet.internal.CoreCounters;
 import io.ibdxnet.internal.IncomingPath;
 import io.ibdxnet.internal.MessageSender;
 import io.ibdxnet.internal.PendingRequests;
+import io.ibdxnet.internal.StatsKeys;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * The core's counters and gauges by name: what {@code DXNet.transportStats}
- * adds to the transport's, and the MBean's own map (their meaning is
- * documented at {@code DXNet.transportStats}).
+ * adds to the transport's, and the MBean's own map (their meanings:
+ * {@link StatsKeys#CORE}, {@link StatsKeys#NODE_MBEAN}).
  */
 final class NodeStats {
     private final CoreCounters counters;

@@ -3,7 +3,10 @@ package io.ibdxnet.internal;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 
-/** The core's own counters, reported next to the transport's by {@link io.ibdxnet.DXNet#transportStats}. */
+/**
+ * The core's own counters, reported next to the transport's by {@link io.ibdxnet.DXNet#transportStats}
+ * (their meanings: {@link StatsKeys#CORE}).
+ */
 public final class CoreCounters {
     /** Messages dropped: unknown type, no receiver, late response, bad payload. */
     public final AtomicLong dropped = new AtomicLong();

@@ -79,7 +79,7 @@ public final class MessageSender {
         this.inPlaceMax = Math.min(config.maxMessageSize, transport.maxFrameSize() - Frame.HEADER);
     }
 
-    /** {@code messages_copied} and {@code in_place_aborted} (see {@link io.ibdxnet.DXNet#transportStats}). */
+    /** {@code messages_copied} and {@code in_place_aborted} (see {@link StatsKeys#CORE}). */
     public void addTo(Map<String, Long> m) {
         m.put("messages_copied", copied.sum());
         m.put("in_place_aborted", aborted.sum());
