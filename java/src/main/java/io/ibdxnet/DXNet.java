@@ -8,33 +8,10 @@ import java.util.function.Consumer;
 import java.util.logging.Logger;
 
 /**
- * DXNet-style messaging over the InfiniBand transport: register message
- * types and receivers, send messages, send requests and wait for responses.
- * Messages to the own node are delivered locally.
- *
- * <p>Threads: the native engine's send, receive and job threads; one message
- * creation coordinator ("dxnet-mcc-N") that turns received buffers into
- * messages in order; a pool of message handlers ("dxnet-handler-N-i").
- *
- * <p><b>Order.</b> By default ({@link DXNetConfig#orderPerSender}) the
- * messages of one source node are handled one at a time, in the order they
- * arrived: what one thread sends to a node is handled there in the order it
- * was sent (messages of several sending threads interleave, each whole).
- * Messages of different source nodes are handled on different handler
- * threads at once, so a slow handler delays only later messages of its own
- * source. With {@code orderPerSender = false} any handler thread takes any
- * message: one sender's messages may then be handled concurrently, in any
- * order. Responses never wait behind messages: they complete the request's
- * future as soon as they are received. {@link #sendAsync} keeps the order
- * without blocking: a request it cannot send at once is queued for its node
- * (a lane per node), later async sends to that node queue behind it,
- * and a synchronous send to that node first waits (within its own deadline)
- * until what was queued before it went out.
- *
- * <p><b>Deadlines.</b> A request's timeout is one deadline from the call for
- * connecting, ring and window waits (at most {@code sendTimeoutMs} as well)
- * and the answer; {@code sendMessage} and {@code reply} wait up to
- * {@code sendTimeoutMs} ({@code handlerSendTimeoutMs} on a handler thread).
+ * A node: register message types and receivers, send messages, send
+ * requests and wait for responses; messages to the own node are delivered
+ * locally. Its threads, the order in which messages are handled and what a
+ * deadline covers are in the package overview ({@code package-info}).
  */
 public final class DXNet implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(DXNet.class.getName());
@@ -48,16 +25,13 @@ public final class DXNet implements AutoCloseable {
 
     /**
      * Starts a node. It is reachable once its transport runs, before this
-     * returns (peers of {@link DXNetConfig#nodes} may connect and send while
-     * it starts), so a message that arrives before its receiver is
-     * registered is dropped (its sender hears of it through its
-     * {@link LossListener}). Where peers may already be sending, start with
-     * {@link #start(DXNetConfig, Consumer)} and register there.
+     * returns, so a message that arrives before its receiver is registered is
+     * dropped (its sender's {@link LossListener} hears of it). Where peers may
+     * already be sending, use {@link #start(DXNetConfig, Consumer)}.
      *
-     * @param config the node's configuration (checked here; it must not be changed afterwards)
+     * @param config the node's configuration (checked here; not to be changed afterwards)
      * @return the running node; {@link #close} it
-     * @throws NetworkException if the transport cannot start (e.g. its port is taken); a failed
-     *     start leaves no thread and no port behind
+     * @throws NetworkException if the transport cannot start (e.g. its port is taken); nothing is left behind
      * @throws IllegalArgumentException if the configuration is invalid (the message names the key)
      */
     public static DXNet start(DXNetConfig config) throws NetworkException {
@@ -67,24 +41,20 @@ public final class DXNet implements AutoCloseable {
     /**
      * Starts a node and runs {@code beforeReceiving} on it before anything it
      * receives is handled: the way to start when peers may already be sending
-     * to it (a node restarting into a running cluster). The transport runs
-     * first (the node has its port and may be configured, {@link #addNode}
-     * included); then {@code beforeReceiving} registers the message types and
-     * receivers; only after it returns is received data turned into messages
-     * and handed to the receivers. What arrives meanwhile waits, unconfirmed,
-     * in the incoming buffer queue (bounded by {@code ibqMaxBuffers} and
-     * {@code ibqMaxBytes}; beyond them the senders are held back by flow
-     * control), so keep it short. Responses are not read meanwhile either: a
-     * {@link #sendSync} inside it waits until its timeout.
+     * (a node restarting into a running cluster). The transport runs first
+     * (the node has its port; {@link #addNode} works); {@code beforeReceiving}
+     * registers the types and receivers; only then is received data turned
+     * into messages. What arrives meanwhile waits, unconfirmed, in the
+     * incoming buffer queue (beyond {@code ibqMaxBuffers} and
+     * {@code ibqMaxBytes} flow control holds the senders back), so keep it
+     * short; responses wait too (a {@link #sendSync} in it times out).
      *
-     * @param config the node's configuration (checked here; it must not be changed afterwards)
+     * @param config the node's configuration (checked here; not to be changed afterwards)
      * @param beforeReceiving registers the node's message types and receivers; runs on the calling thread
      * @return the running node; {@link #close} it
-     * @throws NetworkException if the transport cannot start (e.g. its port is taken); a failed
-     *     start leaves no thread and no port behind
+     * @throws NetworkException if the transport cannot start (e.g. its port is taken); nothing is left behind
      * @throws IllegalArgumentException if the configuration is invalid (the message names the key)
-     * @throws RuntimeException whatever {@code beforeReceiving} threw (an {@link Error} as well):
-     *     the node was closed, no thread and no port are left behind
+     * @throws RuntimeException what {@code beforeReceiving} threw (an {@link Error} too), after closing the node
      */
     public static DXNet start(DXNetConfig config, Consumer<? super DXNet> beforeReceiving) throws NetworkException {
         java.util.Objects.requireNonNull(beforeReceiving, "beforeReceiving");
@@ -104,7 +74,7 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Starts a node from a JSON or key=value configuration file (see {@link DXNetConfig#load}).
+     * {@link #start(DXNetConfig)} from a JSON or key=value file ({@link DXNetConfig#load}).
      *
      * @param configFile the configuration file
      * @return the running node; {@link #close} it
@@ -117,7 +87,7 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * {@link #start(DXNetConfig, Consumer)} from a JSON or key=value configuration file.
+     * {@link #start(DXNetConfig, Consumer)} from a JSON or key=value file.
      *
      * @param configFile the configuration file
      * @param beforeReceiving registers the node's message types and receivers
@@ -132,8 +102,8 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Starts node {@code nodeId} from a configuration file that all nodes may
-     * share (see {@link DXNetConfig#load(java.nio.file.Path, int)}).
+     * {@link #start(DXNetConfig)} of node {@code nodeId} from a file all nodes
+     * may share ({@link DXNetConfig#load(java.nio.file.Path, int)}).
      *
      * @param configFile the configuration file
      * @param nodeId this node's id (overrides one the file gives)
@@ -147,8 +117,7 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * {@link #start(DXNetConfig, Consumer)} for node {@code nodeId} from a
-     * configuration file that all nodes may share.
+     * {@link #start(DXNetConfig, Consumer)} of node {@code nodeId} from a file all nodes may share.
      *
      * @param configFile the configuration file
      * @param nodeId this node's id (overrides one the file gives)
@@ -217,7 +186,7 @@ public final class DXNet implements AutoCloseable {
 
     /**
      * Delivers messages of {@code type/subtype} to {@code receiver} on handler
-     * threads, in order per source node (see the class comment, "Order").
+     * threads, in order per source node (see the package overview, "Order").
      * The class of the messages must be registered as well
      * ({@link #registerMessageType(byte, byte, Class)}).
      *
@@ -243,8 +212,8 @@ public final class DXNet implements AutoCloseable {
      * Registers message class {@code c} under the type its no-argument
      * constructor gives it, and delivers its messages to {@code handler},
      * typed: {@code register(Put.class, put -> store(put.key, put.value))}.
-     * Runs on handler threads, in order per source node (see the class
-     * comment, "Order"); a handler that throws answers a request with a
+     * Runs on handler threads, in order per source node (see the package
+     * overview, "Order"); a handler that throws answers a request with a
      * {@link RemoteHandlerException} on the requester's side.
      *
      * @param <M> the message class
@@ -274,15 +243,13 @@ public final class DXNet implements AutoCloseable {
     /**
      * Sends {@code message} to its destination; waits for a connection and
      * ring and flow-control room up to {@code sendTimeoutMs}
-     * ({@code handlerSendTimeoutMs} on a handler thread). From a handler
-     * running on the transport's receiving thread
-     * ({@link DXNetConfig#handleOnReceivingThread}) it never waits: what
-     * cannot go out at once is queued and sent in order by another thread
-     * (a failure then is logged, not thrown).
+     * ({@code handlerSendTimeoutMs} on a handler thread; from a handler on the
+     * transport's receiving thread it never waits: what cannot go out at once
+     * is queued and sent in order by another thread, a failure then logged).
      *
      * @param message the message, addressed ({@link Message#setDestination})
-     * @throws NetworkException if it cannot be sent: its {@link NetworkException#reason() reason}
-     *         says why (e.g. {@link FailureReason#TIMEOUT}, {@link FailureReason#UNREACHABLE},
+     * @throws NetworkException if it cannot be sent; its {@link NetworkException#reason() reason} says why
+     *         (e.g. {@link FailureReason#TIMEOUT}, {@link FailureReason#UNREACHABLE},
      *         {@link FailureReason#TOO_LARGE} beyond {@code maxMessageSize}, {@link FailureReason#CLOSED})
      * @throws IllegalArgumentException if it has no valid destination
      */
@@ -291,23 +258,20 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Sends {@code response} as the answer to {@code request} (it is addressed
-     * to the request's source here). Throws no checked exception, so a
-     * handler needs no try block: a reply that cannot be sent is logged
-     * (at most once a second per node) and counted ({@code replies_failed}),
-     * and the requester learns of it: when the connection failed its request
-     * fails with a {@link NetworkException}; when the reply itself is invalid
-     * (e.g. larger than {@code maxMessageSize}) it gets a
-     * {@link RemoteHandlerException} naming the problem; else (the send timed
-     * out) its request times out. From a handler running on the transport's
-     * receiving thread ({@link DXNetConfig#handleOnReceivingThread}) a reply
-     * that cannot go out at once is queued and sent in order by another
-     * thread (true is returned; a failure then is logged and counted).
+     * Sends {@code response} as the answer to {@code request} (addressed to
+     * the request's source here). Throws no checked exception: a reply that
+     * cannot be sent is logged (at most once a second per node), counted
+     * ({@code replies_failed}), and the requester learns of it: its request
+     * fails with a {@link NetworkException} when the connection failed, with a
+     * {@link RemoteHandlerException} naming the problem when the reply is
+     * invalid (e.g. beyond {@code maxMessageSize}), else (the send timed out)
+     * by its timeout. From a handler on the transport's receiving thread a
+     * reply that cannot go out at once is queued (true is returned).
      *
      * @param <R> the response class the request declares
      * @param request the request being answered
      * @param response the answer
-     * @return whether the reply was sent
+     * @return whether the reply was sent (or queued)
      */
     public <R extends Response> boolean reply(Request<R> request, R response) {
         return core.sends.reply(request, response);
@@ -315,12 +279,9 @@ public final class DXNet implements AutoCloseable {
 
     /**
      * Sends {@code request} and waits for its response, at most
-     * {@code timeoutMs} from the call: one deadline for connecting, waiting
-     * for ring and flow-control room (never longer than {@code sendTimeoutMs}
-     * either) and the answer. A send that cannot finish in time throws
-     * {@link NetworkException} (a connection not set up in time says so);
-     * no answer in time, {@link RequestTimeoutException}. A handler that
-     * threw on the remote node ends the wait with {@link RemoteHandlerException}.
+     * {@code timeoutMs} from the call: one deadline for connecting, ring and
+     * flow-control room (never longer than {@code sendTimeoutMs} either) and
+     * the answer.
      *
      * @param <R> the response class the request declares
      * @param request the request, addressed
@@ -328,7 +289,8 @@ public final class DXNet implements AutoCloseable {
      * @return the response
      * @throws RequestTimeoutException if no answer came in time
      * @throws RemoteHandlerException if the remote handler threw ({@link NoReceiverException}: nobody handles the type there)
-     * @throws NetworkException if the request could not be sent in time, or the connection failed
+     * @throws NetworkException if the request could not be sent in time (a connection not set up in time says so),
+     *     or the connection failed
      * @throws IllegalStateException if called from a handler running on the transport's receiving thread
      *     ({@link DXNetConfig#handleOnReceivingThread}): the response would arrive through the waiting thread
      */
@@ -363,33 +325,25 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Sends {@code request} without blocking: returns at once. The future
-     * completes with the response, or exceptionally: {@link RequestTimeoutException}
-     * when no answer came within {@code timeoutMs} of this call,
-     * {@link RemoteHandlerException}, or {@link NetworkException} (no
-     * connection in time, ring or window full until the deadline — never
-     * later than {@code sendTimeoutMs} — the connection failed, the node is
-     * closed, or the peer answered with another class than the request
-     * declared). A request that cannot be sent at once (no connection yet,
-     * ring or window full, or earlier deferred sends to the node ahead of it)
-     * is queued behind those and sent by a pool thread, in order (see
-     * {@link DeferredSends}); at most {@code maxDeferredBytesPerNode} of them
-     * wait per destination, beyond that the future fails at once
-     * ({@link FailureReason#OVERLOADED}). Every failure arrives through the future, as a
+     * Sends {@code request} without blocking. The future completes with the
+     * response, or with a {@link RequestTimeoutException} (no answer within
+     * {@code timeoutMs} of this call), a {@link RemoteHandlerException}, or a
      * {@link NetworkException} whose {@link NetworkException#reason() reason}
-     * says why (a message beyond {@code maxMessageSize}:
-     * {@link FailureReason#TOO_LARGE}); only arguments wrong in themselves (a
-     * timeout of 0 or less, an invalid destination) throw
-     * {@link IllegalArgumentException}. No {@link NetworkException} is thrown
-     * (the {@code throws} clause stays for source compatibility). A caller
-     * that stops waiting earlier leaves nothing behind: the entry goes at the
-     * timeout.
+     * says why: no connection in time, ring or window full until the deadline
+     * (never later than {@code sendTimeoutMs}), the connection failed, the
+     * node closed, an answer of another class than declared,
+     * {@link FailureReason#TOO_LARGE}. A request that cannot go out at once is
+     * queued behind earlier ones to its node and sent by a pool thread, in
+     * order ({@link DeferredSends}); beyond {@code maxDeferredBytesPerNode}
+     * queued per node the future fails at once ({@link FailureReason#OVERLOADED}).
+     * A caller that stops waiting leaves nothing behind (the entry goes at the timeout).
      *
      * @param <R> the response class the request declares
      * @param request the request, addressed
      * @param timeoutMs the deadline from this call, in milliseconds (more than 0)
      * @return the response's future
-     * @throws NetworkException never (kept for source compatibility)
+     * @throws NetworkException never: every failure arrives through the future (kept for source compatibility)
+     * @throws IllegalArgumentException if {@code timeoutMs} is not positive or the destination is invalid
      */
     public <R extends Response> CompletableFuture<R> sendAsync(Request<R> request, int timeoutMs) throws NetworkException {
         return core.sends.sendAsync(request, timeoutMs);
@@ -405,9 +359,8 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Messages dropped (unknown type, no receiver, late response, bad payload).
-     * The source of a plain message dropped for its type or payload is told
-     * (its {@link LossListener}).
+     * Messages dropped (unknown type, no receiver, late response, bad payload);
+     * a plain message's source hears of it (its {@link LossListener}).
      *
      * @return their number since the start
      */
@@ -416,10 +369,8 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * What this node holds for a slow consumer: received buffers waiting for
-     * the message creation coordinator (bounded by {@code ibqMaxBuffers}, and
-     * {@code ibqMaxBuffersPerSource} per source; on ib a source's buffers
-     * beyond its share are kept too, copied out: {@code ibq_spilled_bytes})…
+     * Received buffers waiting for the message creation coordinator (bounded
+     * by {@code ibqMaxBuffers}, {@code ibqMaxBuffersPerSource} per source).
      *
      * @return the number of buffers
      */
@@ -428,7 +379,7 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * …their bytes (bounded by {@code ibqMaxBytes}, or one buffer when it alone is larger)…
+     * The bytes of {@link #incomingBuffersQueued} (bounded by {@code ibqMaxBytes}, or one larger buffer).
      *
      * @return the bytes
      */
@@ -437,10 +388,9 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * …on ib also the bytes of sources beyond their share, kept outside those
-     * bounds (copied out of the receive buffers past
-     * {@code ibqMaxBuffersPerSource}); unconfirmed, so at most each sender's
-     * flow-control window…
+     * On ib, the received bytes of sources beyond their share, copied out of
+     * the receive buffers outside those bounds (unconfirmed: at most each
+     * sender's flow-control window).
      *
      * @return the bytes
      */
@@ -449,7 +399,7 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * …message batches not yet handled (bounded by {@code handlerQueueSize})…
+     * Message batches not yet handled (bounded by {@code handlerQueueSize}).
      *
      * @return the number of batches
      */
@@ -458,9 +408,8 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * …and their bytes (payload plus 64 per message; bounded by
-     * {@code handlerQueueBytes}, {@code handlerQueueBytesPerSource} per source,
-     * each source beyond by at most one buffer's messages).
+     * Their bytes: payload plus 64 per message (bounded by {@code handlerQueueBytes},
+     * {@code handlerQueueBytesPerSource} per source, each source beyond by at most one buffer's messages).
      *
      * @return the bytes
      */
@@ -502,15 +451,13 @@ public final class DXNet implements AutoCloseable {
 
     /**
      * Told when a connection failed while messages whose {@code sendMessage}
-     * had returned were not yet confirmed by the receiver: they may be lost.
-     * Also told when a receiver dropped plain messages of this node (not
-     * requests, which fail with {@link NoReceiverException}) because it could
-     * not hand them to anyone: no receiver for their type, their type not
-     * registered there, or no message could be created from their payload.
-     * Such a receiver sends a notice per source at most every 100 ms, with the
-     * messages and payload bytes dropped since its last one; the reason names
-     * the node and the types. Without a listener this is logged (at most once
-     * a second per node). Counted in {@code possible_losses}.
+     * returned were not yet confirmed by the receiver (they may be lost), and
+     * when a receiver dropped plain messages of this node (requests fail with
+     * {@link NoReceiverException} instead): no receiver or no registered type
+     * there, or no message could be created from the payload. Such a receiver
+     * tells each source at most every 100 ms what it dropped since. Without a
+     * listener this is logged (at most once a second per node). Counted in
+     * {@code possible_losses}.
      */
     public interface LossListener {
         /**
@@ -533,13 +480,12 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Whether a connection this node sends to {@code node} on is open: a send
-     * to it needs no connection set-up. False for a node that only sent to
-     * us so far, and once the connection failed or was closed (also by the
-     * least-recently-used eviction beyond {@code maxConnections}).
+     * Whether the connection this node sends to {@code node} on is open (a
+     * send needs no set-up): false for a node that only sent to us, and once
+     * the connection failed or was closed (also by eviction beyond {@code maxConnections}).
      *
      * @param node a node id
-     * @return whether the connection to {@code node} is open
+     * @return whether it is open
      */
     public boolean isConnected(int node) {
         return core.running() && core.transport.isConnected(node);
@@ -604,19 +550,14 @@ public final class DXNet implements AutoCloseable {
     }
 
     /**
-     * Closes the node; a second call returns at once. It stops receiving,
-     * gives the message creation coordinator up to 5 s to hand on what was
-     * received, and lets the handlers finish what they were handed (up to
-     * {@code requestTimeoutMs}); then the peers are told exactly what was
-     * handled, so their unconfirmed messages are not reported lost. Called
-     * from one of this node's own handlers it does not wait for the handlers
-     * (it would wait for itself) and closes without that count. Requests
-     * still waiting fail with a {@link NetworkException}, async requests not
-     * yet sent included; the handler threads end. Called from a handler
-     * running on the transport's receiving thread
-     * ({@link DXNetConfig#handleOnReceivingThread}) it returns at once and
-     * another thread closes the node (closing the transport waits for that
-     * thread).
+     * Closes the node; a second call returns at once. It stops receiving, gives
+     * the message creation coordinator up to 5 s to hand on what was received
+     * and the handlers up to {@code requestTimeoutMs} to finish it; then the
+     * peers are told what was handled, so their unconfirmed messages are not
+     * reported lost. From one of this node's handlers it does not wait for the
+     * handlers (nor tell that count); from a handler on the transport's
+     * receiving thread it returns at once and another thread closes. Requests
+     * still waiting, queued async ones included, fail with a {@link NetworkException}.
      */
     @Override
     public void close() {
