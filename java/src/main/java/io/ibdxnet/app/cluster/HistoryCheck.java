@@ -17,13 +17,19 @@ import java.util.TreeSet;
  * prints a table per scenario (the categories and what "reported" means:
  * {@link HistoryJudge}). Exit code 0 only if no failing category
  * ({@link Verdict#FAILING}: lost-unreported, duplicated, reordered,
- * corrupted, hung, delivered-after-failure, phantom) counts above 0, except
+ * corrupted, hung, delivered-after-failure, phantom; with {@code --refused}
+ * also crossed) counts above 0, except
  * those named with {@code --allow}; 1 otherwise, 2 for a bad command line.
  *
  * <pre>
- * HistoryCheck [--allow CATEGORY]... [--crash-window-ms 2000] [--grace-ms 1000]
+ * HistoryCheck [--allow CATEGORY]... [--crash-window-ms 2000] [--grace-ms 1000] [--refused]
  *              [--scenario NAME] DIR|FILE... [--scenario NAME DIR|FILE...]...
  * </pre>
+ * {@code --refused}: the nodes must refuse each other (different
+ * pre-shared keys, or a key on one side only): any message received,
+ * request handled or answer received fails the run
+ * ({@link Verdict#CROSSED}), and every send must fail or its loss be
+ * reported as usual.
  * A directory stands for its {@code *.tsv} and {@code *.history} files.
  *
  * <p><b>Covered</b> (a loss counted as reported), in short — the exact
@@ -62,6 +68,7 @@ public final class HistoryCheck {
         Set<String> allowed = new TreeSet<>();
         long crashWindowMs = 2000;
         long graceMs = 1000;
+        boolean refused = false;
         Map<String, List<Path>> scenarios = new LinkedHashMap<>();
         String scenario = "history";
         try {
@@ -77,6 +84,7 @@ public final class HistoryCheck {
                     case "--crash-window-ms": crashWindowMs = Long.parseLong(value(args, ++i)); break;
                     case "--grace-ms": graceMs = Long.parseLong(value(args, ++i)); break;
                     case "--scenario": scenario = value(args, ++i); break;
+                    case "--refused": refused = true; break;
                     default:
                         if (args[i].startsWith("--")) {
                             throw new IllegalArgumentException("unknown option " + args[i]);
@@ -90,13 +98,13 @@ public final class HistoryCheck {
         } catch (IllegalArgumentException e) {
             out.println("history-check: " + e.getMessage());
             out.println("usage: HistoryCheck [--allow " + String.join("|", ALIASES.keySet())
-                    + "]... [--crash-window-ms MS] [--grace-ms MS] [--scenario NAME] DIR|FILE... [--scenario NAME DIR|FILE...]...");
+                    + "]... [--crash-window-ms MS] [--grace-ms MS] [--refused] [--scenario NAME] DIR|FILE... [--scenario NAME DIR|FILE...]...");
             return 2;
         }
         boolean pass = true;
         try {
             for (Map.Entry<String, List<Path>> s : scenarios.entrySet()) {
-                Verdict v = check(s.getKey(), s.getValue(), crashWindowMs, graceMs);
+                Verdict v = check(s.getKey(), s.getValue(), crashWindowMs, graceMs, refused);
                 v.print(out, allowed);
                 pass &= v.failures(allowed).isEmpty();
             }
@@ -109,6 +117,17 @@ public final class HistoryCheck {
 
     /** Reads and judges one scenario's files (directories: their history files). */
     public static Verdict check(String scenario, List<Path> paths, long crashWindowMs, long graceMs) throws IOException {
+        return check(scenario, paths, crashWindowMs, graceMs, false);
+    }
+
+    /**
+     * The same; with {@code refused} the nodes promise to refuse each other
+     * (different pre-shared keys): {@link Verdict#CROSSED} counts whatever
+     * crossed, and a run in which nothing was tried fails instead of one in
+     * which nothing was accepted.
+     */
+    public static Verdict check(String scenario, List<Path> paths, long crashWindowMs, long graceMs, boolean refused)
+            throws IOException {
         List<History> histories = new ArrayList<>();
         List<String> notes = new ArrayList<>();
         for (Path p : paths) {
@@ -124,7 +143,7 @@ public final class HistoryCheck {
                 histories.add(r.history);
             }
         }
-        Verdict v = new HistoryJudge(scenario, histories, crashWindowMs, graceMs).judge();
+        Verdict v = new HistoryJudge(scenario, histories, crashWindowMs, graceMs, refused).judge();
         notes.forEach(v::note);
         return v;
     }

@@ -71,11 +71,11 @@ final class HistoryJudge {
     private final long graceMs;
     private final Verdict v;
 
-    HistoryJudge(String scenario, List<History> histories, long crashWindowMs, long graceMs) {
+    HistoryJudge(String scenario, List<History> histories, long crashWindowMs, long graceMs, boolean refused) {
         this.histories = histories;
         this.crashWindowMs = crashWindowMs;
         this.graceMs = graceMs;
-        this.v = new Verdict(scenario);
+        this.v = new Verdict(scenario, refused);
     }
 
     private static String key(int sender, long incarnation, int dest, long seq) {
@@ -95,6 +95,9 @@ final class HistoryJudge {
             judgeRequests(h);
         }
         judgeUnmatchedReceives(received, sent);
+        if (v.refused) {
+            judgeRefusal();
+        }
         for (History h : histories) {
             long accepted = h.sends.stream().filter(s -> s.failure == null).count();
             v.incarnation(String.format("%s: %d sent (%d failed), %d received, %d requests sent, %d handled, %d loss events",
@@ -222,6 +225,29 @@ final class HistoryJudge {
                 v.add(Verdict.REQ_UNJUDGED, null);
             } else {
                 v.requestFailed(r.reason);
+            }
+        }
+    }
+
+    /**
+     * Nodes that refuse each other (different pre-shared keys): every record
+     * of data from another node is one too many, whatever its send says —
+     * a message received, a request handled, an answer received.
+     */
+    private void judgeRefusal() {
+        for (History h : histories) {
+            for (History.Recv r : h.recvs) {
+                v.add(Verdict.CROSSED, "message " + key(r.sender, r.senderIncarnation, h.node, r.seq) + " received by "
+                        + h.name());
+            }
+            for (History.Recv r : h.handled) {
+                v.add(Verdict.CROSSED, "request " + key(r.sender, r.senderIncarnation, h.node, r.seq) + " handled by "
+                        + h.name());
+            }
+            for (History.Req r : h.requests.values()) {
+                if ("answered".equals(r.outcome) || "badanswer".equals(r.outcome)) {
+                    v.add(Verdict.CROSSED, "request " + key(h.node, h.incarnation, r.dest, r.seq) + " answered");
+                }
             }
         }
     }

@@ -25,6 +25,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * drain      t dest answered|failed [why]   (HistoryNode's end: dest handled all we sent before)
  * drained    t peer                         (a peer's drain answered here)
  * tick       t                              (every FLUSH_MS: the process ran then)
+ * stats      t key=value key=value ...      (DXNet.transportStats as the node stops the orderly way)
  * note       t text
  * end        t why
  * </pre>

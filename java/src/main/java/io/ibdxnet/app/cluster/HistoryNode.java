@@ -246,6 +246,7 @@ public final class HistoryNode {
         DXNet n = net;
         net = null;
         if (n != null) {
+            writeStats(n);
             try {
                 n.close();
             } catch (RuntimeException e) {
@@ -253,5 +254,22 @@ public final class HistoryNode {
             }
         }
         log.end(why);
+    }
+
+    /**
+     * The transport's counters as the node ends ({@code DXNet.transportStats},
+     * on ib the engine's: the authentication layer's {@code dropped_unauthenticated}
+     * among them): one {@code stats} line of {@code key=value} pairs in the
+     * history, and the same on stdout.
+     */
+    private void writeStats(DXNet n) {
+        try {
+            StringBuilder b = new StringBuilder();
+            n.transportStats().forEach((k, v) -> b.append(b.length() == 0 ? "" : " ").append(k).append('=').append(v));
+            log.write("stats", b);
+            System.out.println("history-node " + o.node + ": transportStats " + b);
+        } catch (RuntimeException e) {
+            log.write("note", "transportStats failed: " + e);
+        }
     }
 }

@@ -13,7 +13,7 @@ import java.util.stream.Stream;
  * Reads {@link HistoryLog} files back. A line that does not parse (the
  * half-written last line of a killed process) is skipped and counted; kinds
  * it does not judge ({@code conn}, {@code drain}, {@code drained},
- * {@code note}) are read past.
+ * {@code note}, {@code stats}) are read past.
  */
 final class HistoryReader {
     private HistoryReader() {}
@@ -104,7 +104,7 @@ final class HistoryReader {
                 h.ended = true;
                 break;
             default:
-                break; // conn, drain, drained, note: for people reading the file
+                break; // conn, drain, drained, note, stats: for people (and scripts) reading the file
         }
         h.lastTime = Math.max(h.lastTime, t);
     }

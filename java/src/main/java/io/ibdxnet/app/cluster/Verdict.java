@@ -33,25 +33,34 @@ public final class Verdict {
     public static final String REQ_FAILED = "requests failed";
     public static final String REQ_HUNG = "requests hung past deadline";
     public static final String REQ_UNJUDGED = "requests open at the sender's death";
+    /**
+     * Only when the scenario promises that nodes refuse each other
+     * ({@code HistoryCheck --refused}, e.g. different pre-shared keys):
+     * each message received, request handled or answer received.
+     */
+    public static final String CROSSED = "received across the refusal";
 
     /** The categories that fail a run unless allowed (expected) on the command line. */
     public static final Set<String> FAILING = new TreeSet<>(Arrays.asList(LOST_UNREPORTED, DUPLICATED, REORDERED,
-            CORRUPTED, REQ_HUNG, DELIVERED_AFTER_FAILURE, PHANTOM));
+            CORRUPTED, REQ_HUNG, DELIVERED_AFTER_FAILURE, PHANTOM, CROSSED));
 
     private static final List<String> ORDER = Arrays.asList(SENT, SEND_FAILED, DELIVERED, LOST_REPORTED,
             LOST_UNREPORTED, LOST_WITH_SENDER, DUPLICATED, REORDERED, CORRUPTED, DELIVERED_AFTER_FAILURE, PHANTOM,
-            UNRECORDED, REQ_SENT, REQ_ANSWERED, REQ_FAILED, REQ_HUNG, REQ_UNJUDGED);
+            UNRECORDED, REQ_SENT, REQ_ANSWERED, REQ_FAILED, REQ_HUNG, REQ_UNJUDGED, CROSSED);
     private static final int EXAMPLES = 5;
 
     public final String scenario;
+    /** Whether the scenario promises that nothing crosses between nodes ({@link #CROSSED}). */
+    public final boolean refused;
     private final Map<String, Long> counts = new LinkedHashMap<>();
     private final Map<String, Long> requestFailures = new TreeMap<>();
     private final Map<String, List<String>> examples = new TreeMap<>();
     private final List<String> incarnations = new ArrayList<>();
     private final List<String> notes = new ArrayList<>();
 
-    Verdict(String scenario) {
+    Verdict(String scenario, boolean refused) {
         this.scenario = scenario;
+        this.refused = refused;
         for (String c : ORDER) {
             counts.put(c, 0L);
         }
@@ -97,12 +106,15 @@ public final class Verdict {
     /**
      * Failing categories with a count above 0 that {@code allowed} does not
      * list; a scenario in which nothing was accepted fails too (a node that
-     * never ran must not pass as a clean run).
+     * never ran must not pass as a clean run) — when nodes refuse each other
+     * ({@link #refused}), one in which nothing was even tried.
      */
     public List<String> failures(Set<String> allowed) {
         List<String> out = new ArrayList<>();
-        if (count(SENT) == 0) {
+        if (!refused && count(SENT) == 0) {
             out.add("nothing was sent");
+        } else if (refused && count(SENT) + count(SEND_FAILED) + count(REQ_SENT) == 0) {
+            out.add("nothing was tried");
         }
         for (String c : ORDER) {
             if (FAILING.contains(c) && count(c) > 0 && !allowed.contains(c)) {
@@ -123,6 +135,9 @@ public final class Verdict {
         }
         out.printf("   %-44s %10s%n", "category", "count");
         for (String c : ORDER) {
+            if (c.equals(CROSSED) && !refused) {
+                continue;
+            }
             long n = count(c);
             String mark = FAILING.contains(c) ? (n == 0 ? "" : allowed.contains(c) ? "  (allowed)" : "  <-- FAIL") : "";
             out.printf("   %-44s %10d%s%n", c, n, mark);

@@ -350,6 +350,35 @@ public class HistoryCheckTest {
     }
 
     @Test
+    public void nodesThatRefuseEachOtherPassOnlyIfNothingCrossed() throws Exception {
+        File a = new File("node-0.0.tsv", 0, 100);
+        File b = new File("node-1.0.tsv", 1, 200);
+        a.add("send", 10, 1, 0, 64, crc(0), "fail", "TIMEOUT", "no connection");
+        a.add("req", 20, 1, 0, 5000).add("reqend", 2020, 1, 0, "failed", "TIMEOUT", "-");
+        b.add("send", 10, 0, 0, 64, crc(0), "fail", "TIMEOUT", "no connection");
+        a.end(9000);
+        b.end(9000);
+        writeAll(a, b);
+        assertEquals("nothing accepted: no clean run of the usual kind", 1, exit());
+        assertEquals(0, exit("--refused"));
+        assertEquals(0, HistoryCheck.check("t", List.of(dir), 2000, 1000, true).count(Verdict.CROSSED));
+        b.lines.remove(b.lines.size() - 1);
+        b.recv(30, 0, 100, 7).end(9000); // a message of another run, or one that got through
+        a.lines.remove(a.lines.size() - 1);
+        a.add("req", 40, 1, 1, 5000).add("reqend", 50, 1, 1, "answered", "-", "-").end(9000);
+        writeAll(a, b);
+        Verdict v = HistoryCheck.check("t", List.of(dir), 2000, 1000, true);
+        assertEquals(2, v.count(Verdict.CROSSED));
+        assertEquals(1, exit("--refused"));
+        File c = new File("node-0.0.tsv", 0, 100);
+        c.end(9000);
+        File d = new File("node-1.0.tsv", 1, 200);
+        d.end(9000);
+        writeAll(c, d);
+        assertEquals("nothing tried", 1, exit("--refused"));
+    }
+
+    @Test
     public void badCommandLinesAreRefused() {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         assertEquals(2, HistoryCheck.run(new String[] {"--allow", "everything", dir.toString()}, new PrintStream(out)));
