@@ -18,7 +18,9 @@ import java.util.concurrent.locks.LockSupport;
  * rates; slots missed by more than 100 ms (a send that waited) are skipped,
  * not sent in a burst, and after a failed send the peer is left alone for
  * {@link #BACKOFF_MS} (skipped slots are not attempts: nothing is recorded
- * for them). Messages go through {@code sendMessage} (blocking, in order
+ * for them). After a message that failed while request slots passed, the
+ * next attempt is a request: else a peer that refuses us (each send waiting
+ * for the connect timeout) would only ever be sent messages. Messages go through {@code sendMessage} (blocking, in order
  * from this one thread), requests through {@code sendAsync} with the
  * deadline (never blocks; in order with the messages).
  */
@@ -54,6 +56,7 @@ final class PeerSender implements Runnable {
         long messages = 0;
         long requests = 0;
         long quietUntil = start;
+        boolean requestOwed = false;
         while (!stopped) {
             long now = System.nanoTime();
             if (now >= end) {
@@ -68,9 +71,17 @@ final class PeerSender implements Runnable {
             messages = Math.max(messages, dueMessages - Math.max(1, o.rate / 10));
             requests = Math.max(requests, dueRequests - Math.max(1, o.requestsPerSecond / 10));
             boolean ok = true;
-            if (messages < dueMessages) {
+            if (requestOwed && now >= quietUntil) {
+                requestOwed = false;
+                requests++;
+                ok = sendRequest();
+            } else if (messages < dueMessages) {
                 messages++;
                 ok = sendMessage();
+                // A message that waited and failed (a peer that refuses us: each send waits for
+                // the connect timeout) let request slots pass: the next attempt is a request, so
+                // requests are tried too rather than starved by messages that are always due first.
+                requestOwed = !ok && due(System.nanoTime() - start, o.requestsPerSecond) > requests;
             } else if (requests < dueRequests) {
                 requests++;
                 ok = sendRequest();
