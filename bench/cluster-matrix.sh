@@ -5,20 +5,26 @@
 # rxe0, fabric verbs, messages and requests all to all), then HistoryCheck over
 # the histories of every incarnation; one table row per run.
 #
-#   bench/cluster-matrix.sh [-r R] [-s NAME[,NAME...]] [-o DIR]
-#   ./ibdxnet bench cluster [-r R] [-s NAME[,NAME...]] [-o DIR]
+#   bench/cluster-matrix.sh [-n N] [-r R] [-s NAME[,NAME...]] [-o DIR]
+#   ./ibdxnet bench cluster [-n N] [-r R] [-s NAME[,NAME...]] [-o DIR]
 #
+#   -n N     VMs per run, 2..4 (default 2; key-one-side takes 2 only)
 #   -r R     runs per scenario (default 3)
 #   -s NAMES scenarios, comma-separated (default: all, in the order below)
 #   -o DIR   output (default bench/results/cluster-matrix-<date>T<time>): matrix.txt
-#            (everything printed), table.txt, and per run SCENARIO.RUN/ (cluster.sh's
-#            node files; share/ holds the histories, the fault markers, rxe counters)
+#            (everything printed), table.txt, and per run SCENARIO.RUN/ (SCENARIO-nN.RUN/
+#            with N > 2: cluster.sh's node files; share/ holds the histories, the fault
+#            markers, rxe counters)
 #
-# Every scenario has 2 VMs, each node sending 500 msg/s (64 B) and 20 requests/s
-# (deadline 5 s) to the other and lingering up to 10 s (the CI stage's
-# settings). Both send over the same wall-clock span whenever their JVMs came
+# With 2 VMs each node sends 500 msg/s (64 B) and 20 requests/s (deadline 5 s)
+# to the other and lingers up to 10 s (the CI stage's settings). With N > 2
+# every node sends to every other, and the per-peer rates are lowered so that
+# the cluster as a whole sends what 2 VMs send (1 000 msg/s, 40 requests/s:
+# 166 and 7 per peer with 3 VMs, 83 and 3 with 4; printed in the settings
+# line): all VMs share the host's cores under TCG, and a run is judged on
+# correctness, not on a starved VM. All send over the same wall-clock span whenever their JVMs came
 # up (--start-at-ms / --stop-at-ms, as bench/history-local.sh does): from
-# STARTUP_S (60) s after the launch, for SEND_SECONDS (20; the mid-run faults
+# STARTUP_S (60; 90 with 3 VMs, 120 with 4) s after the launch, for SEND_SECONDS (20; the mid-run faults
 # MIDRUN_SECONDS, 30; crash-restart CRASH_SECONDS, 90). A JVM up later begins
 # at once (the log gives each history's first send against the common start). The promise each scenario tests; every one also
 # promises no duplicate, no reordering, no corruption, no phantom, no message
@@ -54,48 +60,67 @@
 #                   incarnation (after = messages to or from it).
 #   mtu-9000        cluster.sh --mtu 9000 (RoCE path MTU 4096), no fault:
 #                   everything delivered.
+#   key-mismatch    a different pre-shared key on every VM (IBDXNET_AUTH_KEY,
+#                   history-node.sh's HISTORY_AUTH_KEYS; random keys of 32
+#                   bytes made per run, never printed): the nodes never
+#                   exchange data — no message received, no request handled
+#                   or answered (HistoryCheck --refused, and the column
+#                   crossed: the histories' recv and reqhandled lines counted
+#                   apart, must be 0); every send fails with its reason or its
+#                   loss is reported, every request fails by its deadline; and
+#                   each node's engine counted the other's control packets as
+#                   dropped_unauthenticated (column unauth, from the stats
+#                   line each HistoryNode writes at its end; each must be > 0).
+#   key-one-side    a key on node 0, none on node 1: the same promise.
 #
-# Columns: nodes = exit codes of node 0 and node 1 (124: time limit or killed;
+# Columns: nodes = exit codes of node 0, 1, ... (124: time limit or killed;
 # crash-restart: node 1's killed instance>its restart), check = HistoryCheck's exit code, then HistoryCheck's counts: sent
-# (accepted), delivered, lost-and-reported, lost-unreported, duplicated,
+# (accepted), sfail (sends that threw), delivered, lost-and-reported, lost-unreported, duplicated,
 # reordered, corrupted, "other" (delivered after a failed send + received never
 # sent), killed (lost with its killed sender + received, send unrecorded),
 # requests sent / answered / failed (by reason) / hung; after = messages sent
 # after the fault ended and delivered, node 0>1 / 1>0 (crash-restart: after
 # the new incarnation's start, to and from it), resume_s = seconds from that
 # moment to the send of the first such message, the later direction's (never:
-# a direction had none; the two VMs' clocks may differ by up to a second).
+# a direction had none; the two VMs' clocks may differ by up to a second;
+# with N > 2 these two columns are about nodes 0 and 1 only); crossed =
+# recv + reqhandled lines in all histories (key scenarios; - otherwise);
+# unauth = each node's dropped_unauthenticated at its end (key scenarios).
 #
-# Environment: STARTUP_S (60), SEND_SECONDS (20), MIDRUN_SECONDS (30),
-# CRASH_SECONDS (90), KILL_AFTER (8), VM_LIMIT (cluster.sh -t, 300), NODE_ARGS
+# Environment: STARTUP_S (60 + 30 per VM beyond 2), SEND_SECONDS (20), MIDRUN_SECONDS (30),
+# CRASH_SECONDS (90), KILL_AFTER (8), VM_LIMIT (cluster.sh -t, 300 + 60 per VM beyond 2), NODE_ARGS
 # (more HistoryNode options for every run; they come last, so NODE_ARGS="--rate
 # 200" overrides the rate).
 # The VMs run JVMs: RXE_VM_ACCEL="tcg,thread=single" RXE_VM_MEM=2G as in CI. One
 # cluster at a time; on a shared host start it under nice (nice -n 5).
 # Needs build/main-classpath.txt (gradle mainClasspathFile) and target/release.
-# Exit 0 only if every run's nodes exited 0 and HistoryCheck passed.
+# Exit 0 only if every run's nodes exited 0 and HistoryCheck passed (key
+# scenarios: with --refused, crossed 0 and every node's unauth > 0).
 
 set -u -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS=$ROOT/tools/cluster-vm
-ALL="baseline loss-1 loss-5 delay-reorder link-down-2s partition-long crash-restart mtu-9000"
-runs=3 names="" out=""
-usage() { sed -n '8,15p' "$0" >&2; exit 2; }
-while getopts "r:s:o:h" opt; do
+ALL="baseline loss-1 loss-5 delay-reorder link-down-2s partition-long crash-restart mtu-9000 key-mismatch key-one-side"
+n=2 runs=3 names="" out=""
+usage() { sed -n '8,17p' "$0" >&2; exit 2; }
+while getopts "n:r:s:o:h" opt; do
 	case "$opt" in
+	n) n=$OPTARG ;;
 	r) runs=$OPTARG ;;
 	s) names=${OPTARG//,/ } ;;
 	o) out=$OPTARG ;;
-	h) sed -n '2,76p' "$0"; exit 0 ;;
+	h) sed -n '2,98p' "$0"; exit 0 ;;
 	*) usage ;;
 	esac
 done
 shift $((OPTIND - 1))
 [ $# = 0 ] || usage
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "cluster-matrix: -r must be a positive number" >&2; exit 2; }
+[[ "$n" =~ ^[2-4]$ ]] || { echo "cluster-matrix: -n must be 2..4" >&2; exit 2; }
 names=${names:-$ALL}
 for s in $names; do
 	[[ " $ALL " == *" $s "* ]] || { echo "cluster-matrix: unknown scenario $s (one of: $ALL)" >&2; exit 2; }
+	[ "$s" != key-one-side ] || [ "$n" = 2 ] || { echo "cluster-matrix: key-one-side takes 2 VMs (-n 2)" >&2; exit 2; }
 done
 CP_FILE=$ROOT/build/main-classpath.txt
 [ -f "$CP_FILE" ] || { echo "no $CP_FILE: run 'gradle mainClasspathFile' first" >&2; exit 2; }
@@ -108,11 +133,14 @@ out=$(cd "$out" && pwd)
 
 SEND_SECONDS=${SEND_SECONDS:-20}
 KILL_AFTER=${KILL_AFTER:-8}
-STARTUP_S=${STARTUP_S:-60}
+STARTUP_S=${STARTUP_S:-$((60 + 30 * (n - 2)))}
 MIDRUN_SECONDS=${MIDRUN_SECONDS:-30}
 CRASH_SECONDS=${CRASH_SECONDS:-90}
-VM_LIMIT=${VM_LIMIT:-300}
-BASE_ARGS="--rate 500 --requests-per-second 20 --deadline-ms 5000 --linger-ms 10000${NODE_ARGS:+ $NODE_ARGS}"
+VM_LIMIT=${VM_LIMIT:-$((300 + 60 * (n - 2)))}
+# Per peer: the cluster as a whole sends 1000 msg/s and 40 requests/s, as 2 VMs do.
+pairs=$((n * (n - 1)))
+rate=$((1000 / pairs)) reqs=$(((40 + pairs / 2) / pairs))
+BASE_ARGS="--rate $rate --requests-per-second $reqs --deadline-ms 5000 --linger-ms 10000${NODE_ARGS:+ $NODE_ARGS}"
 export RXE_VM_ACCEL=${RXE_VM_ACCEL:-tcg,thread=single} RXE_VM_MEM=${RXE_VM_MEM:-2G}
 
 exec > >(tee -a "$out/matrix.txt") 2>&1
@@ -127,11 +155,13 @@ on_signal() {
 trap on_signal INT TERM
 
 echo "cluster-matrix: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores, $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo '+changes')"
-echo "command: $0 -r $runs -s ${names// /,} -o $out"
+echo "command: $0 -n $n -r $runs -s ${names// /,} -o $out"
 echo "uptime at start: $(uptime)"
 echo "settings: sending from launch + $STARTUP_S s for $SEND_SECONDS s (mid-run faults $MIDRUN_SECONDS s," \
 	"crash-restart $CRASH_SECONDS s, node 1 killed $KILL_AFTER s after its first send), HistoryNode $BASE_ARGS;" \
 	"RXE_VM_ACCEL=$RXE_VM_ACCEL RXE_VM_MEM=$RXE_VM_MEM"
+[ "$n" = 2 ] || echo "settings: $n VMs, all to all: per-peer rates lowered from 500 msg/s and 20 requests/s to" \
+	"$rate and $reqs, so that the cluster sends what 2 VMs send (the VMs share the host's $(nproc) cores under TCG)"
 
 # The count HistoryCheck printed for CATEGORY (exact name) in FILE.
 count() { sed -n "s/^   $1  *\([0-9][0-9]*\).*/\1/p" "$2" | head -1; }
@@ -153,7 +183,7 @@ delivered_after() {
 after_fault() { # SHARE KIND
 	local share=$1 kind=$2 e a b n1 f1 n2 f2
 	case "$kind" in
-	plain) echo "- -"; return ;;
+	plain|key) echo "- -"; return ;;
 	crash)
 		[ -f "$share/node-1.1.tsv" ] || { echo "0 no-restart"; return; }
 		e=$(awk -F'\t' '$1 == "start" { print $2; exit }' "$share/node-1.1.tsv")
@@ -174,32 +204,56 @@ after_fault() { # SHARE KIND
 	fi
 }
 
-FMT='%-15s %3s %-9s %5s %6s %6s %6s %6s %4s %5s %4s %5s %6s %5s %5s %5s %-26s %4s %11s %8s %s\n'
+FMT='%-17s %3s %-11s %5s %6s %5s %6s %6s %6s %4s %5s %4s %5s %6s %5s %5s %5s %-26s %4s %11s %8s %7s %-11s %s\n'
 header() {
-	printf "$FMT" scenario run nodes check sent deliv lost_r LOST_U dup reord corr other killed \
-		req ans fail "fail_by" hung after resume_s verdict
+	printf "$FMT" scenario run nodes check sent sfail deliv lost_r LOST_U dup reord corr other killed \
+		req ans fail "fail_by" hung after resume_s crossed unauth verdict
 }
 header > "$out/table.txt"
 
+# The key scenarios' own figures for one run's share/ directory: "CROSSED UNAUTH":
+# recv and reqhandled lines in all histories (data that crossed the refusal),
+# and each node's dropped_unauthenticated from its history's stats line (-: no
+# stats line, the node did not end the orderly way), joined by /.
+key_figures() { # SHARE
+	local share=$1 i crossed u="" v
+	crossed=$(cat "$share"/node-*.tsv 2>/dev/null | awk -F'\t' '$1 == "recv" || $1 == "reqhandled"' | wc -l)
+	for ((i = 0; i < n; i++)); do
+		v=$(stat_of "$share/node-$i.0.tsv" dropped_unauthenticated)
+		u+="${u:+/}${v:--}"
+	done
+	echo "$crossed $u"
+}
+
+# stat_of HISTORY KEY: KEY's value in the history's stats line (empty: none).
+stat_of() {
+	awk -F'\t' -v k="$2" '$1 == "stats" { n = split($3, kv, " "); for (i = 1; i <= n; i++) {
+		split(kv[i], p, "="); if (p[1] == k) v = p[2] } } END { print v }' "$1" 2>/dev/null
+}
+
 # row SCENARIO RUN NODES_RC CHECK_RC CHECK_FILE SHARE KIND
 row() {
-	local f=$5 c by verdict a
+	local f=$5 c by verdict a k="- -"
 	by=$(sed -n 's/^     by \([A-Z_a-z]*\)  *\([0-9]*\)$/\1:\2/p' "$f" | paste -sd, -)
 	verdict=$(sed -n 's/^   verdict: //p' "$f" | head -1)
 	a=$(after_fault "$6" "$7")
-	# shellcheck disable=SC2046
+	[ "$7" != key ] || k=$(key_figures "$6")
+	# shellcheck disable=SC2046,SC2086
 	printf "$FMT" "$1" "$2" "$3" "$4" \
-		"$(count 'sent (accepted)' "$f")" "$(count delivered "$f")" "$(count lost-and-reported "$f")" \
+		"$(count 'sent (accepted)' "$f")" "$(count 'send failed (told at once)' "$f")" "$(count delivered "$f")" "$(count lost-and-reported "$f")" \
 		"$(count lost-unreported "$f")" "$(count duplicated "$f")" "$(count reordered "$f")" "$(count corrupted "$f")" \
 		"$(( $(count 'delivered though its send failed' "$f") + $(count 'received, never sent' "$f") ))" \
 		"$(( $(count 'lost with its killed sender' "$f") + $(count 'received, send unrecorded (sender killed)' "$f") ))" \
 		"$(count 'requests sent' "$f")" "$(count 'requests answered' "$f")" "$(count 'requests failed' "$f")" \
-		"${by:--}" "$(count 'requests hung past deadline' "$f")" $a "${verdict:-no verdict}"
+		"${by:--}" "$(count 'requests hung past deadline' "$f")" $a $k "${verdict:-no verdict}"
 }
+
+# A pre-shared key for one node of one run: 24 random bytes in base64 (32 bytes).
+new_key() { head -c 24 /dev/urandom | base64; }
 
 fail=0
 for scenario in $names; do
-	mtu=1500 kind=plain secs=$SEND_SECONDS
+	mtu=1500 kind=plain secs=$SEND_SECONDS keys=""
 	declare -a env=()
 	case "$scenario" in
 	baseline) ;;
@@ -210,27 +264,42 @@ for scenario in $names; do
 	partition-long) kind=midrun secs=$MIDRUN_SECONDS; env=(-e HISTORY_FAULT_AT="5 partition 6" -e HISTORY_FAULT_AT_NODES=1) ;;
 	crash-restart) kind=crash secs=$CRASH_SECONDS ;;
 	mtu-9000) mtu=9000 ;;
+	key-mismatch) kind=key keys=each ;;
+	key-one-side) kind=key keys=node0 ;;
 	esac
+	label=$scenario
+	[ "$n" = 2 ] || label=$scenario-n$n
 	for ((run = 1; run <= runs; run++)); do
-		dir=$out/$scenario.$run
+		dir=$out/$label.$run
 		echo
-		echo "-- $scenario run $run ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg)): $dir"
+		echo "-- $label run $run ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg)): $dir"
 		t0=$SECONDS
 		start_at=$(( $(date +%s%3N) + STARTUP_S * 1000 ))
 		args="$BASE_ARGS --start-at-ms $start_at --stop-at-ms $((start_at + secs * 1000))"
+		shown=${env[*]:+ ${env[*]}}
+		if [ -n "$keys" ]; then
+			# New keys every run; the log names them, never shows them.
+			k=""
+			for ((i = 0; i < n; i++)); do
+				if [ "$keys" = each ] || [ "$i" = 0 ]; then k+="${k:+ }$(new_key)"; else k+="${k:+ }-"; fi
+			done
+			env=(-e HISTORY_AUTH_KEYS="$k")
+			shown=" -e HISTORY_AUTH_KEYS=\"$(for ((i = 0; i < n; i++)); do
+				if [ "$keys" = each ] || [ "$i" = 0 ]; then printf '<key %s> ' "$i"; else printf -- '- '; fi; done)\""
+		fi
 		if [ "$kind" != crash ]; then
-			echo "   cluster.sh -n 2 -t $VM_LIMIT --mtu $mtu${env[*]:+ ${env[*]}} -e HISTORY_ARGS=\"$args\" -- history-node.sh ib $secs"
-			"$TOOLS/cluster.sh" -n 2 -t "$VM_LIMIT" -o "$dir" --mtu "$mtu" ${env[@]+"${env[@]}"} \
+			echo "   cluster.sh -n $n -t $VM_LIMIT --mtu $mtu$shown -e HISTORY_ARGS=\"$args\" -- history-node.sh ib $secs"
+			"$TOOLS/cluster.sh" -n "$n" -t "$VM_LIMIT" -o "$dir" --mtu "$mtu" ${env[@]+"${env[@]}"} \
 				-e HISTORY_ARGS="$args" -- "$TOOLS/history-node.sh" ib "$secs" 2>&1 &
 			child=$!
 			wait "$child"
 			child=""
-			nodes="$(cat "$dir/node-0.rc" 2>/dev/null || echo -),$(cat "$dir/node-1.rc" 2>/dev/null || echo -)"
+			nodes=""
+			for ((i = 0; i < n; i++)); do nodes+="${nodes:+,}$(cat "$dir/node-$i.rc" 2>/dev/null || echo -)"; done
 		else
-			echo "   lib.sh: both nodes with HISTORY_ARGS=\"$args\"; node 1 killed $KILL_AFTER s after its first send, started again"
-			cluster_init "$dir" 2 1500 "$VM_LIMIT" -e HISTORY_ARGS="$args" -- "$TOOLS/history-node.sh" ib "$secs" || exit 2
-			cluster_start_node 0
-			cluster_start_node 1
+			echo "   lib.sh: $n nodes with HISTORY_ARGS=\"$args\"; node 1 killed $KILL_AFTER s after its first send, started again"
+			cluster_init "$dir" "$n" 1500 "$VM_LIMIT" -e HISTORY_ARGS="$args" -- "$TOOLS/history-node.sh" ib "$secs" || exit 2
+			for ((i = 0; i < n; i++)); do cluster_start_node "$i"; done
 			for ((i = 0; i < 2400; i++)); do
 				grep -q '^send	' "$dir/share/node-1.0.tsv" 2>/dev/null && break
 				cluster_node_running 1 || break
@@ -246,8 +315,11 @@ for scenario in $names; do
 				echo "   still running after $((SECONDS - t0)) s, killing what is left"
 			cluster_stop_all
 			cluster_table
-			# node 0's code, node 1's killed instance > its restart
-			nodes="$(cat "$dir/node-0.rc" 2>/dev/null || echo -),$rc10>$(cat "$dir/node-1.rc" 2>/dev/null || echo -)"
+			# every node's code; node 1: its killed instance's > its restart's
+			nodes=""
+			for ((i = 0; i < n; i++)); do
+				nodes+="${nodes:+,}$([ "$i" = 1 ] && printf '%s>' "$rc10")$(cat "$dir/node-$i.rc" 2>/dev/null || echo -)"
+			done
 		fi
 		echo "   cluster ended after $((SECONDS - t0)) s, node exit codes $nodes"
 		# When each history began to send and first received, against the common start.
@@ -260,13 +332,34 @@ for scenario in $names; do
 		for f in "$dir"/share/*.faults; do
 			[ -f "$f" ] && sed "s|^|   ${f##*/}: |" "$f"
 		done
-		java -cp "$CP" io.ibdxnet.app.cluster.HistoryCheck --scenario "$scenario.$run" "$dir/share" > "$dir/check.txt" 2>&1
+		refused=""
+		if [ "$kind" = key ]; then
+			refused=--refused
+			# The engine's view of the refusal: its authentication and connection counters.
+			for f in "$dir"/share/node-*.tsv; do
+				[ -f "$f" ] || continue
+				echo "   ${f##*/} counters at its end: $(awk -F'\t' '$1 == "stats" { n = split($3, kv, " ")
+					for (i = 1; i <= n; i++) if (kv[i] ~ /^(dropped_unauthenticated|dropped_unverified|dropped_replayed|dropped_ahead|auth_|connections_created|possible_losses|packets_in|packets_out)/)
+						printf "%s ", kv[i]; found = 1 } END { if (!found) printf "no stats line" }' "$f")"
+			done
+		fi
+		java -cp "$CP" io.ibdxnet.app.cluster.HistoryCheck $refused --scenario "$label.$run" "$dir/share" > "$dir/check.txt" 2>&1
 		crc=$?
 		cat "$dir/check.txt"
 		# A pass: HistoryCheck passed and every node exited 0 (crash-restart: the
-		# killed instance aside).
-		case "$crc:$kind:$nodes" in 0:plain:0,0 | 0:midrun:0,0 | 0:crash:0,*\>0) ;; *) fail=1 ;; esac
-		r=$(row "$scenario" "$run" "$nodes" "$crc" "$dir/check.txt" "$dir/share" "$kind")
+		# killed instance aside); the key scenarios: nothing crossed, and every
+		# node counted the other's packets as unauthenticated.
+		[ "$crc" = 0 ] || fail=1
+		[[ "$(sed 's/[^,>]*>//' <<< "$nodes")" =~ ^0(,0)*$ ]] || fail=1
+		if [ "$kind" = key ]; then
+			read -r crossed unauth < <(key_figures "$dir/share")
+			echo "   across the key boundary: $crossed messages received or requests handled; dropped_unauthenticated per node: $unauth"
+			echo "   sends failed by reason: $(cat "$dir"/share/node-*.tsv | awk -F'\t' '$1 == "send" && $7 == "fail" { n[$8]++ }
+				END { for (r in n) printf "%s:%d ", r, n[r] }')"
+			[ "$crossed" = 0 ] || { fail=1; echo "   FAIL: data crossed the key boundary"; }
+			[[ "$unauth" =~ ^[1-9][0-9]*(/[1-9][0-9]*)*$ ]] || { fail=1; echo "   FAIL: a node did not count refused packets (or wrote no stats)"; }
+		fi
+		r=$(row "$label" "$run" "$nodes" "$crc" "$dir/check.txt" "$dir/share" "$kind")
 		echo "$r" >> "$out/table.txt"
 		header
 		echo "$r"

@@ -11,12 +11,31 @@
 # `sleep 5` to 8 s and its last `date` by 12 s); it writes node-I.K.faults
 # (sending-seen / fault-start / fault-end: epoch ms of this VM's clock, the
 # history's clock, and the guest uptime) into the shared output;
-# HISTORY_ARGS adds HistoryNode options (rate, requests, deadline, ...).
+# HISTORY_ARGS adds HistoryNode options (rate, requests, deadline, ...);
+# HISTORY_NODES="HOST:PORT,HOST:PORT,..." replaces the list made of CLUSTER_IPS;
+# HISTORY_AUTH_KEYS="KEY0 KEY1 ..." gives node I the I-th word as its pre-shared
+# key (IBDXNET_AUTH_KEY; "-" or a missing word: no key), so that nodes can hold
+# different keys (bench/cluster-matrix.sh's key-mismatch and key-one-side).
+# The node writes its transportStats (the engine's counters) as a `stats` line
+# into its history at its orderly end.
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 transport=${1:-ib} seconds=${2:-20}
 me=$CLUSTER_NODE out=$CLUSTER_OUT port=22400
-nodes=$(for ip in $CLUSTER_IPS; do printf '%s:%s,' "$ip" "$port"; done)
+# HISTORY_NODES: the --nodes list itself (several nodes in one VM: one-vm-pair.sh).
+nodes=${HISTORY_NODES:-$(for ip in $CLUSTER_IPS; do printf '%s:%s,' "$ip" "$port"; done)}
+if [ -n "${HISTORY_AUTH_KEYS:-}" ]; then
+	read -r -a keys <<< "$HISTORY_AUTH_KEYS"
+	key=${keys[$me]:--}
+	if [ "$key" = - ]; then
+		unset IBDXNET_AUTH_KEY
+		echo "history-node.sh[node$me]: no pre-shared key" >&2
+	else
+		export IBDXNET_AUTH_KEY=$key
+		# never the key itself: its length and a hash prefix, to tell keys apart
+		echo "history-node.sh[node$me]: pre-shared key of ${#key} bytes, sha256 $(printf '%s' "$key" | sha256sum | cut -c1-8)" >&2
+	fi
+fi
 [ -z "${HISTORY_FAULT:-}" ] || "$CLUSTER_TOOLS/fault.sh" $HISTORY_FAULT || exit 1
 fault_pid=""
 fault_file=$out/node-$me.$CLUSTER_INSTANCE.faults
