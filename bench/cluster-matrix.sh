@@ -162,6 +162,11 @@ echo "settings: sending from launch + $STARTUP_S s for $SEND_SECONDS s (mid-run 
 	"RXE_VM_ACCEL=$RXE_VM_ACCEL RXE_VM_MEM=$RXE_VM_MEM"
 [ "$n" = 2 ] || echo "settings: $n VMs, all to all: per-peer rates lowered from 500 msg/s and 20 requests/s to" \
 	"$rate and $reqs, so that the cluster sends what 2 VMs send (the VMs share the host's $(nproc) cores under TCG)"
+# NODE_ARGS may set the rates again (its options come last and win): say which hold.
+read -r rate_now reqs_now < <(awk '{ for (i = 1; i < NF; i++) { if ($i == "--rate") r = $(i + 1)
+	if ($i == "--requests-per-second") q = $(i + 1) } } END { print r, q }' <<< "$BASE_ARGS")
+[ "$rate_now $reqs_now" = "$rate $reqs" ] ||
+	echo "settings: NODE_ARGS sets the per-peer rates: $rate_now msg/s and $reqs_now requests/s hold"
 
 # The count HistoryCheck printed for CATEGORY (exact name) in FILE.
 count() { sed -n "s/^   $1  *\([0-9][0-9]*\).*/\1/p" "$2" | head -1; }
