@@ -4,15 +4,20 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import io.ibdxnet.RequestTimeoutException;
+import io.ibdxnet.TestSupport;
 import io.ibdxnet.core.RateLimitedLog;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Logger;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.Timeout;
 
 /** The timeout path run at start (so a JVM's first real timeout is not late) leaves no trace. */
 public class PendingRequestsTest {
+    @Rule
+    public final Timeout timeout = TestSupport.minutes(1);
     private final CoreCounters counters = new CoreCounters();
     private final PendingRequests requests = new PendingRequests(0, counters,
             new RateLimitedLog(Logger.getLogger("test"), 1_000));
