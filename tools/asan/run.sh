@@ -4,8 +4,6 @@
 # (under -Xcheck:jni too: its warnings fail the run).
 #
 #   tools/asan/run.sh          all three steps; exit 0 only with zero reports
-#   tools/asan/run.sh --build  only build what they run (./ibdxnet test does
-#                              that at nice 19 beside the Java tests)
 #
 # Stable Rust has no -Zsanitizer; RUSTC_BOOTSTRAP=1 unlocks it (the ASan
 # runtime ships with the stable std). Only the x86_64 target is instrumented
@@ -26,11 +24,6 @@ export CARGO_TARGET_DIR="$ROOT/target/asan"
 OUT="$CARGO_TARGET_DIR/$TARGET/release"
 export RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=address -Cdebug-assertions=on"
 say() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
-if [ "${1:-}" = --build ]; then
-	cargo test --locked --release --target "$TARGET" --workspace --lib --bins --tests --no-run -q
-	cargo build --locked --release --target "$TARGET" -p ibdxnet -p ibdxnet-asan-probe --lib -q
-	exit 0
-fi
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
