@@ -81,7 +81,7 @@ require_filters() {
 	shift
 	for f in "$@"; do
 		n=$(cargo test --release --locked -p ibdxnet --test "$test" -- --list "$f" 2>/dev/null | grep -c ': test$' || true)
-		[ "$n" -gt 0 ] || { echo "test filter '$f' matches no test in tests/$test.rs: update ./ibdxnet" >&2; exit 1; }
+		[ "$n" -gt 0 ] || { echo "test filter '$f' matches no test in tests/$test.rs: update tools/cli/test-stages.sh" >&2; exit 1; }
 	done
 }
 
