@@ -81,7 +81,9 @@ asan_junit() {
 	fi
 }
 # Every test class that loads the native library (ib on sim, JNI natives, soaks).
-asan_junit java "$cp" io.ibdxnet.DXNetTest io.ibdxnet.DXNetConfigTest io.ibdxnet.ib.NativeEngineTest io.ibdxnet.soak.SoakTest
+asan_junit java "$cp" io.ibdxnet.DXNetDeliveryTest io.ibdxnet.DXNetRequestsTest io.ibdxnet.DXNetFlowControlTest \
+	io.ibdxnet.DXNetConnectionsTest io.ibdxnet.DXNetConfigFileTest io.ibdxnet.DXNetConfigValidationTest \
+	io.ibdxnet.DXNetConfigNativeKeysTest io.ibdxnet.DXNetConfigDocsTest io.ibdxnet.ib.NativeEngineTest io.ibdxnet.soak.SoakTest
 # The drop-in's natives and call-backs (jni/compat): upstream's MsgrcJNIBinding
 # against our own node in one JVM, over the same instrumented library.
 [ "${IBDXNET_CLASSPATHS:-}" = ready ] || gradle --no-daemon -q compatClasspathFile

@@ -4,7 +4,6 @@ import static io.ibdxnet.TestSupport.assertHoldsFor;
 import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertTrue;
 
-import io.ibdxnet.DXNetTest.DataMessage;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -69,7 +68,7 @@ public class ConfirmAfterHandlingTest {
             c.requestTimeoutMs = requestTimeoutMs;
         }, nodes);
         for (DXNet d : n) {
-            d.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DataMessage.class);
+            d.registerMessageType(DataMessage.TYPE, DataMessage.DATA, DataMessage.class);
         }
         return n;
     }
@@ -77,7 +76,7 @@ public class ConfirmAfterHandlingTest {
     /** Node 1's handler holds the first message until released; counts what it handled. */
     private AtomicLong holdingReceiver(DXNet receiver) {
         AtomicLong handled = new AtomicLong();
-        receiver.register(DXNetTest.TYPE, DXNetTest.DATA, m -> {
+        receiver.register(DataMessage.TYPE, DataMessage.DATA, m -> {
             try {
                 release.await(60, TimeUnit.SECONDS);
             } catch (InterruptedException e) {

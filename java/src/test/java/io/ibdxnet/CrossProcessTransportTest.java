@@ -70,7 +70,7 @@ public class CrossProcessTransportTest {
             register(n);
             AtomicLong received = new AtomicLong();
             java.util.concurrent.CountDownLatch quit = new java.util.concurrent.CountDownLatch(1);
-            n.register(DXNetTest.TYPE, DXNetTest.DATA, m -> received.incrementAndGet());
+            n.register(DataMessage.TYPE, DataMessage.DATA, m -> received.incrementAndGet());
             n.register(BytesRequest.TYPE, m -> {
                 BytesRequest r = (BytesRequest) m;
                 boolean last = longsOf(r.bytes).length == 1 && longsOf(r.bytes)[0] == -1;
@@ -94,7 +94,7 @@ public class CrossProcessTransportTest {
     }
 
     private static void register(DXNet n) {
-        n.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DXNetTest.DataMessage.class);
+        n.registerMessageType(DataMessage.TYPE, DataMessage.DATA, DataMessage.class);
         n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
         n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
     }
@@ -153,7 +153,7 @@ public class CrossProcessTransportTest {
     private void exchangeWith(ChildJvm p) throws Exception {
         int messages = 1000;
         for (int i = 0; i < messages; i++) {
-            node.sendMessage(new DXNetTest.DataMessage(1, 0, i, 100));
+            node.sendMessage(new DataMessage(1, 0, i, 100));
         }
         BytesResponse r = node.sendSync(new BytesRequest(1, bytesOf(new long[] {42, 43})), 30_000);
         assertArrayEquals(new long[] {42, 43}, longsOf(r.bytes));
@@ -208,13 +208,13 @@ public class CrossProcessTransportTest {
         node = DXNet.start(c);
         register(node);
         AtomicLong toSelf = new AtomicLong();
-        node.register(DXNetTest.TYPE, DXNetTest.DATA, m -> toSelf.incrementAndGet());
+        node.register(DataMessage.TYPE, DataMessage.DATA, m -> toSelf.incrementAndGet());
         node.register(BytesRequest.TYPE, m -> toSelf.incrementAndGet());
         String expected = "node 1 is not in this process's sim fabric";
         String fix = "sim connects nodes of one process only — use transport=nio, or an RDMA device";
         long t0 = System.nanoTime();
         try {
-            node.sendMessage(new DXNetTest.DataMessage(1, 0, 0, 100));
+            node.sendMessage(new DataMessage(1, 0, 0, 100));
             fail("a message to node 1 in another process was accepted");
         } catch (NetworkException e) {
             assertTrue(e.getMessage(), e.getMessage().contains(expected) && e.getMessage().contains(fix));

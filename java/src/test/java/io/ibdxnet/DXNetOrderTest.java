@@ -8,7 +8,6 @@ import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
-import io.ibdxnet.DXNetTest.DataMessage;
 import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
 import java.util.ArrayList;

@@ -8,7 +8,6 @@ import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
-import io.ibdxnet.DXNetTest.DataMessage;
 import io.ibdxnet.app.BytesRequest;
 import io.ibdxnet.app.BytesResponse;
 import java.net.DatagramSocket;
@@ -72,7 +71,7 @@ public class DeadlineTest {
         }, nodes);
         for (DXNet n : out) {
             n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
-            n.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DataMessage.class);
+            n.registerMessageType(DataMessage.TYPE, DataMessage.DATA, DataMessage.class);
         }
         return out;
     }

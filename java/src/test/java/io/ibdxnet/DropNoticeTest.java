@@ -228,7 +228,7 @@ public class DropNoticeTest extends EveryTransport {
             DXNetConfig c = new DXNetConfig(i);
             c.transport = transport;
             c.listen = "127.0.0.1:0";
-            DXNetTest.smallSimNode(c);
+            TestSupport.smallSimNode(c);
             c.connectTimeoutMs = 2_000;
             c.sendTimeoutMs = 2_000;
             DXNet d = DXNet.start(c);

@@ -4,7 +4,6 @@ import static io.ibdxnet.TestSupport.waitFor;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
-import io.ibdxnet.DXNetTest.DataMessage;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -66,13 +65,13 @@ public class FlowControlUnitTest {
             // a small handler queue also stops the parsing early (kept from when
             // bytes were confirmed once parsed and only that filled it).
             c.handlerQueueSize = 4;
-            DXNetTest.smallSimNode(c);
+            TestSupport.smallSimNode(c);
             c.flowControlWindow = WINDOW[i];
             c.flowControlThreshold = THRESHOLD[i];
             // A stall (under-credit) fails fast instead of at the default 10 s.
             c.sendTimeoutMs = 5_000;
             DXNet n = DXNet.start(c);
-            n.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DataMessage.class);
+            n.registerMessageType(DataMessage.TYPE, DataMessage.DATA, DataMessage.class);
             nodes.add(n);
         }
         DXNet a = nodes.get(0);
@@ -83,7 +82,7 @@ public class FlowControlUnitTest {
         AtomicLong broken = new AtomicLong();
         for (int i = 0; i < 2; i++) {
             final int me = i;
-            nodes.get(i).register(DXNetTest.TYPE, DXNetTest.DATA, m -> {
+            nodes.get(i).register(DataMessage.TYPE, DataMessage.DATA, m -> {
                 DataMessage d = (DataMessage) m;
                 if (!d.intact() || d.seq != handled.get(me)) {
                     broken.incrementAndGet(); // corrupt, lost or out of order

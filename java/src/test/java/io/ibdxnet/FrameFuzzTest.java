@@ -94,7 +94,7 @@ public class FrameFuzzTest {
         c.maxMessageSize = 1 << 20;
         c.maxUnfinishedBytesPerConnection = 4 << 20;
         c.maxUnfinishedBytes = 8 << 20;
-        DXNetTest.smallSimNode(c);
+        TestSupport.smallSimNode(c);
         c.connectTimeoutMs = 5_000;
         return c;
     }

@@ -128,7 +128,7 @@ public class ReceiverRegisteredLateTest extends EveryTransport {
         Set<Thread> before = Thread.getAllStackTraces().keySet();
         DXNetConfig c = new DXNetConfig(0);
         c.transport = transport;
-        DXNetTest.smallSimNode(c);
+        TestSupport.smallSimNode(c);
         c.listen = "127.0.0.1:" + port;
         c.nativeConfig.put("listen", c.listen);
         RuntimeException thrown = new IllegalStateException("registration failed");

@@ -44,7 +44,7 @@ public class SharedEngineThreadsTest {
             c.nativeConfig.put("engine_threads", "shared");
         }, nodes);
         for (DXNet d : n) {
-            d.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DXNetTest.DataMessage.class);
+            d.registerMessageType(DataMessage.TYPE, DataMessage.DATA, DataMessage.class);
             d.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
             d.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
         }
@@ -75,8 +75,8 @@ public class SharedEngineThreadsTest {
             int me = i;
             AtomicLong got = new AtomicLong();
             received.add(got);
-            n.get(i).register(DXNetTest.TYPE, DXNetTest.DATA, m -> {
-                DXNetTest.DataMessage d = (DXNetTest.DataMessage) m;
+            n.get(i).register(DataMessage.TYPE, DataMessage.DATA, m -> {
+                DataMessage d = (DataMessage) m;
                 if (d.seq != got.get() || !d.intact() || d.getSource() != 1 - me) {
                     problem.compareAndSet(null, "node " + me + ": seq " + d.seq + " expected " + got.get());
                 }
@@ -88,7 +88,7 @@ public class SharedEngineThreadsTest {
         Thread other = new Thread(() -> {
             try {
                 for (int s = 0; s < perSide; s++) {
-                    n.get(1).sendMessage(new DXNetTest.DataMessage(0, 1, s, s % 100 == 0 ? 40_000 : s % 300));
+                    n.get(1).sendMessage(new DataMessage(0, 1, s, s % 100 == 0 ? 40_000 : s % 300));
                 }
             } catch (NetworkException e) {
                 problem.compareAndSet(null, e.toString());
@@ -96,7 +96,7 @@ public class SharedEngineThreadsTest {
         }, "node1-sender");
         other.start();
         for (int s = 0; s < perSide; s++) {
-            n.get(0).sendMessage(new DXNetTest.DataMessage(1, 0, s, s % 100 == 0 ? 40_000 : s % 300));
+            n.get(0).sendMessage(new DataMessage(1, 0, s, s % 100 == 0 ? 40_000 : s % 300));
         }
         other.join();
         waitFor("all messages", () -> (received.get(0).get() == perSide && received.get(1).get() == perSide)

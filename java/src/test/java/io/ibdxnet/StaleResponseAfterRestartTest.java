@@ -65,7 +65,7 @@ public class StaleResponseAfterRestartTest {
     private DXNet start(int id, String listen, int peer, String peerAddress) {
         DXNetConfig c = new DXNetConfig(id);
         c.transport = transport;
-        DXNetTest.smallSimNode(c);
+        TestSupport.smallSimNode(c);
         c.nativeConfig.remove("listen"); // the address is ours: the restart takes the old one
         c.listen = listen;
         DXNet n = DXNet.start(c);

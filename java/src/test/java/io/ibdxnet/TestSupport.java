@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.rules.Timeout;
 
-/** What the tests share: waiting for a condition, the per-class timeout, longs carried as bytes. */
+/** What the tests share: waiting for a condition, the per-class timeout, longs carried as bytes, small sim nodes. */
 public final class TestSupport {
     private TestSupport() {}
 
@@ -122,9 +122,22 @@ public final class TestSupport {
         DXNetConfig c = new DXNetConfig(id);
         c.transport = transport;
         c.listen = "127.0.0.1:0";
-        DXNetTest.smallSimNode(c);
+        smallSimNode(c);
         tune.accept(c);
         return c;
+    }
+
+    /** Small engines on sim for tests: rings, queues and window sized for many nodes on 2 cores. */
+    public static void smallSimNode(DXNetConfig c) {
+        // Nodes share 2 cores: idle engine threads must yield at once, or their
+        // busy polling starves the Java threads (10 ms round trips instead of 0.4 ms).
+        c.nativeConfig.put("parking_yield_after_ms", System.getProperty("test.yieldAfterMs", "0"));
+        c.nativeConfig.put("fabric", "sim");
+        c.nativeConfig.put("listen", "127.0.0.1:0");
+        c.nativeConfig.put("send_ring_size", Integer.toString(256 << 10));
+        c.nativeConfig.put("srq_size", "128");
+        c.nativeConfig.put("recv_buffer_count", "1024");
+        c.flowControlWindow = 1 << 20;
     }
 
     /**

@@ -119,7 +119,7 @@ public class UnfinishedBudgetTest {
         c.transport = transport;
         c.listen = "127.0.0.1:0";
         c.handlerThreads = 1;
-        DXNetTest.smallSimNode(c);
+        TestSupport.smallSimNode(c);
         if (!DEFAULTS) {
             c.maxMessageSize = 4 << 20;
             c.maxUnfinishedBytesPerConnection = 16 << 20;

@@ -49,7 +49,7 @@ public class VerbsDXNetTest {
         // a receiving JVM can stall for seconds (JIT, GC) without anything wrong.
         c.sendTimeoutMs = 120_000;
         DXNet n = DXNet.start(c);
-        n.registerMessageType(DXNetTest.TYPE, DXNetTest.DATA, DXNetTest.DataMessage.class);
+        n.registerMessageType(DataMessage.TYPE, DataMessage.DATA, DataMessage.class);
         n.registerMessageType(BytesRequest.TYPE, BytesRequest.class);
         n.registerMessageType(BytesResponse.TYPE, BytesResponse.class);
         nodes.add(n);
@@ -75,8 +75,8 @@ public class VerbsDXNetTest {
         b.addNode(0, "127.0.0.1:" + a.localPort());
         AtomicLong received = new AtomicLong();
         int[] next = {0};
-        b.register(DXNetTest.TYPE, DXNetTest.DATA, m -> {
-            DXNetTest.DataMessage d = (DXNetTest.DataMessage) m;
+        b.register(DataMessage.TYPE, DataMessage.DATA, m -> {
+            DataMessage d = (DataMessage) m;
             if (d.seq == next[0] && d.intact()) {
                 next[0]++;
             }
@@ -86,7 +86,7 @@ public class VerbsDXNetTest {
         int count = 2000;
         for (int s = 0; s < count; s++) {
             try {
-                a.sendMessage(new DXNetTest.DataMessage(1, 0, s, s % 100 == 0 ? 300_000 : 200));
+                a.sendMessage(new DataMessage(1, 0, s, s % 100 == 0 ? 300_000 : 200));
             } catch (NetworkException e) {
                 throw new AssertionError("message " + s + ": received " + received.get() + ", sender "
                         + a.transportStats() + ", receiver " + b.transportStats(), e);

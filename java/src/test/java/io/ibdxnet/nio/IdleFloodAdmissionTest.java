@@ -66,7 +66,7 @@ public class IdleFloodAdmissionTest {
 
     @Test
     public void baselineWithoutAFloodKeyed() throws Exception {
-        run(NioTrustTest.keyFile(NioTrustTest.KEY), Flood.NONE);
+        run(NioTrustFixture.keyFile(NioTrustFixture.KEY), Flood.NONE);
     }
 
     @Test
@@ -76,7 +76,7 @@ public class IdleFloodAdmissionTest {
 
     @Test
     public void aKnownNodeConnectsThroughAThousandIdleSocketsKeyed() throws Exception {
-        run(NioTrustTest.keyFile(NioTrustTest.KEY), Flood.STRANGER);
+        run(NioTrustFixture.keyFile(NioTrustFixture.KEY), Flood.STRANGER);
     }
 
     /**
@@ -85,7 +85,7 @@ public class IdleFloodAdmissionTest {
      */
     @Test
     public void aKnownNodeConnectsThroughAThousandIdleSocketsFromItsOwnAddressKeyed() throws Exception {
-        run(NioTrustTest.keyFile(NioTrustTest.KEY), Flood.PEERS_HOST);
+        run(NioTrustFixture.keyFile(NioTrustFixture.KEY), Flood.PEERS_HOST);
     }
 
     private void run(Path key, Flood from) throws Exception {
