@@ -132,20 +132,14 @@ public final class DXNet implements AutoCloseable {
         return start(DXNetConfig.load(configFile, nodeId), beforeReceiving);
     }
 
-    /**
-     * This node's id.
-     *
-     * @return the id configured as {@code nodeId}
-     */
+    /** {@return this node's id, configured as {@code nodeId}} */
     public int nodeId() {
         return core.config.nodeId;
     }
 
     /**
-     * The port this node listens on (for other nodes' tables): on ib the UDP
-     * port of its connection manager, on nio its TCP port.
-     *
-     * @return the port
+     * {@return the port this node listens on (for other nodes' tables): on ib its connection
+     * manager's UDP port, on nio its TCP port}
      */
     public int localPort() {
         return core.transport.localPort();
@@ -349,99 +343,67 @@ public final class DXNet implements AutoCloseable {
         return core.sends.sendAsync(request, timeoutMs);
     }
 
-    /**
-     * Requests waiting for a response (each leaves at its response, failure or timeout).
-     *
-     * @return their number
-     */
+    /** {@return the number of requests waiting for a response (each leaves at its response, failure or timeout)} */
     public int pendingRequests() {
         return core.requests.size();
     }
 
     /**
-     * Messages dropped (unknown type, no receiver, late response, bad payload);
-     * a plain message's source hears of it (its {@link LossListener}).
-     *
-     * @return their number since the start
+     * {@return the messages dropped since the start (unknown type, no receiver, late response, bad
+     * payload); a plain message's source hears of each (its {@link LossListener})}
      */
     public long droppedMessages() {
         return core.counters.dropped.get();
     }
 
     /**
-     * Received buffers waiting for the message creation coordinator (bounded
-     * by {@code ibqMaxBuffers}, {@code ibqMaxBuffersPerSource} per source).
-     *
-     * @return the number of buffers
+     * {@return the received buffers waiting for the message creation coordinator (bounded by
+     * {@code ibqMaxBuffers}, {@code ibqMaxBuffersPerSource} per source)}
      */
     public int incomingBuffersQueued() {
         return core.ibq.size();
     }
 
-    /**
-     * The bytes of {@link #incomingBuffersQueued} (bounded by {@code ibqMaxBytes}, or one larger buffer).
-     *
-     * @return the bytes
-     */
+    /** {@return the bytes of {@link #incomingBuffersQueued} (bounded by {@code ibqMaxBytes}, or one larger buffer)} */
     public long incomingBytesQueued() {
         return core.ibq.bytes();
     }
 
     /**
-     * On ib, the received bytes of sources beyond their share, copied out of
-     * the receive buffers outside those bounds (unconfirmed: at most each
-     * sender's flow-control window).
-     *
-     * @return the bytes
+     * {@return on ib, the received bytes of sources beyond their share, copied out of the receive
+     * buffers outside those bounds (unconfirmed: at most each sender's flow-control window)}
      */
     public long incomingBytesBeyondShare() {
         return core.ibq.bytesBeyondShare();
     }
 
-    /**
-     * Message batches not yet handled (bounded by {@code handlerQueueSize}).
-     *
-     * @return the number of batches
-     */
+    /** {@return the message batches not yet handled (bounded by {@code handlerQueueSize})} */
     public int handlerBatchesQueued() {
         return core.handlers.queued();
     }
 
     /**
-     * Their bytes: payload plus 64 per message (bounded by {@code handlerQueueBytes},
-     * {@code handlerQueueBytesPerSource} per source, each source beyond by at most one buffer's messages).
-     *
-     * @return the bytes
+     * {@return the bytes of {@link #handlerBatchesQueued}: payload plus 64 per message (bounded by {@code
+     * handlerQueueBytes}, {@code handlerQueueBytesPerSource} per source, a source beyond by at most one buffer's)}
      */
     public long handlerBytesQueued() {
         return core.handlers.queuedBytes();
     }
 
-    /**
-     * The largest frame the transport carries; larger messages are sent in frames of this size.
-     *
-     * @return the size in bytes, frame header included
-     */
+    /** {@return the largest frame the transport carries, header included: larger messages go in such frames} */
     public int maxFrameSize() {
         return core.transport.maxFrameSize();
     }
 
-    /**
-     * The device the transport runs on (e.g. {@code rxe0}, {@code sim2}).
-     *
-     * @return its name
-     */
+    /** {@return the name of the device the transport runs on (e.g. {@code rxe0}, {@code sim2})} */
     public String fabricName() {
         return core.transport.name();
     }
 
     /**
-     * The transport's counters and gauges with the core's added, by name: a
-     * snapshot. Every key and its meaning is in docs/operations.md, "Java
-     * counters" (defined once in {@code io.ibdxnet.internal.StatsKeys}), on ib
-     * with the native engine's keys, "Engine statistics".
-     *
-     * @return counter name to value, a snapshot
+     * {@return a snapshot of the transport's counters and gauges with the core's, by name}
+     * Every key and its meaning is in docs/operations.md, "Java counters" (defined once in
+     * {@code io.ibdxnet.internal.StatsKeys}); on ib the native engine's too, "Engine statistics".
      */
     public Map<String, Long> transportStats() {
         Map<String, Long> m = new java.util.LinkedHashMap<>(core.transport.stats());
@@ -518,33 +480,21 @@ public final class DXNet implements AutoCloseable {
      * @param listener the listener, or null
      */
     public void setConnectionListener(ConnectionListener listener) {
-        core.losses.connectionListener = listener == null ? null : new LossReports.ConnectionSink() {
-            @Override
-            public void connected(int node) {
+        core.losses.connectionListener = listener == null ? null : (node, connected) -> {
+            if (connected) {
                 listener.connected(node);
-            }
-
-            @Override
-            public void disconnected(int node) {
+            } else {
                 listener.disconnected(node);
             }
         };
     }
 
-    /**
-     * Whether every thread of the core runs; see {@link #failure}.
-     *
-     * @return true while they do
-     */
+    /** {@return whether every thread of the core runs (see {@link #failure})} */
     public boolean healthy() {
         return core.healthy();
     }
 
-    /**
-     * What killed a thread of the core (the node no longer receives).
-     *
-     * @return the throwable, or null
-     */
+    /** {@return what killed a thread of the core (the node no longer receives), or null} */
     public Throwable failure() {
         return core.failure();
     }

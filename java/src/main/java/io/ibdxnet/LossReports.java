@@ -16,11 +16,9 @@ final class LossReports {
         void possiblyLost(int node, long bytes, String reason);
     }
 
-    /** {@code DXNet.ConnectionListener} as this file sees it. */
+    /** {@code DXNet.ConnectionListener} as this file sees it: one method, so DXNet adapts it with a lambda. */
     interface ConnectionSink {
-        void connected(int node);
-
-        void disconnected(int node);
+        void changed(int node, boolean connected);
     }
 
     private final int nodeId;
@@ -71,11 +69,7 @@ final class LossReports {
             return;
         }
         try {
-            if (connected) {
-                l.connected(node);
-            } else {
-                l.disconnected(node);
-            }
+            l.changed(node, connected);
         } catch (RuntimeException e) {
             warnings.log(Level.WARNING, "connection listener failed", node, "node " + nodeId
                     + ": the connection listener failed for node " + node, e);
