@@ -12,12 +12,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::engine::{base_config, start_nodes, wait_until, Node};
+use common::engine::{start_nodes, wait_until, Node};
 
 use ibdxnet::con::proto::{Body, Packet};
 use ibdxnet::con::{ConError, NodeId};
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
-use ibdxnet::fabric::{Fabric, FabricConfig, FabricError, FabricKind, Gid, QpEndpoint, QueuePair, SimOptions};
+use ibdxnet::fabric::{Fabric, FabricConfig, FabricError, Gid, QpEndpoint, QueuePair, SimOptions};
 use ibdxnet::loopback::StreamOptions;
 use ibdxnet::msgrc::EngineConfig;
 
@@ -25,8 +25,7 @@ use ibdxnet::msgrc::EngineConfig;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn config(id: u16, net: &Arc<SimNetwork>) -> EngineConfig {
-    let mut c = base_config(id, FabricKind::Sim);
-    c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+    let mut c = common::engine::sim_config(id, net);
     c.connect_timeout = CONNECT_TIMEOUT;
     c
 }

@@ -12,17 +12,15 @@ use std::net::UdpSocket;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::engine::{base_config, wait_until};
+use common::engine::wait_until;
 
 use ibdxnet::con::NodeId;
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
-use ibdxnet::fabric::{FabricKind, SimOptions};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
 use ibdxnet::msgrc::{Engine, EngineConfig};
 
 fn config(id: u16, net: &Arc<SimNetwork>) -> EngineConfig {
-    let mut c = base_config(id, FabricKind::Sim);
-    c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+    let mut c = common::engine::sim_config(id, net);
     // Discovery every millisecond: a start-up window of any length sees packets.
     c.discovery_interval = Duration::from_millis(1);
     c

@@ -11,12 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::engine::{base_config, wait_until};
+use common::engine::wait_until;
 
 use ibdxnet::abi::{NextWorkPackage, PrevWorkResults, NWP_VALID};
 use ibdxnet::con::{Connection, NodeEvent, NodeId};
 use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
-use ibdxnet::fabric::{FabricKind, SimOptions};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
 use ibdxnet::msgrc::{CompletedList, Engine, EngineConfig, EngineHandler, IncomingRing};
 
@@ -82,8 +81,7 @@ impl EngineHandler for Holder {
 }
 
 fn config(id: u16, net: &Arc<SimNetwork>) -> EngineConfig {
-    let mut c = base_config(id, FabricKind::Sim);
-    c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+    let mut c = common::engine::sim_config(id, net);
     c.srq_size = 4;
     c.recv_buffer_count = 20; // more than srq_size × 4 buffers a receive
     c

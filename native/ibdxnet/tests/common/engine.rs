@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ibdxnet::con::{Connection, NodeId};
-use ibdxnet::fabric::{Fabric, FabricKind};
+use ibdxnet::fabric::sim::{SimFabric, SimNetwork};
+use ibdxnet::fabric::{Fabric, FabricKind, SimOptions};
 use ibdxnet::loopback::{StreamHandler, StreamOptions};
 use ibdxnet::msgrc::{Engine, EngineConfig, EngineHandler};
 
@@ -28,6 +29,28 @@ pub fn base_config(id: u16, kind: FabricKind) -> EngineConfig {
     c.incoming_ring_size = 2048;
     c.connect_timeout = Duration::from_secs(10);
     c
+}
+
+/// [`base_config`] on `sim`, on the simulated network `net`.
+pub fn sim_config(id: u16, net: &Arc<SimNetwork>) -> EngineConfig {
+    let mut c = base_config(id, FabricKind::Sim);
+    c.device.sim = SimOptions { network: Some(net.clone()), ..Default::default() };
+    c
+}
+
+/// `n` streaming nodes on a new simulated network, each [`sim_config`] changed by `tweak`.
+pub fn start_sim(
+    n: u16,
+    opts: StreamOptions,
+    tweak: impl Fn(&mut EngineConfig),
+) -> (Arc<SimNetwork>, Vec<Node<SimFabric>>) {
+    let net = SimNetwork::new();
+    let nodes = start_nodes(n, opts, |i| {
+        let mut c = sim_config(i, &net);
+        tweak(&mut c);
+        c
+    });
+    (net, nodes)
 }
 
 /// Starts `n` engines (config from `config(i)`) that know each other.

@@ -3,6 +3,7 @@
 //! host has no RDMA device, unless `IBDXNET_REQUIRE_RDMA=1`, where they fail.
 #![allow(dead_code)]
 
+pub mod control;
 pub mod engine;
 pub mod rawudp;
 pub mod records;
