@@ -22,6 +22,10 @@ dev=${RXE_NETDEV:-}
 [ -n "$dev" ] && [ "$dev" != dummy0 ] || { echo "fault.sh: no NIC (RXE_NETDEV unset or dummy0)" >&2; exit 2; }
 num() { [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "fault.sh: not a number: $1" >&2; exit 2; }; }
 say() { echo "fault.sh[$(hostname)] $(cut -d' ' -f1 /proc/uptime): $*" >&2; }
+# FAULT_STAMPS=FILE: the moments a timed fault took and left effect, as lines
+# "NAME<TAB>epoch ms<TAB>uptime U" (history-node.sh passes its .faults file):
+# the window in between is the fault's own, without the commands' start-up.
+stamp() { [ -z "${FAULT_STAMPS:-}" ] || echo "$1	$(date +%s%3N)	uptime $(cut -d' ' -f1 /proc/uptime)" >> "$FAULT_STAMPS"; }
 
 # Wait for rxe0 to be ACTIVE with the ::ffff:RXE_IP GID again (after link up
 # the core re-adds the GIDs asynchronously).
@@ -51,11 +55,11 @@ netem) shift; say "netem $*"; tc qdisc replace dev "$dev" root netem "$@" ;;
 clear) say clear; tc qdisc del dev "$dev" root 2>/dev/null; exit 0 ;;
 down)
 	num "${2:?SECONDS}"; say "link down for $2 s"
-	ip link set "$dev" down && sleep "$2" && ip link set "$dev" up && say "link up" && wait_rxe ;;
+	ip link set "$dev" down && stamp in-effect && sleep "$2" && stamp lifting && ip link set "$dev" up && say "link up" && wait_rxe ;;
 partition)
 	num "${2:?SECONDS}"; say "partition (100% loss) for $2 s"
-	tc qdisc replace dev "$dev" root netem loss 100% && sleep "$2"
-	tc qdisc del dev "$dev" root; say "partition over" ;;
+	tc qdisc replace dev "$dev" root netem loss 100% && stamp in-effect && sleep "$2"
+	stamp lifting; tc qdisc del dev "$dev" root; say "partition over" ;;
 show) tc qdisc show dev "$dev" ;;
 *) sed -n '2,18p' "$0" >&2; exit 2 ;;
 esac
