@@ -27,6 +27,7 @@ mod types;
 pub mod sim;
 mod simcq;
 pub mod simhost;
+mod simparts;
 pub mod verbs;
 
 pub use config::{FabricConfig, FabricKind, FabricKindError, SimHostOptions, SimOptions, ENV_FABRIC};

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::fabric::{FabricError, WorkCompletion};
 use crate::util::lock;
@@ -31,7 +31,26 @@ struct CqState<Q> {
     overrun: bool,
 }
 
-/// The queue itself; each fabric wraps it with its device.
+/// A completion queue with its device `D`: each fabric's `CqCore`.
+#[derive(Debug)]
+pub(crate) struct DevCq<D, Q> {
+    pub dev: Arc<D>,
+    pub cq: SimCqCore<Q>,
+}
+
+impl<D, Q: SendSlots> DevCq<D, Q> {
+    /// A queue of `cqe` entries, at most `max` (the device's limit).
+    pub fn new(fabric: &'static str, dev: Arc<D>, cqe: u32, max: u32) -> Result<Self, FabricError> {
+        Ok(DevCq { dev, cq: SimCqCore::new(fabric, cqe, max)? })
+    }
+
+    /// Queues a completion (see [`SimCqCore::push`]).
+    pub fn push(&self, entry: CqEntry<Q>) {
+        self.cq.push(entry)
+    }
+}
+
+/// The queue itself; [`DevCq`] adds the device.
 #[derive(Debug)]
 pub(crate) struct SimCqCore<Q> {
     /// The fabric's name, for the overrun's log line.

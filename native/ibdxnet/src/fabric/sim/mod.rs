@@ -35,12 +35,13 @@ mod queues;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 pub use qp::SimQp;
 pub use queues::{SimCq, SimSrq};
 
+use super::simparts::{check_port_mtu, MrMap, MrTable, Registration};
 use super::{DeviceInfo, Fabric, FabricConfig, FabricError, FabricKind, Gid, LinkLayer, MemoryRegion, QpCaps};
 use crate::util::lock;
 use qp::QpCore;
@@ -146,25 +147,12 @@ impl SimNetwork {
     }
 }
 
-/// lkey → (start address, length).
-pub(crate) type MrMap = HashMap<u32, (u64, u64)>;
-
-/// True if `[addr, addr+len)` lies inside the region `lkey` of `mrs`.
-pub(crate) fn in_range(mrs: &MrMap, lkey: u32, addr: u64, len: u32) -> bool {
-    match mrs.get(&lkey) {
-        Some(&(start, mlen)) => {
-            addr >= start && addr.checked_add(u64::from(len)).is_some_and(|end| end <= start + mlen)
-        }
-        None => false,
-    }
-}
-
 /// Runs `f` with the memory tables of `src` and `dst` read-locked, taken in
 /// address order so two deliveries in opposite directions cannot deadlock
 /// against a waiting (de)registration.
 pub(crate) fn with_mrs<R>(src: &SimDevice, dst: &SimDevice, f: impl FnOnce(&MrMap, &MrMap) -> R) -> R {
     fn read(d: &SimDevice) -> std::sync::RwLockReadGuard<'_, MrMap> {
-        d.mrs.read().unwrap_or_else(|p| p.into_inner())
+        d.mrs.read()
     }
     if std::ptr::eq(src, dst) {
         let g = read(src);
@@ -198,10 +186,8 @@ struct Faults {
 pub(crate) struct SimDevice {
     net: Arc<SimNetwork>,
     info: DeviceInfo,
-    /// Registered memory. Data moves while this is read-locked, so a
-    /// region cannot be deregistered (and freed) under a copy.
-    mrs: RwLock<MrMap>,
-    next_key: AtomicU32,
+    /// Registered memory.
+    mrs: MrTable,
     qps: Mutex<HashMap<u32, Weak<QpCore>>>,
     next_qpn: AtomicU32,
     faults: Faults,
@@ -210,7 +196,7 @@ pub(crate) struct SimDevice {
 impl SimDevice {
     /// True if `[addr, addr+len)` lies inside the region registered under `lkey`.
     fn check_range(&self, lkey: u32, addr: u64, len: u32) -> bool {
-        in_range(&self.mrs.read().unwrap_or_else(|p| p.into_inner()), lkey, addr, len)
+        self.mrs.check_range(lkey, addr, len)
     }
 
     fn qp(&self, qpn: u32) -> Option<Arc<QpCore>> {
@@ -293,20 +279,7 @@ impl Fabric for SimFabric {
 
     fn open(cfg: &FabricConfig) -> Result<Self, FabricError> {
         let net = cfg.sim.network.clone().unwrap_or_else(SimNetwork::global);
-        let port = cfg.port_or_default();
-        if port != 1 {
-            return Err(FabricError::BadPort {
-                device: "sim".into(),
-                port,
-                reason: "simulated devices have one port (1)".into(),
-            });
-        }
-        if !matches!(cfg.sim.mtu, 256 | 512 | 1024 | 2048 | 4096) {
-            return Err(FabricError::InvalidArgument(format!(
-                "sim mtu {} is not one of 256, 512, 1024, 2048, 4096",
-                cfg.sim.mtu
-            )));
-        }
+        let port = check_port_mtu(cfg, "sim")?;
         let addr = net.next_addr.fetch_add(1, Ordering::Relaxed);
         let name = format!("sim{addr}");
         if let Some(want) = &cfg.device {
@@ -334,8 +307,7 @@ impl Fabric for SimFabric {
         let dev = Arc::new(SimDevice {
             net: net.clone(),
             info,
-            mrs: RwLock::new(HashMap::new()),
-            next_key: AtomicU32::new(0x100),
+            mrs: MrTable::default(),
             qps: Mutex::new(HashMap::new()),
             next_qpn: AtomicU32::new(0x11),
             faults: Faults::default(),
@@ -353,15 +325,7 @@ impl Fabric for SimFabric {
     }
 
     unsafe fn register(&self, addr: *mut u8, len: usize) -> Result<SimMr, FabricError> {
-        if addr.is_null() {
-            return Err(FabricError::InvalidArgument("cannot register a null address".into()));
-        }
-        if (addr as u64).checked_add(len as u64).is_none() {
-            return Err(FabricError::InvalidArgument("memory region wraps the address space".into()));
-        }
-        let lkey = self.dev.next_key.fetch_add(1, Ordering::Relaxed);
-        self.dev.mrs.write().unwrap_or_else(|p| p.into_inner()).insert(lkey, (addr as u64, len as u64));
-        Ok(SimMr { dev: self.dev.clone(), addr, len, lkey })
+        Ok(SimMr(Registration::new(self.dev.clone(), addr, len)?))
     }
 
     fn create_cq(&self, cqe: u32) -> Result<SimCq, FabricError> {
@@ -388,33 +352,22 @@ impl Drop for SimDevice {
 
 /// A simulated memory registration.
 #[derive(Debug)]
-pub struct SimMr {
-    dev: Arc<SimDevice>,
-    addr: *mut u8,
-    len: usize,
-    lkey: u32,
-}
+pub struct SimMr(Registration<SimDevice>);
 
-// SAFETY: SimMr only stores the address; the caller of `register` promised
-// the memory stays valid, and all accesses go through the fabric's checks.
-unsafe impl Send for SimMr {}
-// SAFETY: as above; SimMr has no interior mutability of its own.
-unsafe impl Sync for SimMr {}
+impl AsRef<MrTable> for SimDevice {
+    fn as_ref(&self) -> &MrTable {
+        &self.mrs
+    }
+}
 
 impl MemoryRegion for SimMr {
     fn addr(&self) -> *mut u8 {
-        self.addr
+        self.0.addr
     }
     fn len(&self) -> usize {
-        self.len
+        self.0.len
     }
     fn lkey(&self) -> u32 {
-        self.lkey
-    }
-}
-
-impl Drop for SimMr {
-    fn drop(&mut self) {
-        self.dev.mrs.write().unwrap_or_else(|p| p.into_inner()).remove(&self.lkey);
+        self.0.lkey
     }
 }

@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use super::queues::{CqCore, CqEntry, PostedRecv, SimCq, SimSrq, SrqCore};
-use super::{in_range, with_mrs, SimDevice, RNR_RETRY_INTERVAL};
+use super::queues::{CqCore, CqEntry, SimCq, SimSrq, SrqCore};
+use super::{with_mrs, SimDevice, RNR_RETRY_INTERVAL};
+use crate::fabric::simparts::{check_qp_create, check_remote, endpoint, in_range, prepare_send, Payload, PostedRecv};
 use crate::fabric::{
     FabricError, PostError, QpCaps, QpEndpoint, QpState, QueuePair, SendBatch, SendFlags, Sge, WcOpcode, WcStatus,
     WorkCompletion,
@@ -16,17 +17,6 @@ use crate::util::lock;
 const ST_RESET: u8 = 0;
 const ST_RTS: u8 = 3;
 const ST_ERROR: u8 = 4;
-
-/// The bytes of a message in flight.
-#[derive(Debug)]
-enum Payload {
-    /// Copied at post time.
-    Inline(Vec<u8>),
-    /// Gathered from the sender's registered memory on delivery.
-    Gather(Vec<Sge>),
-    /// Refused at post time (e.g. an SGE outside registered memory).
-    Fail(WcStatus),
-}
 
 #[derive(Debug)]
 struct Msg {
@@ -332,24 +322,8 @@ impl SimQp {
         caps: QpCaps,
     ) -> Result<SimQp, FabricError> {
         let info = &dev.info;
-        let limits = [
-            ("max_send_wr", caps.max_send_wr, info.max_qp_wr),
-            ("max_send_sge", caps.max_send_sge, info.max_sge),
-            ("max_inline_data", caps.max_inline_data, super::SIM_MAX_INLINE),
-        ];
-        for (what, requested, max) in limits {
-            if requested > max {
-                return Err(FabricError::Limit { what, requested: requested.into(), max: max.into() });
-            }
-        }
-        if caps.max_send_wr == 0 {
-            return Err(FabricError::InvalidArgument("max_send_wr must be at least 1".into()));
-        }
-        for (what, d) in [("send cq", &send_cq.0.dev), ("recv cq", &recv_cq.0.dev), ("srq", &srq.0.dev)] {
-            if !Arc::ptr_eq(d, &dev) {
-                return Err(FabricError::InvalidArgument(format!("{what} belongs to another device")));
-            }
-        }
+        let parts = [("send cq", &send_cq.0.dev), ("recv cq", &recv_cq.0.dev), ("srq", &srq.0.dev)];
+        check_qp_create(&dev, &caps, super::SIM_MAX_INLINE, info, parts)?;
         let qpn = dev.next_qpn.fetch_add(1, Ordering::Relaxed) & 0x00FF_FFFF;
         let core = Arc::new_cyclic(|me| QpCore {
             me: me.clone(),
@@ -372,36 +346,11 @@ impl SimQp {
     fn post_one(&self, batch: &SendBatch, index: usize) -> Result<Msg, FabricError> {
         let q = &self.0;
         let wr = &batch.wrs()[index];
-        let einval = FabricError::Verbs { call: "ibv_post_send", errno: libc::EINVAL };
-        if wr.num_sge > q.caps.max_send_sge {
-            return Err(einval);
-        }
-        let sges = batch.sges_of(wr);
-        let len = batch.byte_len(wr);
-        let inline = wr.flags.contains(SendFlags::INLINE);
-        if inline && len > u64::from(q.caps.max_inline_data) {
-            return Err(einval);
-        }
-        if len > u64::from(u32::MAX) {
-            return Err(einval);
-        }
-        if q.sq_outstanding.load(Ordering::Acquire) >= q.caps.max_send_wr {
-            return Err(FabricError::Verbs { call: "ibv_post_send", errno: libc::ENOMEM });
-        }
-        let payload = if inline {
-            let mut bytes = Vec::with_capacity(len as usize);
-            for s in sges {
-                // SAFETY: post_send's contract: the SGE's memory is readable
-                // for its length at post time (inline needs no registration).
-                bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(s.addr as *const u8, s.length as usize) });
-            }
-            Payload::Inline(bytes)
-        } else if sges.iter().all(|s| q.dev.check_range(s.lkey, s.addr, s.length)) {
-            Payload::Gather(sges.to_vec())
-        } else {
-            Payload::Fail(WcStatus::LocProtErr)
+        // SAFETY: post_send's contract: the SGEs' memory is readable for
+        // their length at post time.
+        let (len, payload) = unsafe {
+            prepare_send(batch, index, &q.caps, &q.sq_outstanding, |s| q.dev.check_range(s.lkey, s.addr, s.length))?
         };
-        q.sq_outstanding.fetch_add(1, Ordering::AcqRel);
         Ok(Msg {
             wr_id: wr.wr_id,
             signaled: wr.flags.contains(SendFlags::SIGNALED),
@@ -419,16 +368,7 @@ impl QueuePair for SimQp {
     }
 
     fn endpoint(&self) -> QpEndpoint {
-        let info = &self.0.dev.info;
-        QpEndpoint {
-            qpn: self.0.qpn,
-            psn: self.0.psn,
-            lid: info.lid,
-            gid: info.gid,
-            mtu: info.active_mtu,
-            sim_addr: info.sim_addr,
-            sim_network: info.sim_network,
-        }
+        endpoint(&self.0.dev.info, self.0.qpn, self.0.psn)
     }
 
     fn caps(&self) -> QpCaps {
@@ -440,23 +380,7 @@ impl QueuePair for SimQp {
     }
 
     fn connect(&self, remote: &QpEndpoint) -> Result<(), FabricError> {
-        let ours = self.0.dev.info.sim_network;
-        if remote.sim_network != ours {
-            // Another process's sim network numbers its devices and QPNs as
-            // ours does: connecting would reach a queue pair of this process.
-            return Err(FabricError::ForeignEndpoint { ours, theirs: remote.sim_network });
-        }
-        if remote.sim_addr == 0 {
-            return Err(FabricError::InvalidArgument(
-                "remote endpoint has no sim address (is it from a verbs fabric?)".into(),
-            ));
-        }
-        if remote.qpn == 0 || remote.qpn > 0x00FF_FFFF {
-            return Err(FabricError::InvalidArgument(format!(
-                "remote qpn {:#x} is not a valid RC QP number",
-                remote.qpn
-            )));
-        }
+        check_remote(&self.0.dev.info, remote, "remote endpoint has no sim address (is it from a verbs fabric?)")?;
         let mut tx = lock(&self.0.tx);
         if self.0.state.load(Ordering::Acquire) != ST_RESET {
             return Err(FabricError::BadState(format!(

@@ -6,26 +6,16 @@ use std::sync::{Arc, Mutex, Weak};
 
 use super::qp::QpCore;
 use super::SimDevice;
-use crate::fabric::simcq::{SendSlots, SimCqCore};
-use crate::fabric::{CompletionQueue, FabricError, PostError, RecvBatch, Sge, SharedReceiveQueue, WorkCompletion};
+use crate::fabric::simcq::SendSlots;
+use crate::fabric::simparts::{check_srq_limits, queue_recvs, PostedRecv};
+use crate::fabric::{CompletionQueue, FabricError, PostError, RecvBatch, SharedReceiveQueue, WorkCompletion};
 use crate::util::lock;
 
 /// A completion plus the send queue slots its polling frees.
 pub(crate) type CqEntry = crate::fabric::simcq::CqEntry<QpCore>;
 
 /// The shared part of a completion queue: the queue and its device.
-#[derive(Debug)]
-pub(crate) struct CqCore {
-    pub dev: Arc<SimDevice>,
-    cq: SimCqCore<QpCore>,
-}
-
-impl CqCore {
-    /// Queues a completion (see [`SimCqCore::push`]).
-    pub fn push(&self, entry: CqEntry) {
-        self.cq.push(entry)
-    }
-}
+pub(crate) type CqCore = crate::fabric::simcq::DevCq<SimDevice, QpCore>;
 
 impl SendSlots for QpCore {
     fn release_slots(&self, n: u32) {
@@ -39,8 +29,8 @@ pub struct SimCq(pub(crate) Arc<CqCore>);
 
 impl SimCq {
     pub(crate) fn new(dev: Arc<SimDevice>, cqe: u32) -> Result<SimCq, FabricError> {
-        let cq = SimCqCore::new("sim", cqe, dev.info.max_cqe)?;
-        Ok(SimCq(Arc::new(CqCore { dev, cq })))
+        let max = dev.info.max_cqe;
+        Ok(SimCq(Arc::new(CqCore::new("sim", dev, cqe, max)?)))
     }
 }
 
@@ -73,13 +63,6 @@ impl CompletionQueue for SimCq {
     }
 }
 
-/// A receive request waiting in the SRQ.
-#[derive(Debug)]
-pub(crate) struct PostedRecv {
-    pub wr_id: u64,
-    pub sges: Vec<Sge>,
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct SrqState {
     pub wrs: VecDeque<PostedRecv>,
@@ -102,13 +85,7 @@ pub struct SimSrq(pub(crate) Arc<SrqCore>);
 
 impl SimSrq {
     pub(crate) fn new(dev: Arc<SimDevice>, max_wr: u32, max_sge: u32) -> Result<SimSrq, FabricError> {
-        let (lim_wr, lim_sge) = (dev.info.max_srq_wr, dev.info.max_srq_sge);
-        if max_wr == 0 || max_wr > lim_wr {
-            return Err(FabricError::Limit { what: "max_srq_wr", requested: max_wr.into(), max: lim_wr.into() });
-        }
-        if max_sge == 0 || max_sge > lim_sge {
-            return Err(FabricError::Limit { what: "max_srq_sge", requested: max_sge.into(), max: lim_sge.into() });
-        }
+        check_srq_limits(&dev.info, max_wr, max_sge)?;
         Ok(SimSrq(Arc::new(SrqCore { dev, max_wr, max_sge, state: Mutex::new(SrqState::default()) })))
     }
 }
@@ -123,27 +100,10 @@ impl SharedReceiveQueue for SimSrq {
     }
 
     unsafe fn post_recv(&self, batch: &RecvBatch) -> Result<(), PostError> {
-        let mut result = Ok(());
-        let waiters = {
+        let (result, waiters) = {
             let mut st = lock(&self.0.state);
-            for (i, wr) in batch.wrs().iter().enumerate() {
-                if wr.num_sge > self.0.max_sge {
-                    result = Err(PostError {
-                        posted: i,
-                        error: FabricError::Verbs { call: "ibv_post_srq_recv", errno: libc::EINVAL },
-                    });
-                    break;
-                }
-                if st.wrs.len() >= self.0.max_wr as usize {
-                    result = Err(PostError {
-                        posted: i,
-                        error: FabricError::Verbs { call: "ibv_post_srq_recv", errno: libc::ENOMEM },
-                    });
-                    break;
-                }
-                st.wrs.push_back(PostedRecv { wr_id: wr.wr_id, sges: batch.sges_of(wr).to_vec() });
-            }
-            std::mem::take(&mut st.waiters)
+            let result = queue_recvs(&mut st.wrs, self.0.max_wr, self.0.max_sge, batch);
+            (result, std::mem::take(&mut st.waiters))
         };
         // Receiver-not-ready senders can go on now.
         for qp in waiters.iter().filter_map(Weak::upgrade) {

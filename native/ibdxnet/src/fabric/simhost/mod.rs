@@ -53,13 +53,13 @@ mod wire;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 pub use dir::ENV_DIR;
 pub use qp::SimHostQp;
 pub use queues::{SimHostCq, SimHostSrq};
 
-use super::sim::{in_range, MrMap};
+use super::simparts::{check_port_mtu, MrTable, Registration};
 use super::{DeviceInfo, Fabric, FabricConfig, FabricError, FabricKind, Gid, LinkLayer, MemoryRegion, QpCaps};
 use crate::util::lock;
 use dir::{PeerDevice, Published};
@@ -79,10 +79,8 @@ pub(crate) struct Device {
     dir: PathBuf,
     ring_bytes: u64,
     published: Arc<Published>,
-    /// Registered memory. Data moves while this is read-locked, so a
-    /// region cannot be deregistered (and freed) under a copy.
-    mrs: RwLock<MrMap>,
-    next_key: AtomicU32,
+    /// Registered memory.
+    mrs: MrTable,
     qps: Mutex<HashMap<u32, Weak<QpCore>>>,
     next_qpn: AtomicU32,
     /// Devices talked to, by address.
@@ -93,7 +91,7 @@ pub(crate) struct Device {
 
 impl Device {
     fn check_range(&self, lkey: u32, addr: u64, len: u32) -> bool {
-        in_range(&self.mrs.read().unwrap_or_else(|p| p.into_inner()), lkey, addr, len)
+        self.mrs.check_range(lkey, addr, len)
     }
 
     /// Wakes this device's wire thread.
@@ -167,20 +165,7 @@ impl Fabric for SimHostFabric {
     const KIND: FabricKind = FabricKind::SimHost;
 
     fn open(cfg: &FabricConfig) -> Result<Self, FabricError> {
-        let port = cfg.port_or_default();
-        if port != 1 {
-            return Err(FabricError::BadPort {
-                device: "simhost".into(),
-                port,
-                reason: "simulated devices have one port (1)".into(),
-            });
-        }
-        if !matches!(cfg.sim.mtu, 256 | 512 | 1024 | 2048 | 4096) {
-            return Err(FabricError::InvalidArgument(format!(
-                "sim mtu {} is not one of 256, 512, 1024, 2048, 4096",
-                cfg.sim.mtu
-            )));
-        }
+        let port = check_port_mtu(cfg, "simhost")?;
         if let Some(want) = &cfg.device {
             if !want.starts_with("simhost") {
                 return Err(FabricError::UnknownDevice { name: want.clone(), available: vec!["simhost<N>".into()] });
@@ -219,8 +204,7 @@ impl Fabric for SimHostFabric {
             dir,
             ring_bytes,
             published: Arc::new(published),
-            mrs: RwLock::new(HashMap::new()),
-            next_key: AtomicU32::new(0x100),
+            mrs: MrTable::default(),
             qps: Mutex::new(HashMap::new()),
             next_qpn: AtomicU32::new(0x11),
             peers: Mutex::new(HashMap::new()),
@@ -245,15 +229,7 @@ impl Fabric for SimHostFabric {
     }
 
     unsafe fn register(&self, addr: *mut u8, len: usize) -> Result<SimHostMr, FabricError> {
-        if addr.is_null() {
-            return Err(FabricError::InvalidArgument("cannot register a null address".into()));
-        }
-        if (addr as u64).checked_add(len as u64).is_none() {
-            return Err(FabricError::InvalidArgument("memory region wraps the address space".into()));
-        }
-        let lkey = self.dev.next_key.fetch_add(1, Ordering::Relaxed);
-        self.dev.mrs.write().unwrap_or_else(|p| p.into_inner()).insert(lkey, (addr as u64, len as u64));
-        Ok(SimHostMr { dev: self.dev.clone(), addr, len, lkey })
+        Ok(SimHostMr(Registration::new(self.dev.clone(), addr, len)?))
     }
 
     fn create_cq(&self, cqe: u32) -> Result<SimHostCq, FabricError> {
@@ -277,34 +253,22 @@ impl Fabric for SimHostFabric {
 
 /// A memory registration of `simhost`.
 #[derive(Debug)]
-pub struct SimHostMr {
-    dev: Arc<Device>,
-    addr: *mut u8,
-    len: usize,
-    lkey: u32,
-}
+pub struct SimHostMr(Registration<Device>);
 
-// SAFETY: SimHostMr only stores the address; the caller of `register`
-// promised the memory stays valid, and all accesses go through the fabric's
-// checks.
-unsafe impl Send for SimHostMr {}
-// SAFETY: as above; SimHostMr has no interior mutability of its own.
-unsafe impl Sync for SimHostMr {}
+impl AsRef<MrTable> for Device {
+    fn as_ref(&self) -> &MrTable {
+        &self.mrs
+    }
+}
 
 impl MemoryRegion for SimHostMr {
     fn addr(&self) -> *mut u8 {
-        self.addr
+        self.0.addr
     }
     fn len(&self) -> usize {
-        self.len
+        self.0.len
     }
     fn lkey(&self) -> u32 {
-        self.lkey
-    }
-}
-
-impl Drop for SimHostMr {
-    fn drop(&mut self) {
-        self.dev.mrs.write().unwrap_or_else(|p| p.into_inner()).remove(&self.lkey);
+        self.0.lkey
     }
 }

@@ -8,26 +8,13 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use super::dir::{self, PeerDevice};
-use super::queues::{CqCore, PostedRecv, SimHostCq, SimHostSrq, SrqCore};
+use super::queues::{CqCore, SimHostCq, SimHostSrq, SrqCore};
 use super::ring::{Channel, ST_DESTROYED, ST_ERROR, ST_RESET, ST_RTS};
 use super::Device;
-use crate::fabric::{
-    FabricError, PostError, QpCaps, QpEndpoint, QpState, QueuePair, SendBatch, SendFlags, Sge, WcStatus,
-};
+use crate::fabric::simparts::{check_qp_create, check_remote, endpoint, prepare_send, Payload, PostedRecv};
+use crate::fabric::{FabricError, PostError, QpCaps, QpEndpoint, QpState, QueuePair, SendBatch, SendFlags};
 use crate::util::lock;
 
-/// The bytes of a posted message.
-#[derive(Debug)]
-pub(crate) enum Payload {
-    /// Copied at post time.
-    Inline(Vec<u8>),
-    /// Gathered from registered memory when written into the ring.
-    Gather(Vec<Sge>),
-    /// Refused (completes with this status once the requests before it did).
-    Fail(WcStatus),
-}
-
-/// A posted send request not yet completely in the ring.
 #[derive(Debug)]
 pub(crate) struct Msg {
     pub seq: u64,
@@ -122,24 +109,8 @@ impl SimHostQp {
         caps: QpCaps,
     ) -> Result<SimHostQp, FabricError> {
         let info = &dev.info;
-        let limits = [
-            ("max_send_wr", caps.max_send_wr, info.max_qp_wr),
-            ("max_send_sge", caps.max_send_sge, info.max_sge),
-            ("max_inline_data", caps.max_inline_data, super::SIMHOST_MAX_INLINE),
-        ];
-        for (what, requested, max) in limits {
-            if requested > max {
-                return Err(FabricError::Limit { what, requested: requested.into(), max: max.into() });
-            }
-        }
-        if caps.max_send_wr == 0 {
-            return Err(FabricError::InvalidArgument("max_send_wr must be at least 1".into()));
-        }
-        for (what, d) in [("send cq", &send_cq.0.dev), ("recv cq", &recv_cq.0.dev), ("srq", &srq.0.dev)] {
-            if !Arc::ptr_eq(d, &dev) {
-                return Err(FabricError::InvalidArgument(format!("{what} belongs to another device")));
-            }
-        }
+        let parts = [("send cq", &send_cq.0.dev), ("recv cq", &recv_cq.0.dev), ("srq", &srq.0.dev)];
+        check_qp_create(&dev, &caps, super::SIMHOST_MAX_INLINE, info, parts)?;
         let qpn = dev.next_qpn.fetch_add(1, Ordering::Relaxed) & 0x00FF_FFFF;
         let path = dir::qp_path(&dev.dir, info.sim_addr, qpn);
         let unavailable =
@@ -173,33 +144,11 @@ impl SimHostQp {
     fn post_one(&self, batch: &SendBatch, index: usize, seq: u64) -> Result<Msg, FabricError> {
         let q = &self.0;
         let wr = &batch.wrs()[index];
-        let einval = FabricError::Verbs { call: "ibv_post_send", errno: libc::EINVAL };
-        if wr.num_sge > q.caps.max_send_sge {
-            return Err(einval);
-        }
-        let sges = batch.sges_of(wr);
-        let len = batch.byte_len(wr);
-        let inline = wr.flags.contains(SendFlags::INLINE);
-        if (inline && len > u64::from(q.caps.max_inline_data)) || len > u64::from(u32::MAX) {
-            return Err(einval);
-        }
-        if q.sq_outstanding.load(Ordering::Acquire) >= q.caps.max_send_wr {
-            return Err(FabricError::Verbs { call: "ibv_post_send", errno: libc::ENOMEM });
-        }
-        let payload = if inline {
-            let mut bytes = Vec::with_capacity(len as usize);
-            for s in sges {
-                // SAFETY: post_send's contract: the SGE's memory is readable
-                // for its length at post time (inline needs no registration).
-                bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(s.addr as *const u8, s.length as usize) });
-            }
-            Payload::Inline(bytes)
-        } else if sges.iter().all(|s| q.dev.check_range(s.lkey, s.addr, s.length)) {
-            Payload::Gather(sges.to_vec())
-        } else {
-            Payload::Fail(WcStatus::LocProtErr)
+        // SAFETY: post_send's contract: the SGEs' memory is readable for
+        // their length at post time.
+        let (len, payload) = unsafe {
+            prepare_send(batch, index, &q.caps, &q.sq_outstanding, |s| q.dev.check_range(s.lkey, s.addr, s.length))?
         };
-        q.sq_outstanding.fetch_add(1, Ordering::AcqRel);
         Ok(Msg { seq, wr_id: wr.wr_id, signaled: wr.flags.contains(SendFlags::SIGNALED), imm: wr.imm, len, payload })
     }
 }
@@ -210,16 +159,7 @@ impl QueuePair for SimHostQp {
     }
 
     fn endpoint(&self) -> QpEndpoint {
-        let info = &self.0.dev.info;
-        QpEndpoint {
-            qpn: self.0.qpn,
-            psn: self.0.psn,
-            lid: info.lid,
-            gid: info.gid,
-            mtu: info.active_mtu,
-            sim_addr: info.sim_addr,
-            sim_network: info.sim_network,
-        }
+        endpoint(&self.0.dev.info, self.0.qpn, self.0.psn)
     }
 
     fn caps(&self) -> QpCaps {
@@ -236,21 +176,7 @@ impl QueuePair for SimHostQp {
     }
 
     fn connect(&self, remote: &QpEndpoint) -> Result<(), FabricError> {
-        let ours = self.0.dev.info.sim_network;
-        if remote.sim_network != ours {
-            // Another directory (or host, or fabric): its queue pairs are
-            // not reachable through ours.
-            return Err(FabricError::ForeignEndpoint { ours, theirs: remote.sim_network });
-        }
-        if remote.sim_addr == 0 {
-            return Err(FabricError::InvalidArgument("remote endpoint has no simhost device address".into()));
-        }
-        if remote.qpn == 0 || remote.qpn > 0x00FF_FFFF {
-            return Err(FabricError::InvalidArgument(format!(
-                "remote qpn {:#x} is not a valid RC QP number",
-                remote.qpn
-            )));
-        }
+        check_remote(&self.0.dev.info, remote, "remote endpoint has no simhost device address")?;
         let mut g = lock(&self.0.inner);
         if self.0.raw_state() != ST_RESET {
             return Err(FabricError::BadState(format!("connect needs RESET, QP {} is {:?}", self.0.qpn, self.state())));

@@ -7,26 +7,16 @@ use std::sync::{Arc, Mutex};
 
 use super::qp::QpCore;
 use super::Device;
-use crate::fabric::simcq::{SendSlots, SimCqCore};
-use crate::fabric::{CompletionQueue, FabricError, PostError, RecvBatch, Sge, SharedReceiveQueue, WorkCompletion};
+use crate::fabric::simcq::SendSlots;
+use crate::fabric::simparts::{check_srq_limits, queue_recvs, PostedRecv};
+use crate::fabric::{CompletionQueue, FabricError, PostError, RecvBatch, SharedReceiveQueue, WorkCompletion};
 use crate::util::lock;
 
 /// A completion plus the send queue slots its polling frees.
 pub(crate) type CqEntry = crate::fabric::simcq::CqEntry<QpCore>;
 
 /// The shared part of a completion queue: the queue and its device.
-#[derive(Debug)]
-pub(crate) struct CqCore {
-    pub dev: Arc<Device>,
-    cq: SimCqCore<QpCore>,
-}
-
-impl CqCore {
-    /// Queues a completion (see [`SimCqCore::push`]).
-    pub fn push(&self, entry: CqEntry) {
-        self.cq.push(entry)
-    }
-}
+pub(crate) type CqCore = crate::fabric::simcq::DevCq<Device, QpCore>;
 
 impl SendSlots for QpCore {
     fn release_slots(&self, n: u32) {
@@ -40,8 +30,8 @@ pub struct SimHostCq(pub(crate) Arc<CqCore>);
 
 impl SimHostCq {
     pub(crate) fn new(dev: Arc<Device>, cqe: u32) -> Result<SimHostCq, FabricError> {
-        let cq = SimCqCore::new("simhost", cqe, dev.info.max_cqe)?;
-        Ok(SimHostCq(Arc::new(CqCore { dev, cq })))
+        let max = dev.info.max_cqe;
+        Ok(SimHostCq(Arc::new(CqCore::new("simhost", dev, cqe, max)?)))
     }
 }
 
@@ -68,20 +58,6 @@ impl CompletionQueue for SimHostCq {
     fn clear_wake(&self) -> Result<(), FabricError> {
         self.0.cq.clear_wake();
         Ok(())
-    }
-}
-
-/// A receive request waiting in the SRQ.
-#[derive(Debug)]
-pub(crate) struct PostedRecv {
-    pub wr_id: u64,
-    pub sges: Vec<Sge>,
-}
-
-impl PostedRecv {
-    /// Total bytes the request can take.
-    pub fn capacity(&self) -> u64 {
-        self.sges.iter().map(|s| u64::from(s.length)).sum()
     }
 }
 
@@ -118,13 +94,7 @@ pub struct SimHostSrq(pub(crate) Arc<SrqCore>);
 
 impl SimHostSrq {
     pub(crate) fn new(dev: Arc<Device>, max_wr: u32, max_sge: u32) -> Result<SimHostSrq, FabricError> {
-        let (lim_wr, lim_sge) = (dev.info.max_srq_wr, dev.info.max_srq_sge);
-        if max_wr == 0 || max_wr > lim_wr {
-            return Err(FabricError::Limit { what: "max_srq_wr", requested: max_wr.into(), max: lim_wr.into() });
-        }
-        if max_sge == 0 || max_sge > lim_sge {
-            return Err(FabricError::Limit { what: "max_srq_sge", requested: max_sge.into(), max: lim_sge.into() });
-        }
+        check_srq_limits(&dev.info, max_wr, max_sge)?;
         Ok(SimHostSrq(Arc::new(SrqCore { dev, max_wr, max_sge, state: Mutex::new(SrqState::default()) })))
     }
 }
@@ -139,22 +109,10 @@ impl SharedReceiveQueue for SimHostSrq {
     }
 
     unsafe fn post_recv(&self, batch: &RecvBatch) -> Result<(), PostError> {
-        let mut result = Ok(());
-        let starved = {
+        let (result, starved) = {
             let mut st = lock(&self.0.state);
-            for (i, wr) in batch.wrs().iter().enumerate() {
-                let errno = if wr.num_sge > self.0.max_sge {
-                    libc::EINVAL
-                } else if st.wrs.len() >= self.0.max_wr as usize {
-                    libc::ENOMEM
-                } else {
-                    st.wrs.push_back(PostedRecv { wr_id: wr.wr_id, sges: batch.sges_of(wr).to_vec() });
-                    continue;
-                };
-                result = Err(PostError { posted: i, error: FabricError::Verbs { call: "ibv_post_srq_recv", errno } });
-                break;
-            }
-            std::mem::take(&mut st.starved)
+            let result = queue_recvs(&mut st.wrs, self.0.max_wr, self.0.max_sge, batch);
+            (result, std::mem::take(&mut st.starved))
         };
         // Receiver-not-ready messages can go on now.
         if starved {

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use super::copy::{covering, gather, scatter};
 use super::dir;
-use super::qp::{Inner, Msg, Payload, QpCore, RxCur, Sent};
+use super::qp::{Inner, Msg, QpCore, RxCur, Sent};
 use super::queues::CqEntry;
 use super::ring::{Channel, RecHdr, F_FIRST, F_IMM, F_LAST, ST_ERROR, ST_RESET, ST_RTS};
 use super::Device;
-use crate::fabric::sim::in_range;
+use crate::fabric::simparts::{in_range, Payload};
 use crate::fabric::{WcOpcode, WcStatus, WorkCompletion};
 use crate::util::lock;
 
@@ -217,7 +217,7 @@ impl QpCore {
                     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr().add(off as usize), dst, n as usize) }
                 }),
                 Payload::Gather(sges) => {
-                    let mrs = self.dev.mrs.read().unwrap_or_else(|p| p.into_inner());
+                    let mrs = self.dev.mrs.read();
                     if !sges.iter().all(|s| in_range(&mrs, s.lkey, s.addr, s.length)) {
                         // Deregistered since the post: fails once the
                         // requests before it completed.
@@ -304,7 +304,7 @@ impl QpCore {
                 break;
             };
             let placed = {
-                let mrs = self.dev.mrs.read().unwrap_or_else(|p| p.into_inner());
+                let mrs = self.dev.mrs.read();
                 let ok =
                     covering(&cur.recv.sges, cur.filled, h.len).all(|(s, o, n)| in_range(&mrs, s.lkey, s.addr + o, n));
                 if ok {
