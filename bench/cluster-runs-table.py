@@ -3,7 +3,7 @@
 # the tables in its logs (bench/results/*cluster-matrix*.txt); a row printed twice (a log has the
 # table at each run and at its end) counts once.
 #   python3 bench/cluster-runs-table.py LOG...
-import re,sys,glob,collections
+import re,sys,collections
 files=sys.argv[1:]
 rows=collections.OrderedDict()
 seen=set()
