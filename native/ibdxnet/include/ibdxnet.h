@@ -300,14 +300,16 @@ struct IbdxnetIncomingRingHeader {
 
 /**
  * The word of a sleeping engine thread that its wakers read first
- * (`sys::doorbell`): 1 while the thread sleeps or is about to. Java reads
- * the send thread's word after publishing data and calls `wakeSendThread`
- * only when it is 1. It is the word of `sys::doorbell::Doorbell` (an
- * `AtomicU32`, which has the layout of a `u32`; asserted below).
+ * (`sys::doorbell`): 1 while the thread sleeps or is about to, 2 while the
+ * send thread is awake but found no work. Java reads the send thread's
+ * word after publishing data and calls `sendFromCaller` only when it is not
+ * 0 (that posts the data on the caller's thread, or wakes the send thread).
+ * It is the word of `sys::doorbell::Doorbell` (an `AtomicU32`, which has
+ * the layout of a `u32`; asserted below).
  */
 struct IbdxnetSleepWord {
   /**
-   * 1: sleeping; 0: awake (or a waker already rang).
+   * 1: sleeping; 2: awake and idle; 0: awake and busy (or a waker already rang).
    */
   uint32_t sleeping;
 };

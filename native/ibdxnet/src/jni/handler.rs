@@ -255,7 +255,11 @@ struct RoleCell(RoleState);
 // one after the other, never at once): it writes `env` in `thread_started`
 // before its first up-call and clears it in `thread_stopping` after its
 // last, and only it makes the up-calls that read the cell (and, through Java,
-// write `next`). No other thread reads or writes it.
+// write `next`). The send cell is lent: a user's thread that holds the send
+// state (`msgrc::send_owner`, exclusive, acquire/release) puts its own `env`
+// in, makes the send up-calls, and puts the thread's back before letting go
+// (`lend_send_role`); the send thread makes no up-call meanwhile. No two
+// threads read or write a cell at once.
 unsafe impl Sync for RoleCell {}
 // SAFETY: the handler moves to the engine's threads at start; a JNIEnv in it
 // is only ever used by the thread that stored it (see the `Sync` impl), and
@@ -310,8 +314,8 @@ impl JniHandler {
 
 impl EngineHandler for JniHandler {
     fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage {
-        // SAFETY: this is the send thread (or the shared thread), the cell's
-        // owner (the engine calls next_data_to_send on that thread only).
+        // SAFETY: this is the holder of the send state: the send (or shared)
+        // thread, or a user's thread it was lent to (see `RoleCell`).
         let me = unsafe { self.send.get() };
         me.next.set(NextWorkPackage::default());
         let args = [
@@ -339,6 +343,12 @@ impl EngineHandler for JniHandler {
 
     fn acknowledges_handover(&self) -> bool {
         true // EngineCallbacks.nextDataToSend acknowledges (CompletedWorkList.acknowledge)
+    }
+
+    fn lend_send_role(&self, token: usize) -> usize {
+        // SAFETY: called by the holder of the send state only (see `RoleCell`).
+        let me = unsafe { self.send.get() };
+        me.env.replace(token as *mut jni::sys::JNIEnv) as usize
     }
 
     fn received(&self, ring: &IncomingRing) -> u32 {

@@ -57,6 +57,7 @@ pub const TARGETS: &[&str] = &[
     "ibdxnet::msgrc::engine",
     "ibdxnet::msgrc::recv",
     "ibdxnet::msgrc::send",
+    "ibdxnet::msgrc::send_agent",
     "ibdxnet::msgrc::stats_print",
     "ibdxnet::sys::region",
     "ibdxnet::sys::write_watch",

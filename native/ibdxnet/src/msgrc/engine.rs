@@ -16,6 +16,7 @@ use super::handler::{EngineHandler, ThreadRole};
 use super::recv::RecvThread;
 use super::recv_pool::{RecvPool, ReturnError};
 use super::send::SendThread;
+use super::send_agent::SendAgent;
 use super::stats::EngineStats;
 use super::stats_print::{self, StatsPrinter};
 use crate::con::{ConConfig, ConError, ConManager, Connection, EventSink, NodeError, NodeEvent, NodeId, QueueSet};
@@ -122,6 +123,8 @@ pub struct Engine<F: Fabric> {
     send_doorbell: Arc<Doorbell>,
     recv_doorbell: Arc<Doorbell>,
     threads: Vec<JoinHandle<()>>,
+    /// Runs the send work on a user's thread (`send_from_caller`).
+    caller_send: Box<dyn Fn(usize) + Send + Sync>,
     /// The statistics print thread (`stats_print_interval_ms` > 0), stopped
     /// after the engine threads so that its final print has their last counts.
     printer: Option<StatsPrinter>,
@@ -190,7 +193,8 @@ impl<F: Fabric> Engine<F> {
         // `wake_send`) the send thread, returned buffers the receive thread.
         mgr.wake_on_change(send_doorbell.clone());
         pool.wake_on_return(recv_doorbell.clone());
-        let send = SendThread::new(&cfg, mgr.clone(), handler.clone(), stats.clone(), send_doorbell.clone())?;
+        let send = SendThread::new(&cfg, mgr.clone(), handler.clone(), stats.clone())?;
+        let (send, caller) = SendAgent::new(send, handler.clone(), send_doorbell.clone(), mgr.clone(), stats.clone());
         let recv =
             RecvThread::new(&cfg, mgr.clone(), handler.clone(), pool.clone(), stats.clone(), recv_doorbell.clone())?;
         let mut engine = Engine {
@@ -202,6 +206,7 @@ impl<F: Fabric> Engine<F> {
             send_doorbell,
             recv_doorbell,
             threads: Vec::new(),
+            caller_send: Box::new(move |token| caller.run(token)),
             printer: None,
         };
         let (node, pins) = (cfg.node_id, cfg.pin_threads);
@@ -232,14 +237,19 @@ impl<F: Fabric> Engine<F> {
                 ThreadRole::Shared,
                 Box::new(move || {
                     agent_loop(&r, p, &mut both, &[&st.send_iterations, &st.recv_iterations]);
+                    both.send.stop();
                     both.recv.drain();
                 }),
             )?);
         } else {
             let mut send = send;
-            engine
-                .threads
-                .push(spawn(ThreadRole::Send, Box::new(move || agent_loop(&r, p, &mut send, &[&st.send_iterations])))?);
+            engine.threads.push(spawn(
+                ThreadRole::Send,
+                Box::new(move || {
+                    agent_loop(&r, p, &mut send, &[&st.send_iterations]);
+                    send.stop();
+                }),
+            )?);
             let (r, st) = (running.clone(), stats.clone());
             let mut recv = recv;
             engine.threads.push(spawn(
@@ -314,6 +324,19 @@ impl<F: Fabric> Engine<F> {
     /// publishing it (cheap while the thread is awake: one load).
     pub fn wake_send(&self) {
         self.send_doorbell.wake_if_sleeping();
+    }
+    /// After the user published data, on its own thread: if the send thread
+    /// is idle or asleep, this thread runs the send work itself (posting the
+    /// data without waking it), else the send thread sees the data. `token`
+    /// is what the handler's up-calls need on this thread
+    /// ([`EngineHandler::lend_send_role`]). With `send_from_caller=false`
+    /// it only wakes the send thread ([`Engine::wake_send`]).
+    pub fn send_from_caller(&self, token: usize) {
+        if self.cfg.send_from_caller {
+            (self.caller_send)(token);
+        } else {
+            self.wake_send();
+        }
     }
     /// The send thread's doorbell, whose sleeping word Java reads.
     pub fn send_doorbell(&self) -> &Arc<Doorbell> {

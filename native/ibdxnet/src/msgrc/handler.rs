@@ -63,6 +63,14 @@ pub trait EngineHandler: Send + Sync + 'static {
     /// marked applied again (and posts no package), so a call that fails
     /// half-way loses and repeats nothing.
     fn next_data_to_send(&self, prev: &PrevWorkResults, completed: &CompletedList) -> NextWorkPackage;
+    /// A user's thread takes the send thread's part for a few iterations
+    /// (`Engine::send_from_caller`): `token` is what that thread's up-calls
+    /// need (JNI: its `JNIEnv`). Returns the token in place before, which
+    /// the engine lends back after. Called only by the holder of the send
+    /// state, so never while the send thread makes an up-call.
+    fn lend_send_role(&self, token: usize) -> usize {
+        token
+    }
     /// Whether `next_data_to_send` acknowledges each hand-over itself (see
     /// there); false: every return counts as applied in full.
     fn acknowledges_handover(&self) -> bool {

@@ -14,6 +14,8 @@ pub mod imm;
 pub mod recv;
 pub mod recv_pool;
 pub mod send;
+pub(crate) mod send_agent;
+pub(crate) mod send_owner;
 pub mod shared;
 pub mod stats;
 pub mod stats_print;

@@ -12,10 +12,11 @@
 //! and a completion confirms all WRs of its QP up to it.
 
 use std::collections::{HashMap, VecDeque};
+use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::agent::{sleep_together, Agent, Armed, Sleep, Sleeper, SLEEP_TIMEOUT};
+use super::agent::{Armed, SLEEP_TIMEOUT};
 use super::config::EngineConfig;
 use super::handler::{EngineHandler, SendWakeup};
 use super::imm;
@@ -25,7 +26,6 @@ use super::timers::Clock;
 use crate::abi::{NextWorkPackage, PrevWorkResults, NWP_VALID};
 use crate::con::{ConManager, ConState, Connection, NodeId};
 use crate::fabric::{CompletionQueue, Fabric, QueuePair, SendBatch, SendFlags, Sge, WcStatus, WorkCompletion};
-use crate::sys::doorbell::Doorbell;
 
 const SEQ_BITS: u32 = 48;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
@@ -99,10 +99,6 @@ pub(crate) struct SendThread<F: Fabric, H: EngineHandler> {
     planned: Vec<InFlight>,
     wcs: Vec<WorkCompletion>,
     outstanding: u64,
-    doorbell: Arc<Doorbell>,
-    /// The longest sleep the handler's wake-up allows, and its descriptor (set by `arm`).
-    sleep_bound: Duration,
-    watch_fd: Option<std::os::fd::RawFd>,
 }
 
 impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
@@ -111,7 +107,6 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
         mgr: Arc<ConManager<F>>,
         handler: Arc<H>,
         stats: Arc<EngineStats>,
-        doorbell: Arc<Doorbell>,
     ) -> Result<Self, crate::fabric::FabricError> {
         let max_inline = mgr.queues().caps.max_inline_data.min(cfg.max_inline);
         let explicit_ack = handler.acknowledges_handover();
@@ -135,14 +130,11 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             planned: Vec::with_capacity(64),
             wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
             outstanding: 0,
-            doorbell,
-            sleep_bound: SLEEP_TIMEOUT,
-            watch_fd: None,
         })
     }
 
     /// One loop iteration; returns the amount of work done (0 = idle).
-    fn iterate(&mut self) -> usize {
+    pub(super) fn iterate(&mut self) -> usize {
         let t = self.clock.start();
         self.completed.begin_handover();
         let next = self.handler.next_data_to_send(&self.prev, &self.completed);
@@ -440,37 +432,22 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
     }
 }
 
-impl<F: Fabric, H: EngineHandler> Agent for SendThread<F, H> {
-    fn do_work(&mut self) -> usize {
-        self.iterate()
-    }
-
-    /// Wakes on the user's new data (Java reads the doorbell's word and calls
-    /// `wakeSendThread`), on a connection change, or on a send completion
-    /// while requests are in flight.
-    fn sleep(&mut self) -> Sleep {
-        sleep_together(&mut [self])
-    }
-}
-
-impl<F: Fabric, H: EngineHandler> Sleeper for SendThread<F, H> {
-    fn doorbell(&self) -> &Arc<Doorbell> {
-        &self.doorbell
-    }
-
-    /// The user's own wake-up (upstream's writes into the rings), then the
-    /// send completion queue, only while requests are in flight.
-    fn arm(&mut self) -> Armed {
-        (self.sleep_bound, self.watch_fd) = match self.handler.arm_send_wakeup() {
+impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
+    /// Before its thread sleeps (`send_agent`): the user's own wake-up
+    /// (upstream's writes into the rings), then the send completion queue,
+    /// only while requests are in flight; with the longest sleep and the
+    /// user's descriptor.
+    pub(super) fn arm(&mut self) -> (Armed, Duration, Option<RawFd>) {
+        let (bound, fd) = match self.handler.arm_send_wakeup() {
             SendWakeup::Doorbell => (SLEEP_TIMEOUT, None),
             SendWakeup::Watch { fd, bound } => (bound.min(SLEEP_TIMEOUT), Some(fd)),
-            SendWakeup::Poll => return Armed::NotNow,
+            SendWakeup::Poll => return (Armed::NotNow, SLEEP_TIMEOUT, None),
         };
         if self.outstanding == 0 {
-            return Armed::Doorbell;
+            return (Armed::Doorbell, bound, fd);
         }
         let cq = &self.mgr.queues().send_cq;
-        match cq.arm() {
+        let armed = match cq.arm() {
             Ok(true) => Armed::Watch(cq.wake_fd()),
             Ok(false) => Armed::NotNow,
             Err(e) => {
@@ -478,28 +455,12 @@ impl<F: Fabric, H: EngineHandler> Sleeper for SendThread<F, H> {
                 self.stats.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Armed::NotNow
             }
-        }
+        };
+        (armed, bound, fd)
     }
 
-    /// The last look (this up-call also hands over the previous results).
-    fn last_look(&mut self) -> usize {
-        self.iterate()
-    }
-
-    fn sleep_bound(&self) -> Duration {
-        self.sleep_bound
-    }
-
-    fn wake_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.watch_fd
-    }
-
-    fn woke(&mut self, watched: bool) {
-        if watched {
-            if let Err(e) = self.mgr.queues().send_cq.clear_wake() {
-                log::error!("node {}: clearing the send completion queue's wake-up failed: {e}", NodeId(self.me));
-            }
-        }
-        self.stats.send_sleeps.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// Work requests posted and not yet completed.
+    pub(super) fn outstanding(&self) -> u64 {
+        self.outstanding
     }
 }

@@ -44,6 +44,10 @@ pub struct EngineStats {
     pub send_iterations: CounterSlot,
     /// Times the send thread blocked until woken.
     pub send_sleeps: CounterSlot,
+    /// Send iterations run on a user's thread (`Engine::send_from_caller`).
+    pub send_caller_runs: CounterSlot,
+    /// User's calls that left their data to the busy send thread.
+    pub send_caller_left: CounterSlot,
     /// Loop iterations of the receive thread.
     pub recv_iterations: CounterSlot,
     /// Times the receive thread blocked until woken.
@@ -120,6 +124,8 @@ pub static COUNTERS: &[Counter] = &[
     counter!(protocol_violations, "messages whose immediate data named another node than their queue pair's"),
     counter!(send_iterations, "loop iterations of the send thread"),
     counter!(send_sleeps, "times the send thread blocked until woken"),
+    counter!(send_caller_runs, "send iterations run on a user's thread that found the send thread idle (it posted its own data)"),
+    counter!(send_caller_left, "user's sends that found the send work under way and left their data to it"),
     counter!(recv_iterations, "loop iterations of the receive thread"),
     counter!(recv_sleeps, "times the receive thread blocked until woken"),
     counter!(gauge receive_buffers, "receive buffers in the pool (fixed at start)"),
@@ -172,7 +178,7 @@ const _: () = assert!(std::mem::offset_of!(EngineStats, timers) == TABLE_SLOTS *
 
 /// Number of slots in the shared table (checked by a test against
 /// [`table_slots`]).
-pub const TABLE_SLOTS: usize = 12 + 20 + 7;
+pub const TABLE_SLOTS: usize = 14 + 20 + 7;
 
 /// One timed operation: its name, the thread that times it, what it covers,
 /// and its keys in the statistics map (`timer_<name>_<figure>`, in the order
@@ -388,8 +394,8 @@ mod tests {
         for (i, (d, _)) in slots.iter().enumerate() {
             assert_eq!(lines[i + 1], format!("counter {i} {} {} {}", d.name, d.kind.word(), d.doc));
         }
-        assert!(text.contains("counter 11 receive_buffers gauge "), "{text}");
-        assert!(text.contains("counter 18 connections_created counter "), "{text}");
+        assert!(text.contains("counter 13 receive_buffers gauge "), "{text}");
+        assert!(text.contains("counter 20 connections_created counter "), "{text}");
         // A ConManager counting into the table writes these very slots.
         let shared = std::sync::Arc::new(EngineStats::default());
         let con: crate::sys::counter::Part<ConStats> = crate::sys::counter::Part::of(shared.clone());

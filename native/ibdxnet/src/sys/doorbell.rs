@@ -25,6 +25,11 @@ use std::time::Duration;
 
 pub use crate::util::EventFd;
 
+/// The word while the thread sleeps (or is about to).
+const SLEEPING: u32 = 1;
+/// The word while the thread is awake and found no work ([`Doorbell::mark_idle`]).
+pub const IDLE: u32 = 2;
+
 /// The doorbell of one sleeping thread.
 #[derive(Debug)]
 pub struct Doorbell {
@@ -58,12 +63,24 @@ impl Doorbell {
 
     /// True while the thread announced sleep.
     pub fn is_sleeping(&self) -> bool {
-        self.sleeping.load(Ordering::Relaxed) != 0
+        self.sleeping.load(Ordering::Relaxed) == SLEEPING
+    }
+
+    /// The thread, awake, says whether its last look found no work (the
+    /// send thread: then its wakers post their data themselves,
+    /// `msgrc::send_agent`). Only by the thread, outside `announce` …
+    /// `retract`; a store only when the value changes, so that a busy loop
+    /// does not take the line from the wakers that read it.
+    pub fn mark_idle(&self, idle: bool) {
+        let want = if idle { IDLE } else { 0 };
+        if self.sleeping.load(Ordering::Relaxed) != want {
+            self.sleeping.store(want, Ordering::Relaxed);
+        }
     }
 
     /// The sleeper is about to look for work a last time, then sleep.
     pub fn announce(&self) {
-        self.sleeping.store(1, Ordering::Relaxed);
+        self.sleeping.store(SLEEPING, Ordering::Relaxed);
         // Orders the store before the re-check's loads (see the module doc).
         fence(Ordering::SeqCst);
     }
@@ -78,11 +95,11 @@ impl Doorbell {
     pub fn wake_if_sleeping(&self) -> bool {
         // Orders the caller's publishing stores before the load of the word.
         fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) == 0 {
+        if self.sleeping.load(Ordering::Relaxed) != SLEEPING {
             return false;
         }
-        if self.sleeping.compare_exchange(1, 0, Ordering::SeqCst, Ordering::Relaxed).is_err() {
-            return false; // another waker rang, or the sleeper retracted
+        if self.sleeping.compare_exchange(SLEEPING, 0, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+            return false; // another waker rang, the sleeper retracted, or it is awake (IDLE)
         }
         self.ring();
         true

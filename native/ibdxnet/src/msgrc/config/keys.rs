@@ -414,6 +414,8 @@ pub static KEYS: &[Key] = &[
         "pin engine threads to CPUs, e.g. `send=0,recv=1` (`job=2` pins the connection manager); each CPU must be one the starting thread may run on, else the engine does not start; empty: none pinned"),
     key!("engine_threads", Threads, engine_threads, "dedicated", Any,
         "`dedicated`: a send and a receive thread per node; `shared`: one thread per node does the send work, then the receive work, each iteration, and sleeps only when both are idle (pinned by `pin_threads`' `send` entry)"),
+    key!("send_from_caller", Bool, send_from_caller, "true", Any,
+        "a user's thread that publishes data while the send thread is idle or asleep posts it itself (one hand-off less per message); `false`: it always wakes the send thread"),
     key!("stats_timers", Bool, stats_timers, "false", Any,
         "time the send and receive threads' operations (post, poll, up-call: count, total, best, worst, percentiles) for the statistics map and the print thread; off by default: ≈ 60 ns per timed operation, up to ~5 % of the engine's CPU time with small work requests"),
     key!("stats_print_interval_ms", Millis, stats_print_interval, "0", Int(0, MAX_INTERVAL_MS),

@@ -97,6 +97,8 @@ pub struct EngineConfig {
     pub pin_threads: ThreadPins,
     /// (`engine_threads`)
     pub engine_threads: EngineThreads,
+    /// (`send_from_caller`)
+    pub send_from_caller: bool,
     /// (`stats_timers`)
     pub stats_timers: bool,
     /// (`stats_print_interval_ms`; zero: no print thread)
@@ -156,6 +158,7 @@ impl EngineConfig {
             parking: ParkingConfig::default(),
             pin_threads: ThreadPins::default(),
             engine_threads: EngineThreads::Dedicated,
+            send_from_caller: true,
             stats_timers: false,
             evict_at_limit: true,
             stats_print_interval: Duration::ZERO,

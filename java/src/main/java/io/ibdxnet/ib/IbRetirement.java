@@ -140,7 +140,7 @@ final class IbRetirement {
                 if (t.connections.compareAndSet(node, old, n) || t.connections.compareAndSet(node, null, n)) {
                     resent.addAndGet(stranded.length);
                     t.wim.pushData(node);
-                    t.wakeSendThread();
+                    t.sendPublished();
                     retireIfClosed(n); // closed while we wrote: settled (and resent) in turn
                 } else {
                     // A newer connection took the node's place (after a failure): these

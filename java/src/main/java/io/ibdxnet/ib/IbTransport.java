@@ -89,7 +89,7 @@ public final class IbTransport implements Transport {
         @Override
         protected void published() {
             wim.pushData(node);
-            engine.wakeSendThread();
+            engine.sendPublished();
         }
     }
 
@@ -290,15 +290,16 @@ public final class IbTransport implements Transport {
     }
 
     /**
-     * After new write interest: the native send thread may be asleep. Never
+     * After new write interest: posted on this thread if the native send
+     * thread is idle or asleep ({@link NativeEngine#sendPublished}). Never
      * once {@link #close} has waited out the wakers (the engine may be gone):
      * both sides write, then read the other's variable (Dekker).
      */
-    void wakeSendThread() {
+    void sendPublished() {
         wakers.incrementAndGet();
         try {
             if (!closing) {
-                engine.wakeSendThread();
+                engine.sendPublished();
             }
         } finally {
             wakers.decrementAndGet();
@@ -322,7 +323,7 @@ public final class IbTransport implements Transport {
         // Never blocks (runs on a handler thread, the message creation coordinator, or inline on the receive thread).
         if (incomingConnection(b.source) == b.connection && confirmations.consumed(b.source, b.length)) {
             wim.pushFlowControl(b.source);
-            wakeSendThread();
+            sendPublished();
         }
     }
 

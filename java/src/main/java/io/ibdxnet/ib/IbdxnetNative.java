@@ -52,13 +52,21 @@ final class IbdxnetNative {
     static native int ringSize(long handle);
 
     /**
-     * Address of the send thread's {@code IbdxnetSleepWord}: 1 while it sleeps (read it before
-     * {@link #wakeSendThread}). Valid for the life of the process, also after {@link #destroy}.
+     * Address of the send thread's {@code IbdxnetSleepWord}: 1 while it sleeps, 2 while it is
+     * awake and idle, 0 while it works (read it before {@link #sendFromCaller}). Valid for the
+     * life of the process, also after {@link #destroy}.
      */
     static native long sendSleepWord(long handle);
 
-    /** Wakes the native send thread if it sleeps; call after publishing data, only when its sleep word is 1. */
+    /** Wakes the native send thread if it sleeps. */
     static native void wakeSendThread(long handle);
+
+    /**
+     * After publishing data, when the send thread's word is not 0: posts it on this thread (the
+     * send thread is idle or asleep: no wake-up), or leaves it to the send thread. Makes the
+     * send up-call ({@link EngineCallbacks#nextDataToSend}) on this thread.
+     */
+    static native void sendFromCaller(long handle);
 
     static native void closeConnection(long handle, int nodeId, boolean force);
 

@@ -19,7 +19,7 @@ public final class NativeEngine implements AutoCloseable {
     private static final long SLEEPING = NativeLayout.of("IbdxnetSleepWord").offset("sleeping", 4);
     private long handle;
     private final int ringSize;
-    /** The send thread's sleep word: 1 while it sleeps (see {@link #wakeSendThread}). */
+    /** The send thread's sleep word: 0 while it works, else idle or asleep (see {@link #sendPublished}). */
     private final long sendSleepWord;
     /** The engine's counters, read in place (valid after close too). */
     private final NativeCounters counters;
@@ -42,22 +42,27 @@ public final class NativeEngine implements AutoCloseable {
     }
 
     /**
-     * Wakes the native send thread if it sleeps: call after publishing data
-     * or write interest. While the thread is awake this is one volatile read;
-     * the native side's protocol (sys/doorbell.rs) pairs it with the thread's
-     * announce-then-look so that no wake-up is lost: the publishing write
-     * and this read are both volatile, hence ordered.
+     * After publishing data or write interest: while the native send thread
+     * works this is one volatile read (it sees the data in its next
+     * iteration); when it is idle or asleep, this thread runs the send work
+     * itself and posts the data, a hand-off less (native
+     * {@code send_from_caller}; with that key off it wakes the thread). The
+     * native side's protocol (sys/doorbell.rs, msgrc/send_owner.rs) pairs
+     * the read with the thread's announce-then-look, so nothing is left
+     * unposted: the publishing write and this read are both volatile, hence
+     * ordered. Runs {@link EngineCallbacks#nextDataToSend} on this thread:
+     * call it holding no lock that method takes.
      */
-    public void wakeSendThread() {
+    public void sendPublished() {
         // The word stays valid after close (the handle's never-freed slot keeps
         // it), so a close racing this read is harmless; the native call then
         // finds the engine closed, and a closed engine has no thread to wake.
         long h = handle;
         if (h != 0 && Memory.getIntVolatile(sendSleepWord) != 0) {
             try {
-                IbdxnetNative.wakeSendThread(h);
+                IbdxnetNative.sendFromCaller(h);
             } catch (EngineClosedException e) {
-                // raced close(): nothing to wake
+                // raced close(): nothing to send any more
             }
         }
     }

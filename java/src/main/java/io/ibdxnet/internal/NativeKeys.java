@@ -24,7 +24,8 @@ public final class NativeKeys {
             "fabric", "device", "port", "gid_index", "qp_ack_timeout", "qp_retry_count", "send_ring_size", "sq_size", "srq_size", "recv_buffer_size",
             "recv_sges_per_wr", "recv_buffer_count", "recv_slab_buffers", "incoming_ring_size", "signal_interval", "max_inline",
             "poll_batch", "exchange_retry_ms", "discovery_interval_ms", "parking_yield_after_ms",
-            "parking_park_after_ms", "parking_park_for_ns", "parking_sleep_after_us", "pin_threads", "engine_threads", "stats_timers",
+            "parking_park_after_ms", "parking_park_for_ns", "parking_sleep_after_us", "pin_threads", "engine_threads", "send_from_caller",
+            "stats_timers",
             "evict_at_limit",
             "stats_print_interval_ms")));
 
