@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end workload suite (paper §9.1–§9.2): DXNet over ib (sim), nio and
-# loopback, and a plain Netty baseline, all on this machine in one run; RTT
+# loopback, a plain Netty baseline and Aeron's ping-pong (64 B RTT, UDP and
+# IPC, embedded driver), all on this machine in one run; RTT
 # and rate with the engine's idle setting at three values; nio with the
 # receiver in a process of its own; and the idle cost of connected nodes.
 # --scale instead: all-to-all against the node count (issue 22): ib with
@@ -112,7 +113,7 @@ shown() { # NATIVE IMPL [OPTIONS...]
 # heap_committed_mb the Java heap committed at the end, summed likewise.
 run() {
 	local impl=$1 pattern=$2 size=$3 senders=$4 handlers=$5 nodes=$6 native=${7-$NATIVE_STD} main=io.ibdxnet.bench.Workload line kv
-	local kind=stream messages opts=()
+	local kind=stream messages opts=() jvm=()
 	shift $(($# < 7 ? $# : 7))
 	# The same total per run whatever the number of sending threads and nodes.
 	messages=$(($(count "$size" $kind) / senders))
@@ -122,13 +123,19 @@ run() {
 	if [ "$impl" = netty ]; then
 		main=io.ibdxnet.bench.NettyBaseline
 		native=
+	elif [ "${impl%-*}" = aeron ]; then
+		# aeron-udp, aeron-ipc; its driver and idle settings go to the native column.
+		# Agrona 2 uses jdk.internal.misc.Unsafe: exported for these rows only.
+		main=io.ibdxnet.bench.AeronPingPong
+		native=
+		jvm=(--add-exports java.base/jdk.internal.misc=ALL-UNNAMED)
 	else
 		for kv in $native; do opts+=(--native "$kv"); done
 	fi
 	printf '%-8s %-4s nodes=%d size=%-8d senders=%d handlers=%d %s... ' "$impl" "$pattern" "$nodes" "$size" "$senders" "$handlers" \
 		"$(shown "$native" "$impl" "$@")" >&2
 	[ $scale = 1 ] && echo "# load average before the next row: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$csv"
-	line=$(java "${heap[@]}" -cp "$CP" -Djava.library.path="$ROOT/target/release" "$main" --transport "$impl" --pattern "$pattern" --nodes "$nodes" --size "$size" \
+	line=$(java "${heap[@]}" "${jvm[@]}" -cp "$CP" -Djava.library.path="$ROOT/target/release" "$main" --transport "$impl" --pattern "$pattern" --nodes "$nodes" --size "$size" \
 		--messages "$messages" --threads "$senders" --handlers "$handlers" "${opts[@]}" "$@" 2>/dev/null | grep '^RESULT ') || {
 		echo "FAILED" >&2
 		failures=$((failures + 1))
@@ -210,6 +217,9 @@ elif [ $quick = 1 ]; then
 		run $impl uni 64 1 1 2
 		run $impl rtt 64 1 1 2
 	done
+	for impl in aeron-udp aeron-ipc; do
+		run $impl rtt 64 1 1 2
+	done
 	run ib all 1024 1 1 3
 	heap=(-Xms256m -Xmx512m)
 	run nio all 64 1 1 3 "" --processes 3
@@ -231,6 +241,11 @@ else
 		for ((s = 1; s <= 1 << 20; s *= 4)); do
 			run $impl rtt $s 1 1 2
 		done
+	done
+	# Aeron's embedded ping-pong beside the 64 B rtt rows (issue 31): UDP over
+	# localhost and IPC, the same round trips as netty's.
+	for impl in aeron-udp aeron-ipc; do
+		run $impl rtt 64 1 1 2
 	done
 	# The same over nio with the receiving node in a process of its own.
 	for ((s = 1; s <= 1 << 20; s *= 2)); do

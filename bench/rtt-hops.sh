@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Where a round trip's hand-offs go (issue 31, item 1): RTT p50/p99 and CPU
+# per round trip of 64 B requests between two ib nodes on sim in one JVM,
+# with each hand-off removed in turn, interleaved over ROUNDS rounds; then
+# Aeron's ping-pong over UDP and IPC on the same machine in the same run.
+#
+#   bench/rtt-hops.sh [ROUNDS] > bench/results/DATE-rtt-hops.txt
+#
+# Per side, a round trip's thread crossings in each row:
+#   send thread, pool:   caller -> send thread -> (wire) -> receive thread -> handler -> send thread
+#   caller posts, pool:  caller -> (wire) -> receive thread -> handler -> (wire)
+#   send thread, inline: caller -> send thread -> (wire) -> receive thread (handler) -> send thread
+#   caller posts, inline: caller -> (wire) -> receive thread (handler) -> (wire)
+# Needs the bench classpath (gradle benchClasspathFile) and target/release.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+rounds=${1:-3}
+messages=${RTT_MESSAGES:-20000}
+CP=$(cat "$ROOT/build/bench-classpath.txt")
+jvm=(java -Xms1g -Xmx1g -cp "$CP" -Djava.library.path="$ROOT/target/release")
+echo "# bench/rtt-hops.sh $rounds ($messages round trips per run), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "# machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(java -version 2>&1 | head -1)"
+echo "# git: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)')"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+row() { # NAME ARGS...
+	local name=$1 line
+	shift
+	line=$("${jvm[@]}" "$@" 2>/dev/null | grep '^RESULT ') || line="FAILED"
+	printf '%-28s %s\n' "$name" "$(echo "$line" | tr ' ' '\n' | grep -E '^(cpu_ns_per_msg|rtt_p50_us|rtt_p99_us)=' | paste -sd' ')"
+}
+ib=(io.ibdxnet.bench.Workload --transport ib --pattern rtt --nodes 2 --size 64 --messages "$messages" --threads 1 --handlers 1)
+for r in $(seq 1 "$rounds"); do
+	echo "## round $r (load $(cut -d' ' -f1 /proc/loadavg))"
+	row "send thread, pool" "${ib[@]}" --native send_from_caller=false --handleOnReceivingThread false
+	row "caller posts, pool" "${ib[@]}" --native send_from_caller=true --handleOnReceivingThread false
+	row "send thread, inline" "${ib[@]}" --native send_from_caller=false --handleOnReceivingThread true
+	row "caller posts, inline" "${ib[@]}" --native send_from_caller=true --handleOnReceivingThread true
+	row "caller posts, inline, shared" "${ib[@]}" --native send_from_caller=true --native engine_threads=shared --handleOnReceivingThread true
+	row "aeron udp" --add-exports java.base/jdk.internal.misc=ALL-UNNAMED io.ibdxnet.bench.AeronPingPong --channel udp --messages "$messages"
+	row "aeron ipc" --add-exports java.base/jdk.internal.misc=ALL-UNNAMED io.ibdxnet.bench.AeronPingPong --channel ipc --messages "$messages"
+done
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
