@@ -188,8 +188,9 @@ impl<F: Fabric, H: EngineHandler> CallerSend<F, H> {
     /// [`EngineHandler::lend_send_role`]), until one finds nothing to do;
     /// else leaves a mark for whoever holds it. Wakes the sleeping thread
     /// where work is left for it: a stream (calls closer than
-    /// [`STREAM_GAP`]), requests in flight (their completions), or a state
-    /// held by the thread on its way to sleep.
+    /// [`STREAM_GAP`]), requests in flight (their completions), a run that
+    /// [`CALLER_ITERATIONS`] cut short (its last iteration found work), or a
+    /// state held by the thread on its way to sleep.
     pub(crate) fn run(&self, token: usize) {
         let now = self.epoch.elapsed().as_nanos() as u64;
         if now.saturating_sub(self.last_run.swap(now, Relaxed)) < STREAM_GAP.as_nanos() as u64 {
@@ -200,6 +201,7 @@ impl<F: Fabric, H: EngineHandler> CallerSend<F, H> {
         }
         let mut outstanding = 0;
         let mut iterations = 0u32;
+        let mut cut_short = false;
         let ran = self.owned.run(Holder::Caller, true, |s| {
             let _lent = Lent::new(&*self.handler, token);
             let mut work = 0;
@@ -207,6 +209,7 @@ impl<F: Fabric, H: EngineHandler> CallerSend<F, H> {
                 iterations += 1;
                 let w = s.iterate();
                 work += w;
+                cut_short = w > 0;
                 if w == 0 {
                     break;
                 }
@@ -217,7 +220,7 @@ impl<F: Fabric, H: EngineHandler> CallerSend<F, H> {
         match ran {
             Outcome::Ran { .. } => {
                 self.stats.send_caller_runs.fetch_add(u64::from(iterations), Relaxed);
-                if outstanding > 0 {
+                if outstanding > 0 || cut_short {
                     self.doorbell.wake_if_sleeping();
                 }
             }
