@@ -21,26 +21,28 @@ import java.lang.invoke.VarHandle;
  * space with a CAS, the writer fills the record behind its first word (a
  * copied frame with {@link #write}, or a message serialised in place with
  * the {@code put} methods), and {@link #publish} stores that word last
- * (release). Nobody waits for earlier
- * writers: the send thread finds the published prefix itself
- * ({@link #readyToPost}) by walking record lengths from {@code back} until a
- * zero word, and zeroes confirmed space ({@link #confirmed}) so a stale word
- * is never mistaken for a published one. The producers' counter and the send
- * thread's pointers live on separate cache lines ({@link RingLayout}).
+ * (release). Nobody waits for earlier writers: the send thread finds the
+ * published prefix itself ({@link #readyToPost}) by walking record lengths
+ * from {@code back} until a zero word, and zeroes confirmed space
+ * ({@link #confirmed}) so a stale word is never mistaken for a published
+ * one. The producers' counter and the send thread's pointers live on
+ * separate cache lines ({@link RingLayout}).
  *
  * <p>Every access by address ({@link Memory}, unchecked) stays inside
  * {@code [front, reserved)}: a producer touches only the record it
  * reserved, until it publishes; the send thread reads and zeroes only what
- * was reserved, published or confirmed. So it stays inside the ring's
- * memory, which the ring keeps reachable (mapped). Memory that must be
- * committed before it is touched (a {@link RingMemory} file ring) is
- * committed there: reservations end at or below {@code commitLimit}
- * ({@link #commitFor}). And {@link #releaseIfIdle} gives pages back only
- * while {@code [front, reserved)} is empty and no reservation can be made.
+ * was reserved, published or confirmed: inside the ring's memory, which
+ * the ring keeps reachable (mapped), and committed where it must be (a
+ * {@link RingMemory} file ring): reservations end at or below
+ * {@code commitLimit} ({@link #commitFor}). {@link #releaseIfIdle} gives
+ * pages back only while {@code [front, reserved)} is empty and no
+ * reservation can be made.
  */
 public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** What {@link #reserve} returns for a closed ring (positions are never negative). */
     public static final long CLOSED = -1;
+    /** What {@link #tryReserve} returns when the record would have to wait for room. */
+    public static final long FULL = -2;
 
     /** Records start at multiples of this. */
     public static final int ALIGN = 4;
@@ -50,10 +52,9 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** Producers waiting for room, woken when space is confirmed or the ring closes. */
     private final WaitList waiters = new WaitList();
     /**
-     * Set in {@code reserved} while {@link #releaseIfIdle} gives the pages
-     * back: {@code reserved + size - front} then exceeds any capacity, so
-     * {@link #reserve} waits and {@link #tryReserve} says {@link #FULL}
-     * without a test of their own. Positions stay far below it (2^62 bytes).
+     * Set in {@code reserved} during a release ({@link #releaseIfIdle}): then
+     * {@code reserved + size - front} exceeds any capacity, so reservations
+     * wait or say {@link #FULL} with no test of their own (positions: < 2^62).
      */
     private static final long RELEASING = 1L << 62;
     /** How long a ring stays empty before the transports' housekeeping gives its pages back ({@link #releaseIfIdle}). */
@@ -165,9 +166,6 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         }
     }
 
-    /** What {@link #tryReserve} returns when the record would have to wait for room. */
-    public static final long FULL = -2;
-
     /**
      * {@link #reserve} without waiting: the start position, {@link #CLOSED},
      * or {@link #FULL} when the ring has no room for the record right now.
@@ -201,20 +199,19 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
 
     /**
      * Commits the ring's memory ({@link RingMemory#commit}) up to position
-     * {@code end} and some way beyond: as much as was committed since the
-     * last release, at least {@link #MIN_COMMIT} and at most
-     * {@link #MAX_COMMIT}, so a ring that streams commits in a few doubling
-     * steps and then never again until a release. Any producer whose
-     * reservation would end beyond {@code commitLimit}, before its CAS.
+     * {@code end} and beyond: as much as was committed since the last
+     * release, between {@link #MIN_COMMIT} and {@link #MAX_COMMIT}, so a
+     * streaming ring commits in a few doubling steps, then not again until a
+     * release. Called by a producer whose reservation would end beyond
+     * {@code commitLimit}, before its CAS.
      *
-     * <p>Under {@code commitLock}: commits do not overlap each other, a
-     * release or the close, and each commits only bytes not committed since
-     * the last release — from {@code commitLimit} on, never beyond one
-     * capacity past {@code commitBase} (then the whole ring is committed and
-     * {@code commitLimit} becomes {@link Long#MAX_VALUE}). No producer
-     * touches a byte before it is committed: a reservation is made only below
+     * <p>Under {@code commitLock}, so commits, a release and the close never
+     * overlap; each commits only bytes not committed since the last release,
+     * from {@code commitLimit} up to one capacity past {@code commitBase}
+     * (then {@code commitLimit} becomes {@link Long#MAX_VALUE}). No producer
+     * touches a byte before it is committed: it reserves only below
      * {@code commitLimit}, and a release (which lowers it) moves every
-     * position on (see {@link #releaseIfIdle}), so a CAS against a
+     * position on ({@link #releaseIfIdle}), so a CAS against a
      * {@code reserved} read before the release fails.
      */
     private void commitFor(long end) {
