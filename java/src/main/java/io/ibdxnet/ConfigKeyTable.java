@@ -112,9 +112,10 @@ final class ConfigKeyTable {
         ConfigKey.ofInt("nioBufferCount", 512, 2, MAX_BUFFER_COUNT, "nio, loopback: pooled receive buffers",
             c -> c.nioBufferCount, (c, v) -> c.nioBufferCount = v),
         ConfigKey.ofPow2("nioRingSize", 4 << 20, 8192, 1 << 30, "nio, loopback: outgoing ring per connection, "
-            + "bytes, taken when the connection opens: on JDK 22+ (the jar) a private mapping, resident only where "
-            + "written and given back once the ring was empty for a second; on JDK 17–21 direct memory, resident "
-            + "in full",
+            + "bytes, at most: resident only where written and given back once the ring was empty for a second "
+            + "(JDK 22+ with the jar: a private mapping; JDK 17–21: an unlinked file in /dev/shm, committed 16 KiB "
+            + "to 1 MiB at a time; without a tmpfs with room for it, direct memory, resident in full from the "
+            + "connection's start)",
             c -> c.nioRingSize, (c, v) -> c.nioRingSize = v),
         ConfigKey.ofInt("keepAliveMs", 1_000, 1, MAX_TIMEOUT_MS, "nio: an idle connection sends a keep-alive "
             + "after this long",

@@ -182,10 +182,12 @@ public final class DXNetConfig {
      */
     public int nioBufferCount;
     /**
-     * Key {@code nioRingSize}: nio, loopback: outgoing ring per connection, bytes, taken when the
-     * connection opens: on JDK 22+ (the jar) a private mapping, resident only where written and
-     * given back once the ring was empty for a second; on JDK 17–21 direct memory, resident in
-     * full. Type: integer; default: {@code 4194304}; range: a power of two in [8192, 1073741824].
+     * Key {@code nioRingSize}: nio, loopback: outgoing ring per connection, bytes, at most:
+     * resident only where written and given back once the ring was empty for a second (JDK 22+ with
+     * the jar: a private mapping; JDK 17–21: an unlinked file in /dev/shm, committed 16 KiB to 1
+     * MiB at a time; without a tmpfs with room for it, direct memory, resident in full from the
+     * connection's start). Type: integer; default: {@code 4194304}; range: a power of two in [8192,
+     * 1073741824].
      */
     public int nioRingSize;
     /**

@@ -4,6 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import io.ibdxnet.app.BytesMessage;
+import io.ibdxnet.memory.FilePages;
 import io.ibdxnet.memory.Pages;
 import java.util.List;
 import org.junit.Rule;
@@ -13,33 +14,52 @@ import org.junit.rules.Timeout;
 /**
  * The memory of a connection's ring (nioRingSize, taken when it opens).
  *
- * <p>Without mapped rings (JDK 17–21: direct memory), a ring larger than the
+ * <p>In direct memory (JDK 17–21 without a tmpfs for file rings, or with
+ * them turned off: {@code -Dibdxnet.ringDirectory=}), a ring larger than the
  * JVM's direct memory fails the send with a NetworkException naming
  * nioRingSize, the size and the limit, not a bare OutOfMemoryError, and the
  * node goes on. Run in a child JVM with {@code -XX:MaxDirectMemorySize=48m}
  * (the receive pools start with 1 MiB each, a ring would need 64 MiB). With
- * mapped rings (JDK 22+, {@code RingMemory}) the direct-memory limit does not
- * apply to rings: the same sends go out (a mapping the kernel refuses is
- * {@code RingReleaseTest.aRingThatCannotBeMappedSaysWhatAndHowLarge}).
+ * rings that follow use — mapped (JDK 22+) or a file in /dev/shm (JDK 17–21,
+ * {@code RingMemory}) — the direct-memory limit does not apply to rings:
+ * the same sends go out (a mapping the kernel refuses is
+ * {@code RingReleaseTest.aRingThatCannotBeMappedSaysWhatAndHowLarge}, a full
+ * tmpfs {@code RingFileTest.aFullTmpfsFailsTheSendNamingTheKeyAndReservesNothing}).
  *
  * <p>Idle connections cost the pages their rings had written, not
- * nioRingSize each, with mapped rings; nioRingSize each without.
+ * nioRingSize each, with rings that follow use; nioRingSize each without.
  */
 public class RingMemoryTest {
     @Rule
     public final Timeout timeout = TestSupport.minutes(2);
 
+    /** True if this JVM's rings follow use: mapped, or files in a tmpfs with room (as a child JVM's would be). */
+    private static boolean ringsFollowUse() {
+        java.nio.file.Path dir = FilePages.directory();
+        return Pages.available() || dir != null && FilePages.room(dir) >= 1L << 30;
+    }
+
     @Test
     public void aRingTheJvmCannotHoldFailsTheSendNamingTheKey() throws Exception {
+        String refusal = ": NetworkException: the ring of the connection to node 1 (nioRingSize = 67108864) needs "
+                + "67108864 bytes of direct memory; this JVM allows 50331648";
         ChildJvm.Result r = ChildJvm.run(Child.class, List.of("-XX:MaxDirectMemorySize=48m"), List.of(), 60_000);
-        String text = r.output;
-        assertEquals(text, 0, r.exit);
+        ChildJvm.Result off = ChildJvm.run(Child.class,
+                List.of("-XX:MaxDirectMemorySize=48m", "-D" + FilePages.DIRECTORY_PROPERTY + "="), List.of(), 60_000);
+        assertEquals(r.output, 0, r.exit);
+        assertEquals(off.output, 0, off.exit);
         for (String transport : new String[] {"loopback", "nio"}) {
-            if (Pages.available()) {
-                assertTrue(text, text.contains(transport + ": sent"));
+            if (ringsFollowUse()) {
+                assertTrue(r.output, r.output.contains(transport + ": sent"));
             } else {
-                assertTrue(text, text.contains(transport + ": NetworkException: the ring of the connection to node 1 "
-                        + "(nioRingSize = 67108864) needs 67108864 bytes of direct memory; this JVM allows 50331648"));
+                assertTrue(r.output, r.output.contains(transport + refusal));
+            }
+            if (Pages.available()) {
+                assertTrue(off.output, off.output.contains(transport + ": sent"));
+            } else {
+                assertTrue(off.output, off.output.contains(transport + refusal));
+                assertTrue(off.output, off.output.contains("; not in a file either: file rings are off (-D"
+                        + FilePages.DIRECTORY_PROPERTY + " is empty)"));
             }
         }
     }
@@ -48,25 +68,26 @@ public class RingMemoryTest {
     private static final int IDLE_RING_SIZE = 16 << 20;
 
     @Test
-    public void idleConnectionsCostTheirRingsOnlyWithoutMapping() throws Exception {
+    public void idleConnectionsCostTheirRingsOnlyWhenRingsCannotFollowUse() throws Exception {
         ChildJvm.Result r = ChildJvm.run(IdleChild.class,
                 List.of("-Xms64m", "-Xmx64m", "-XX:+AlwaysPreTouch", "-XX:MaxDirectMemorySize=512m"), List.of(), 90_000);
         String text = r.output;
         assertEquals(text, 0, r.exit);
         long rings = (long) IDLE_RINGS * IDLE_RING_SIZE;
         long grew = (value(text, "rss_after_kb") - value(text, "rss_before_kb")) * 1024;
+        boolean follow = ringsFollowUse();
         for (String transport : new String[] {"loopback", "nio"}) {
             long busy = value(text, transport + "_resident_busy");
             long idle = value(text, transport + "_resident_idle");
-            if (Pages.available()) {
-                assertTrue(text, busy > 0 && busy <= rings / 64); // a page or so of each ring written
+            if (follow) {
+                assertTrue(text, busy > 0 && busy <= rings / 64); // a page (mapped) or 16 KiB (a file) of each ring
                 assertEquals(text, 0, idle);
             } else {
                 assertEquals(text, rings, busy);
                 assertEquals(text, rings, idle);
             }
         }
-        if (Pages.available()) {
+        if (follow) {
             assertTrue(text, grew < rings / 8);
         } else {
             assertTrue(text, grew >= rings * 2 * 9 / 10); // both transports' rings, zeroed: resident in full

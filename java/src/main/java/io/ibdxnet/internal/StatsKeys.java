@@ -57,7 +57,8 @@ public final class StatsKeys {
     private static final Key UNCONFIRMED_BYTES = new Key("unconfirmed_bytes",
             "gauge: bytes sent and not yet confirmed by their receivers, over all connections");
     private static final Key RING_BYTES_RESIDENT = new Key("ring_bytes_resident",
-            "gauge: bytes of the send rings' memory resident now (whole pages; a ring that cannot tell counts 0)");
+            "gauge: bytes of the send rings' memory resident now (whole pages; a file ring's: what it committed;"
+                    + " a ring that cannot tell counts 0)");
     private static final Key RECV_POOL_BUFFERS = new Key("recv_pool_buffers",
             "gauge: receive buffers the transport's pool has allocated");
     private static final Key RECV_POOL_BYTES = new Key("recv_pool_bytes",

@@ -228,6 +228,7 @@ public final class LoopbackTransport implements Transport {
         }
         Connection fresh = new Connection(node, peer, ring, new FlowWindow(window, confirmations.unit()));
         if (!connections.compareAndSet(node, null, fresh)) {
+            fresh.orb.close(); // never used: its file (a file ring's) closed now, not when collected
             return connections.get(node);
         }
         // Before its first byte: the peer confirms what we send in our unit (set-up, as the handshake does on nio).

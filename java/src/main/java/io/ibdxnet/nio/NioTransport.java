@@ -276,7 +276,7 @@ public final class NioTransport implements Transport {
         try {
             c = NioChannel.outgoing(node, socket, settings.ringSize,
                     new FlowWindow(settings.flowControlWindow, reactor.confirmations.unit()));
-        } catch (IllegalStateException e) { // no memory for the ring (direct or mapped)
+        } catch (IllegalStateException e) { // no memory for the ring (direct, mapped or a file)
             try {
                 socket.close();
             } catch (IOException x) {

@@ -21,16 +21,28 @@ import java.lang.invoke.VarHandle;
  * space with a CAS, the writer fills the record behind its first word (a
  * copied frame with {@link #write}, or a message serialised in place with
  * the {@code put} methods), and {@link #publish} stores that word last
- * (release). Nobody waits for earlier
- * writers: the send thread finds the published prefix itself
- * ({@link #readyToPost}) by walking record lengths from {@code back} until a
- * zero word, and zeroes confirmed space ({@link #confirmed}) so a stale word
- * is never mistaken for a published one. The producers' counter and the send
- * thread's pointers live on separate cache lines ({@link RingLayout}).
+ * (release). Nobody waits for earlier writers: the send thread finds the
+ * published prefix itself ({@link #readyToPost}) by walking record lengths
+ * from {@code back} until a zero word, and zeroes confirmed space
+ * ({@link #confirmed}) so a stale word is never mistaken for a published
+ * one. The producers' counter and the send thread's pointers live on
+ * separate cache lines ({@link RingLayout}).
+ *
+ * <p>Every access by address ({@link Memory}, unchecked) stays inside
+ * {@code [front, reserved)}: a producer touches only the record it
+ * reserved, until it publishes; the send thread reads and zeroes only what
+ * was reserved, published or confirmed: inside the ring's memory, which
+ * the ring keeps reachable (mapped), and committed where it must be (a
+ * {@link RingMemory} file ring): reservations end at or below
+ * {@code commitLimit} ({@link #commitFor}). {@link #releaseIfIdle} gives
+ * pages back only while {@code [front, reserved)} is empty and no
+ * reservation can be made.
  */
 public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** What {@link #reserve} returns for a closed ring (positions are never negative). */
     public static final long CLOSED = -1;
+    /** What {@link #tryReserve} returns when the record would have to wait for room. */
+    public static final long FULL = -2;
 
     /** Records start at multiples of this. */
     public static final int ALIGN = 4;
@@ -40,16 +52,24 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** Producers waiting for room, woken when space is confirmed or the ring closes. */
     private final WaitList waiters = new WaitList();
     /**
-     * Set in {@code reserved} while {@link #releaseIfIdle} gives the pages
-     * back: {@code reserved + size - front} then exceeds any capacity, so
-     * {@link #reserve} waits and {@link #tryReserve} says {@link #FULL}
-     * without a test of their own. Positions stay far below it (2^62 bytes).
+     * Set in {@code reserved} during a release ({@link #releaseIfIdle}): then
+     * {@code reserved + size - front} exceeds any capacity, so reservations
+     * wait or say {@link #FULL} with no test of their own (positions: < 2^62).
      */
     private static final long RELEASING = 1L << 62;
     /** How long a ring stays empty before the transports' housekeeping gives its pages back ({@link #releaseIfIdle}). */
     public static final long RELEASE_AFTER_NANOS = 1_000_000_000L;
     /** The memory when it can give its pages back (null: the caller's, e.g. the engine's registered ring). */
     private final RingMemory memory;
+    /** Commits are made in multiples of this (a page of 4 KiB; on larger pages the kernel commits whole pages anyway). */
+    private static final int COMMIT_PAGE = 4096;
+    /** A commit takes at least this much, and as much as the ring committed since its last release, up to the max. */
+    static final int MIN_COMMIT = 16 << 10;
+    static final int MAX_COMMIT = 1 << 20;
+    /** Serialises {@link #commitFor}, the release of the pages and the memory's close. */
+    private final Object commitLock = new Object();
+    /** Where the memory committed since the last release starts (a position; guarded by commitLock). */
+    private long commitBase;
     // ---- send thread only: releaseIfIdle's view of the ring ----
     /** {@code reserved} when last seen idle, and since when; -1 when last seen busy. */
     private long idlePosition = -1;
@@ -70,16 +90,18 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     public OutgoingRingBuffer(long address, int capacity) {
         super(address, checkedCapacity(capacity));
         this.memory = null;
+        this.commitLimit = Long.MAX_VALUE;
     }
 
     /**
      * A ring over {@code memory} (zeroed, a power of two), which it keeps
      * reachable (see {@link RingMemory}); its pages are given back when idle
-     * if it is mapped.
+     * if it can, and committed ahead of the producers if it must be.
      */
     public OutgoingRingBuffer(RingMemory memory) {
         super(memory.address, checkedCapacity(memory.size));
         this.memory = memory;
+        this.commitLimit = memory.commitsAhead() ? 0 : Long.MAX_VALUE;
     }
 
     private static int checkedCapacity(int capacity) {
@@ -104,7 +126,9 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
      * start position for {@link #write} and {@link #publish}, or
      * {@link #CLOSED} once the ring is closed (an expected end, not an
      * error). Fails if the record exceeds the capacity or
-     * {@code deadlineNanos} (a {@link System#nanoTime} value) passes first.
+     * {@code deadlineNanos} (a {@link System#nanoTime} value) passes first,
+     * and with {@link RingMemory.CommitFailed} (nothing reserved) if the
+     * ring's memory must be committed first and cannot be.
      */
     public long reserve(int length, long deadlineNanos) throws InterruptedException, java.util.concurrent.TimeoutException {
         int size = aligned(length);
@@ -118,6 +142,10 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
             }
             long r = reserved;
             if (r + size - front <= capacity) {
+                if (r + size > commitLimit) {
+                    commitFor(r + size); // rare: see commitLimit
+                    continue;
+                }
                 if (RESERVED.compareAndSet(this, r, r + size)) {
                     return r;
                 }
@@ -138,9 +166,6 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         }
     }
 
-    /** What {@link #tryReserve} returns when the record would have to wait for room. */
-    public static final long FULL = -2;
-
     /**
      * {@link #reserve} without waiting: the start position, {@link #CLOSED},
      * or {@link #FULL} when the ring has no room for the record right now.
@@ -158,9 +183,51 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
             if (r + size - front > capacity) {
                 return FULL;
             }
+            if (r + size > commitLimit) {
+                try {
+                    commitFor(r + size);
+                } catch (RingMemory.CommitFailed e) {
+                    return FULL; // the waiting path says why
+                }
+                continue;
+            }
             if (RESERVED.compareAndSet(this, r, r + size)) {
                 return r;
             }
+        }
+    }
+
+    /**
+     * Commits the ring's memory ({@link RingMemory#commit}) up to position
+     * {@code end} and beyond: as much as was committed since the last
+     * release, between {@link #MIN_COMMIT} and {@link #MAX_COMMIT}, so a
+     * streaming ring commits in a few doubling steps, then not again until a
+     * release. Called by a producer whose reservation would end beyond
+     * {@code commitLimit}, before its CAS.
+     *
+     * <p>Under {@code commitLock}, so commits, a release and the close never
+     * overlap; each commits only bytes not committed since the last release,
+     * from {@code commitLimit} up to one capacity past {@code commitBase}
+     * (then {@code commitLimit} becomes {@link Long#MAX_VALUE}). No producer
+     * touches a byte before it is committed: it reserves only below
+     * {@code commitLimit}, and a release (which lowers it) moves every
+     * position on ({@link #releaseIfIdle}), so a CAS against a
+     * {@code reserved} read before the release fails.
+     */
+    private void commitFor(long end) {
+        synchronized (commitLock) {
+            long c = commitLimit;
+            if (end <= c || closed) {
+                return;
+            }
+            long grow = Math.max(end - c, Math.min(Math.max(c - commitBase, MIN_COMMIT), MAX_COMMIT));
+            long to = c + ((grow + COMMIT_PAGE - 1) & -COMMIT_PAGE);
+            boolean all = to - commitBase >= capacity;
+            if (all) {
+                to = commitBase + capacity;
+            }
+            memory.commit(c & mask, to - c);
+            commitLimit = all ? Long.MAX_VALUE : to;
         }
     }
 
@@ -168,6 +235,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     public void write(long position, byte[] src, int offset, int length) {
         long index = position & mask;
         int first = (int) Math.min(length, capacity - index);
+        // Safe: the caller's reservation, inside the ring, committed; no release before it is confirmed (class comment).
         Memory.copy(src, offset, address + index, first);
         if (first < length) {
             Memory.copy(src, offset + first, address, length - first);
@@ -176,14 +244,14 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
 
     /** Stores {@code v} at ring position {@code position}. */
     public void putByte(long position, byte v) {
-        Memory.putByte(address + (position & mask), v);
+        Memory.putByte(address + (position & mask), v); // safe: as in write, the caller's reservation
     }
 
     /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
     public void putShort(long position, short v) {
         long index = position & mask;
         if (index <= capacity - 2) {
-            Memory.putShort(address + index, BIG_ENDIAN ? v : Short.reverseBytes(v));
+            Memory.putShort(address + index, BIG_ENDIAN ? v : Short.reverseBytes(v)); // safe: see write
         } else {
             putByte(position, (byte) (v >>> 8));
             putByte(position + 1, (byte) v);
@@ -194,7 +262,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     public void putInt(long position, int v) {
         long index = position & mask;
         if (index <= capacity - 4) {
-            Memory.putInt(address + index, bigEndian(v));
+            Memory.putInt(address + index, bigEndian(v)); // safe: the caller's reservation (see write)
         } else {
             for (int i = 0; i < 4; i++) {
                 putByte(position + i, (byte) (v >>> (24 - 8 * i)));
@@ -206,7 +274,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     public void putLong(long position, long v) {
         long index = position & mask;
         if (index <= capacity - 8) {
-            Memory.putLong(address + index, BIG_ENDIAN ? v : Long.reverseBytes(v));
+            Memory.putLong(address + index, BIG_ENDIAN ? v : Long.reverseBytes(v)); // safe: see write
         } else {
             for (int i = 0; i < 8; i++) {
                 putByte(position + i, (byte) (v >>> (56 - 8 * i)));
@@ -224,13 +292,22 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
      * writer wrote. The record's bytes 0..3 must not have been written.
      */
     public void publish(long start, int length) {
-        Memory.putIntVolatile(address + (start & mask), bigEndian(length));
+        Memory.putIntVolatile(address + (start & mask), bigEndian(length)); // safe: the record's own first word
     }
 
-    /** Fails current and future reservations (the connection is gone). */
+    /**
+     * Fails current and future reservations (the connection is gone). A
+     * file ring's file is closed (no commit or release can follow); the
+     * memory stays mapped for writers that reserved before.
+     */
     public void close() {
         closed = true;
         waiters.signal();
+        if (memory != null) {
+            synchronized (commitLock) {
+                memory.close();
+            }
+        }
     }
 
     public boolean isClosed() {
@@ -240,6 +317,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     // ---- send thread only ----
 
     private int lengthAt(long position) {
+        // Safe: callers read below reserved (reserved, so committed); the send thread never runs a release meanwhile.
         return bigEndian(Memory.getIntVolatile(address + (position & mask)));
     }
 
@@ -269,6 +347,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         byte[] out = new byte[n];
         long index = postRecordStart & mask;
         int first = (int) Math.min(n, capacity - index);
+        // Safe: published records below back (reserved: committed); send thread only, never during a release.
         Memory.copy(address + index, out, 0, first);
         if (first < n) {
             Memory.copy(address, out, first, n - first);
@@ -324,6 +403,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         }
         long index = f & mask;
         long first = Math.min(n, capacity - index);
+        // Safe: confirmed bytes, below reserved (committed), whose writers have published; send thread only.
         Memory.fill(address + index, first, (byte) 0);
         if (first < n) {
             Memory.fill(address, n - first, (byte) 0);
@@ -363,20 +443,31 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     }
 
     /**
-     * Gives the ring's pages back ({@link RingMemory}: mapped memory only)
-     * if it has been empty — everything reserved confirmed — since an
-     * earlier call at least {@code idleNanos} before {@code now} and was used
-     * since its pages were last given back. Send thread only (so nothing is
-     * posted or confirmed meanwhile); never on a hot path: the send thread's
-     * housekeeping calls it about once a second. True if it did.
+     * Gives the ring's pages back ({@link RingMemory}: mapped memory or a
+     * file ring) if it has been empty — everything reserved confirmed — since
+     * an earlier call at least {@code idleNanos} before {@code now} and was
+     * used since its pages were last given back. Send thread only (so nothing
+     * is posted or confirmed meanwhile); never on a hot path: the send
+     * thread's housekeeping calls it about once a second. True if it did.
      *
      * <p>Producers are excluded by a CAS of {@code reserved} from the idle
      * position {@code front} to the same with {@link #RELEASING} set: it
      * fails if any producer reserved since (that producer's record is then in
      * the ring: not idle), and once it succeeded every reservation waits
-     * (see {@link #RELEASING}) until {@code reserved} is restored after the
-     * pages read zero again. A producer that read {@code reserved} before
-     * fails its own CAS and reads it again.
+     * (see {@link #RELEASING}) until {@code reserved} is set again. Every
+     * record reserved before was published, posted and confirmed (front
+     * reached it), so no producer, socket write or pump copy touches the
+     * memory while its pages go — which a file ring needs (a touch of its
+     * truncated file is a {@code SIGBUS}), and so does the zero-word walk
+     * (a record written during an {@code madvise} would be lost).
+     *
+     * <p>Afterwards every position moves on by one capacity (the same ring
+     * index; the ring is empty, so nothing else changes): a producer that
+     * read {@code reserved} before the release fails its CAS and reads it
+     * again, with the {@code commitLimit} the release left. A release that
+     * leaves the memory unusable (a file ring's file left truncated: an
+     * {@link IllegalStateException} from {@link RingMemory#releasePages})
+     * closes the ring and keeps the flag: nothing touches it again.
      */
     public boolean releaseIfIdle(long now, long idleNanos) {
         if (memory == null || !memory.releasable() || closed) {
@@ -395,14 +486,31 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         if (r == releasedAt || now - idleSince < idleNanos || !RESERVED.compareAndSet(this, r, r | RELEASING)) {
             return false;
         }
-        try {
-            memory.releasePages();
-            releasedAt = r;
-        } finally {
-            reserved = r;
-            waiters.signal();
+        long next = r + capacity;
+        boolean released;
+        synchronized (commitLock) {
+            try {
+                released = memory.releasePages();
+            } catch (IllegalStateException e) {
+                close(); // reserved keeps the flag: no reservation, no commit, no touch any more
+                return false;
+            }
+            if (released && memory.commitsAhead()) {
+                commitBase = next & -COMMIT_PAGE;
+                commitLimit = commitBase;
+            }
         }
-        return true;
+        confirmedUpTo = next;
+        postRecordStart = next;
+        frontPosted = next;
+        back = next;
+        front = next;
+        if (released) {
+            releasedAt = next;
+        }
+        reserved = next; // after everything above: a producer that reads it sees the ring as the release left it
+        waiters.signal();
+        return released;
     }
 
     /** Bytes of the ring's memory resident now (whole pages), -1 if unknown (see {@link RingMemory#resident}). */

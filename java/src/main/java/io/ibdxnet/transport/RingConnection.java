@@ -220,6 +220,9 @@ public class RingConnection {
                 return -1;
             }
             throw e;
+        } catch (RingMemory.CommitFailed e) {
+            // the ring's memory (a file in a full tmpfs) cannot grow: nothing was reserved
+            throw new NetworkException(FailureReason.RESOURCES, e.getMessage(), e);
         } catch (TimeoutException e) {
             throw new NetworkException(FailureReason.TIMEOUT, "send to node " + node + " timed out: " + e.getMessage(), e);
         } catch (InterruptedException e) {

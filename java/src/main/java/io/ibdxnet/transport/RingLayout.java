@@ -38,6 +38,13 @@ final class RingLayout {
     /** Written by the producers (CAS through a VarHandle), read by the send thread. */
     abstract static class ProducerFields extends Pad1 {
         volatile long reserved;
+        /**
+         * Reservations end at or below this position: the ring's memory is
+         * committed up to it (Long.MAX_VALUE: all of it, or memory committed
+         * as it is touched). Read with {@code reserved}; written rarely (a
+         * commit, a release).
+         */
+        volatile long commitLimit;
 
         ProducerFields(long address, int capacity) {
             super(address, capacity);
