@@ -192,7 +192,7 @@ impl Handler {
             out = self.room.wait_timeout(out, Duration::from_millis(5)).unwrap().0;
         }
         drop(out); // before the call: it may run `next_data_to_send` on this thread
-        engine.send_from_caller(TOKEN.with(Cell::get));
+        engine.send_from_caller(TOKEN.with(Cell::get), rec.len() as u32);
     }
 
     /// Node 1: waits until `cond`; fails at once if something arrived wrong.
@@ -323,6 +323,9 @@ fn run(mode: &str, callers: bool, max_package: u64, tweak: impl Fn(&mut ibdxnet:
             // buffers (records span them and the work requests).
             c.send_ring_size = 64 << 10;
             c.recv_buffer_size = 4096;
+            // Records up to 20 KB: callers post them all (the default leaves
+            // those over 4 KiB to the thread).
+            c.send_from_caller_max_bytes = 1 << 20;
             tweak(&mut c);
             c
         },
@@ -416,4 +419,11 @@ fn without_send_from_caller_the_thread_sends_everything() {
 #[test]
 fn small_packages_a_callers_run_leaves_nothing_behind() {
     run("512-byte packages", true, 512, |_| {});
+}
+
+/// Records above `send_from_caller_max_bytes` are the send thread's: with
+/// the limit at 0 no caller runs the send work, and everything arrives.
+#[test]
+fn records_over_the_limit_are_left_to_the_send_thread() {
+    run("send_from_caller_max_bytes=0", false, u64::MAX, |c| c.send_from_caller_max_bytes = 0);
 }

@@ -277,13 +277,14 @@ extern "system" fn wake_send_thread<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, han
 }
 
 /// After Java published data on its own thread (the send thread's word was
-/// not 0): posts it on this thread if the send thread is idle or asleep,
-/// else leaves it to the send thread (`Engine::send_from_caller`). The
+/// not 0): posts it on this thread if the send thread is idle or asleep
+/// and `bytes` (the record's) are few, else leaves it to the send thread
+/// (`Engine::send_from_caller`). The
 /// up-calls on the way use this thread's `env`.
-extern "system" fn send_from_caller<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) {
+extern "system" fn send_from_caller<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, bytes: jint) {
     let token = env.get_raw() as usize;
     guarded(&mut env, (), |_| {
-        with_native!(engine(handle)?, |n| n.engine.send_from_caller(token));
+        with_native!(engine(handle)?, |n| n.engine.send_from_caller(token, bytes.max(0) as u32));
         Ok(())
     })
 }
@@ -481,7 +482,7 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("ringSize", "(J)I", ring_size as *mut c_void),
         m("sendSleepWord", "(J)J", send_sleep_word as *mut c_void),
         m("wakeSendThread", "(J)V", wake_send_thread as *mut c_void),
-        m("sendFromCaller", "(J)V", send_from_caller as *mut c_void),
+        m("sendFromCaller", "(JI)V", send_from_caller as *mut c_void),
         m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
         m("closeQueuePair", "(JII)Z", close_queue_pair as *mut c_void),
         m("setHandledOnLeave", "(JIIJ)V", set_handled_on_leave as *mut c_void),

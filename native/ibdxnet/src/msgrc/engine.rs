@@ -329,10 +329,12 @@ impl<F: Fabric> Engine<F> {
     /// is idle or asleep, this thread runs the send work itself (posting the
     /// data without waking it), else the send thread sees the data. `token`
     /// is what the handler's up-calls need on this thread
-    /// ([`EngineHandler::lend_send_role`]). With `send_from_caller=false`
-    /// it only wakes the send thread ([`Engine::wake_send`]).
-    pub fn send_from_caller(&self, token: usize) {
-        if self.cfg.send_from_caller {
+    /// ([`EngineHandler::lend_send_role`]); `bytes`: the data just
+    /// published (0: flow control only). With `send_from_caller=false`, or
+    /// `bytes` above `send_from_caller_max_bytes`, it only wakes the send
+    /// thread ([`Engine::wake_send`]).
+    pub fn send_from_caller(&self, token: usize, bytes: u32) {
+        if self.cfg.send_from_caller && bytes <= self.cfg.send_from_caller_max_bytes {
             (self.caller_send)(token);
         } else {
             self.wake_send();

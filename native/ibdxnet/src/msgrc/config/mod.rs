@@ -99,6 +99,8 @@ pub struct EngineConfig {
     pub engine_threads: EngineThreads,
     /// (`send_from_caller`)
     pub send_from_caller: bool,
+    /// (`send_from_caller_max_bytes`)
+    pub send_from_caller_max_bytes: u32,
     /// (`stats_timers`)
     pub stats_timers: bool,
     /// (`stats_print_interval_ms`; zero: no print thread)
@@ -159,6 +161,7 @@ impl EngineConfig {
             pin_threads: ThreadPins::default(),
             engine_threads: EngineThreads::Dedicated,
             send_from_caller: true,
+            send_from_caller_max_bytes: 0,
             stats_timers: false,
             evict_at_limit: true,
             stats_print_interval: Duration::ZERO,

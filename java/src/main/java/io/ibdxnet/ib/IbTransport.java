@@ -87,9 +87,9 @@ public final class IbTransport implements Transport {
          * destroys the engine, so no guard of our own is needed here.
          */
         @Override
-        protected void published() {
+        protected void published(int length) {
             wim.pushData(node);
-            engine.sendPublished();
+            engine.sendPublished(length);
         }
     }
 
@@ -299,7 +299,7 @@ public final class IbTransport implements Transport {
         wakers.incrementAndGet();
         try {
             if (!closing) {
-                engine.sendPublished();
+                engine.sendPublished(0);
             }
         } finally {
             wakers.decrementAndGet();

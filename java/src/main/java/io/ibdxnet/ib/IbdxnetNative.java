@@ -63,10 +63,11 @@ final class IbdxnetNative {
 
     /**
      * After publishing data, when the send thread's word is not 0: posts it on this thread (the
-     * send thread is idle or asleep: no wake-up), or leaves it to the send thread. Makes the
-     * send up-call ({@link EngineCallbacks#nextDataToSend}) on this thread.
+     * send thread is idle or asleep: no wake-up), or leaves it to the send thread (busy, or
+     * {@code bytes} above {@code send_from_caller_max_bytes}). Makes the send up-call
+     * ({@link EngineCallbacks#nextDataToSend}) on this thread.
      */
-    static native void sendFromCaller(long handle);
+    static native void sendFromCaller(long handle, int bytes);
 
     static native void closeConnection(long handle, int nodeId, boolean force);
 

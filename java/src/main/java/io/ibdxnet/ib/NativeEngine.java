@@ -52,15 +52,19 @@ public final class NativeEngine implements AutoCloseable {
      * unposted: the publishing write and this read are both volatile, hence
      * ordered. Runs {@link EngineCallbacks#nextDataToSend} on this thread:
      * call it holding no lock that method takes.
+     *
+     * @param bytes the record just published (0: flow control only); above
+     *     the native {@code send_from_caller_max_bytes} the send thread posts
+     *     it, in parallel with this thread's next record
      */
-    public void sendPublished() {
+    public void sendPublished(int bytes) {
         // The word stays valid after close (the handle's never-freed slot keeps
         // it), so a close racing this read is harmless; the native call then
         // finds the engine closed, and a closed engine has no thread to wake.
         long h = handle;
         if (h != 0 && Memory.getIntVolatile(sendSleepWord) != 0) {
             try {
-                IbdxnetNative.sendFromCaller(h);
+                IbdxnetNative.sendFromCaller(h, bytes);
             } catch (EngineClosedException e) {
                 // raced close(): nothing to send any more
             }

@@ -115,7 +115,7 @@ public class RingConnection {
             orb.write(pos + 4, header, 4, header.length - 4);
             orb.write(pos + header.length, payload, offset, length);
             orb.publish(pos, header.length + length);
-            published();
+            published(header.length + length);
         } finally {
             writers.decrementAndGet();
         }
@@ -175,7 +175,7 @@ public class RingConnection {
     public final void publish(RingRecord record) {
         try {
             orb.publish(record.start(), record.length());
-            published();
+            published(record.length());
         } finally {
             record.clear();
             writers.decrementAndGet();
@@ -183,12 +183,12 @@ public class RingConnection {
     }
 
     /**
-     * A record was published: tell whoever sends the ring (the transport's
+     * A record of {@code length} bytes was published: tell whoever sends the ring (the transport's
      * own hook). Runs while this sender still counts in {@link #writers}, so
      * a transport that waits out the writers before it closes knows no hook
      * is running any more.
      */
-    protected void published() {}
+    protected void published(int length) {}
 
     /**
      * The window, then the ring: the record's start position with this

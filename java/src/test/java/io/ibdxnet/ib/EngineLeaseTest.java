@@ -130,7 +130,7 @@ public class EngineLeaseTest {
             },
             () -> IbdxnetNative.ringSize(h),
             () -> IbdxnetNative.wakeSendThread(h),
-            () -> IbdxnetNative.sendFromCaller(h),
+            () -> IbdxnetNative.sendFromCaller(h, 64),
             () -> IbdxnetNative.closeConnection(h, 1, true),
             () -> IbdxnetNative.closeQueuePair(h, 1, 1),
             () -> IbdxnetNative.setHandledOnLeave(h, 1, 1, 0),
