@@ -75,6 +75,7 @@ final class IbEngineThreads implements EngineCallbacks {
             Connection c = t.connections.get(completed.nodeId(i));
             if (c != null && c.connectionId == completed.connection(i)) {
                 c.orb.confirmed(bytes);
+                c.orb.rewindIfEmpty(); // the ring's memory follows its backlog, not its traffic
             }
             completed.markApplied(i);
         }

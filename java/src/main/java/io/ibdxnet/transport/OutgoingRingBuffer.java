@@ -46,7 +46,6 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
 
     /** Records start at multiples of this. */
     public static final int ALIGN = 4;
-    private static final boolean BIG_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN;
     private static final VarHandle RESERVED;
     private static final VarHandle FRONT_POSTED;
     /** Producers waiting for room, woken when space is confirmed or the ring closes. */
@@ -240,50 +239,6 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         if (first < length) {
             Memory.copy(src, offset + first, address, length - first);
         }
-    }
-
-    /** Stores {@code v} at ring position {@code position}. */
-    public void putByte(long position, byte v) {
-        Memory.putByte(address + (position & mask), v); // safe: as in write, the caller's reservation
-    }
-
-    /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
-    public void putShort(long position, short v) {
-        long index = position & mask;
-        if (index <= capacity - 2) {
-            Memory.putShort(address + index, BIG_ENDIAN ? v : Short.reverseBytes(v)); // safe: see write
-        } else {
-            putByte(position, (byte) (v >>> 8));
-            putByte(position + 1, (byte) v);
-        }
-    }
-
-    /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
-    public void putInt(long position, int v) {
-        long index = position & mask;
-        if (index <= capacity - 4) {
-            Memory.putInt(address + index, bigEndian(v)); // safe: the caller's reservation (see write)
-        } else {
-            for (int i = 0; i < 4; i++) {
-                putByte(position + i, (byte) (v >>> (24 - 8 * i)));
-            }
-        }
-    }
-
-    /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
-    public void putLong(long position, long v) {
-        long index = position & mask;
-        if (index <= capacity - 8) {
-            Memory.putLong(address + index, BIG_ENDIAN ? v : Long.reverseBytes(v)); // safe: see write
-        } else {
-            for (int i = 0; i < 8; i++) {
-                putByte(position + i, (byte) (v >>> (56 - 8 * i)));
-            }
-        }
-    }
-
-    private static int bigEndian(int v) {
-        return BIG_ENDIAN ? v : Integer.reverseBytes(v);
     }
 
     /**
@@ -500,17 +455,40 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
                 commitLimit = commitBase;
             }
         }
+        if (released) {
+            releasedAt = next;
+        }
+        moveOn(next);
+        return released;
+    }
+
+    /**
+     * Moves an empty ring on to the next index 0 (send thread only): a
+     * connection with few records at a time keeps to its ring's first pages,
+     * so its memory is touched only as far as its backlog ever reached (the
+     * ib rings: registered memory, never given back). Producers are
+     * excluded as in {@link #releaseIfIdle}; not for a ring that commits
+     * ahead (a file ring). True if it moved.
+     */
+    public boolean rewindIfEmpty() {
+        long r = reserved;
+        if (r != front || (r & (capacity - 1)) == 0 || closed || (memory != null && memory.commitsAhead())
+                || !RESERVED.compareAndSet(this, r, r | RELEASING)) {
+            return false;
+        }
+        moveOn((r + capacity) & -(long) capacity);
+        return true;
+    }
+
+    /** An empty ring's positions, all to {@code next}; {@code reserved} (flagged) last. */
+    private void moveOn(long next) {
         confirmedUpTo = next;
         postRecordStart = next;
         frontPosted = next;
         back = next;
         front = next;
-        if (released) {
-            releasedAt = next;
-        }
-        reserved = next; // after everything above: a producer that reads it sees the ring as the release left it
+        reserved = next; // after everything above: a producer that reads it sees the ring as the move left it
         waiters.signal();
-        return released;
     }
 
     /** Bytes of the ring's memory resident now (whole pages), -1 if unknown (see {@link RingMemory#resident}). */

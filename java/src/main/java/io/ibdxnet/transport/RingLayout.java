@@ -1,5 +1,7 @@
 package io.ibdxnet.transport;
 
+import io.ibdxnet.memory.Memory;
+
 /**
  * The fields of {@link OutgoingRingBuffer}, laid out so that the two sides
  * of the ring do not share cache lines: the producers' CAS counter
@@ -12,6 +14,8 @@ package io.ibdxnet.transport;
 final class RingLayout {
     private RingLayout() {}
 
+    static final boolean BIG_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN;
+
     /** Read by every thread, written once (closed). */
     abstract static class ColdFields {
         final long address;
@@ -23,6 +27,52 @@ final class RingLayout {
             this.address = address;
             this.capacity = capacity;
             this.mask = capacity - 1;
+        }
+
+        // The stores of a writer into its reserved record, by ring position
+        // (OutgoingRingBuffer's, kept here: they need nothing but the ring).
+        /** Stores {@code v} at ring position {@code position}. */
+        public void putByte(long position, byte v) {
+            Memory.putByte(address + (position & mask), v); // safe: as in write, the caller's reservation
+        }
+
+        /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+        public void putShort(long position, short v) {
+            long index = position & mask;
+            if (index <= capacity - 2) {
+                Memory.putShort(address + index, BIG_ENDIAN ? v : Short.reverseBytes(v)); // safe: see write
+            } else {
+                putByte(position, (byte) (v >>> 8));
+                putByte(position + 1, (byte) v);
+            }
+        }
+
+        /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+        public void putInt(long position, int v) {
+            long index = position & mask;
+            if (index <= capacity - 4) {
+                Memory.putInt(address + index, bigEndian(v)); // safe: the caller's reservation (see write)
+            } else {
+                for (int i = 0; i < 4; i++) {
+                    putByte(position + i, (byte) (v >>> (24 - 8 * i)));
+                }
+            }
+        }
+
+        /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+        public void putLong(long position, long v) {
+            long index = position & mask;
+            if (index <= capacity - 8) {
+                Memory.putLong(address + index, BIG_ENDIAN ? v : Long.reverseBytes(v)); // safe: see write
+            } else {
+                for (int i = 0; i < 8; i++) {
+                    putByte(position + i, (byte) (v >>> (56 - 8 * i)));
+                }
+            }
+        }
+
+        static int bigEndian(int v) {
+            return BIG_ENDIAN ? v : Integer.reverseBytes(v);
         }
     }
 

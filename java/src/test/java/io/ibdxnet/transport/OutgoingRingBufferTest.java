@@ -1,6 +1,7 @@
 package io.ibdxnet.transport;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
@@ -162,6 +163,36 @@ public class OutgoingRingBufferTest {
      */
     @Test
     public void concurrentProducersNeverInterleaveOrLoseRecords() throws Exception {
+        assertEquals(0, producersAndConsumer(false));
+    }
+
+    /** The same while the consumer moves the ring on to index 0 whenever it finds it empty. */
+    @Test
+    public void concurrentProducersLoseNothingWhileTheEmptyRingIsMovedOn() throws Exception {
+        assertTrue("the ring was never found empty and moved on", producersAndConsumer(true) > 0);
+    }
+
+    @Test
+    public void onlyAnEmptyRingIsMovedOnToItsFirstByte() throws Exception {
+        int capacity = 1 << 12;
+        long mem = zeroed(capacity);
+        OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, capacity);
+        assertFalse("already at index 0", orb.rewindIfEmpty());
+        record(orb, 100, 1);
+        assertFalse("a record waits", orb.rewindIfEmpty());
+        long ready = orb.readyToPost();
+        orb.posted(ready);
+        assertFalse("posted, not confirmed", orb.rewindIfEmpty());
+        orb.confirmed(ready);
+        assertTrue(orb.rewindIfEmpty());
+        assertEquals(0, orb.postOffset());
+        long pos = orb.reserve(8, FOREVER);
+        assertEquals("the next record starts the ring's second lap", capacity, pos);
+        NativeBlocks.free(mem);
+    }
+
+    /** Producers against a consumer (moving the ring on when empty if asked); how often it moved. */
+    private static int producersAndConsumer(boolean rewind) throws Exception {
         int capacity = 1 << 12;
         long mem = zeroed(capacity);
         OutgoingRingBuffer orb = new OutgoingRingBuffer(mem, capacity);
@@ -203,7 +234,9 @@ public class OutgoingRingBufferTest {
             }
         }
         long deadline = System.nanoTime() + 60_000_000_000L;
-        while (read < expected) {
+        long consumed = 0;
+        int rewinds = 0;
+        while (consumed < expected) {
             long ready = orb.readyToPost();
             if (ready == 0) {
                 assertTrue("stalled at " + read + " failure " + failure.get(), System.nanoTime() < deadline && failure.get() == null);
@@ -229,6 +262,12 @@ public class OutgoingRingBufferTest {
             }
             assertEquals("records end exactly where the walk stopped", end, read);
             orb.confirmed(ready);
+            consumed += ready;
+            if (rewind && orb.rewindIfEmpty()) {
+                rewinds++;
+                read = (read + capacity) & -(long) capacity;
+                assertEquals(0, orb.postOffset());
+            }
         }
         for (Thread t : threads) {
             t.join();
@@ -241,6 +280,7 @@ public class OutgoingRingBufferTest {
         }
         assertTrue(orb.isDrained());
         NativeBlocks.free(mem);
+        return rewinds;
     }
 
     /**
