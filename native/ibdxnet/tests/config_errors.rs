@@ -161,6 +161,8 @@ const WRONG_TYPE: &[Case] = &[
     ("stats_timers", "yes", &[]),
     ("stats_timers", "1", &[]),
     ("evict_at_limit", "no", &[]),
+    ("send_from_caller", "on", &[]),
+    ("send_from_caller_max_bytes", "4KiB", &[]),
     ("stats_print_interval_ms", "1s", &[]),
 ];
 
@@ -225,6 +227,7 @@ const OUT_OF_RANGE: &[Case] = &[
     ("parking_park_after_ms", "50", &[("parking_yield_after_ms", "100")]),
     ("parking_park_for_ns", "100000001", &[]),
     ("parking_sleep_after_us", "86400000001", &[]),
+    ("send_from_caller_max_bytes", "1073741825", &[]),
     ("stats_print_interval_ms", "3600001", &[]),
     ("pin_threads", "send=1024", &[]),
     ("pin_threads", "send=0,send=0", &[]),
@@ -270,8 +273,8 @@ fn the_tables_cover_every_key() {
         if key != "device" && key != "auth_key_file" {
             assert!(WRONG_TYPE.iter().any(|(k, ..)| *k == key), "no wrong-type case for '{key}'");
         }
-        // Every fabric name, both booleans and both threading modes are in range.
-        if !["fabric", "stats_timers", "evict_at_limit", "engine_threads"].contains(&key) {
+        // Every fabric name, every boolean and both threading modes are in range.
+        if !["fabric", "stats_timers", "evict_at_limit", "engine_threads", "send_from_caller"].contains(&key) {
             assert!(OUT_OF_RANGE.iter().any(|(k, ..)| *k == key), "no out-of-range case for '{key}'");
         }
     }
