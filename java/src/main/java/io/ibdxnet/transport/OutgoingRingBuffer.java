@@ -56,6 +56,9 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
      * wait or say {@link #FULL} with no test of their own (positions: < 2^62).
      */
     private static final long RELEASING = 1L << 62;
+    /** How long {@link #tryReserve} waits out the flag before it says {@link #FULL} (a release takes longer). */
+    private static final int MOVE_SPINS = 256;
+    private static final int MOVE_YIELDS = 16;
     /** How long a ring stays empty before the transports' housekeeping gives its pages back ({@link #releaseIfIdle}). */
     public static final long RELEASE_AFTER_NANOS = 1_000_000_000L;
     /** The memory when it can give its pages back (null: the caller's, e.g. the engine's registered ring). */
@@ -174,12 +177,22 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         if (length < ALIGN || size > capacity) {
             throw new IllegalArgumentException("cannot reserve " + length + " bytes in a ring of " + capacity);
         }
-        while (true) {
+        for (int spins = 0; ; ) {
             if (closed) {
                 return CLOSED;
             }
             long r = reserved;
             if (r + size - front > capacity) {
+                if ((r & RELEASING) != 0 && spins++ < MOVE_SPINS + MOVE_YIELDS) {
+                    // A move on (rewindIfEmpty) is a few stores, not a full ring; its
+                    // thread may have lost its CPU in between: yield to it after a while.
+                    if (spins > MOVE_SPINS) {
+                        Thread.yield();
+                    } else {
+                        Thread.onSpinWait();
+                    }
+                    continue;
+                }
                 return FULL;
             }
             if (r + size > commitLimit) {
