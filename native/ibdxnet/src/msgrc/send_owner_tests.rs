@@ -126,9 +126,10 @@ fn every_published_item_is_posted_once_in_order_by_one_runner_at_a_time() {
 fn negative_control_without_the_recheck_items_are_left_behind() {
     // The holder ignores marks: a caller that found the lock held leaves its
     // item to a holder whose run began before it. The quiescent points
-    // (every 8 items) catch it.
-    let lost: usize = (0..5).map(|_| stress(2_000, true, false).left).sum();
-    assert!(lost > 0, "the stress test did not notice a holder that ignores marks");
+    // (every 8 items) catch it, in a round or two alone; beside other tests
+    // (fewer collisions) it may take more: up to 60 rounds.
+    let caught = (0..60).any(|_| stress(2_000, true, false).left > 0);
+    assert!(caught, "the stress test did not notice a holder that ignores marks");
 }
 
 #[test]
