@@ -37,7 +37,7 @@ impl ThreadRole {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendWakeup {
     /// The user rings the doorbell after publishing (our Java reads the
-    /// sleeping word and calls `wakeSendThread`).
+    /// sleeping word and calls `sendFromCaller`, which posts on its own thread or rings).
     Doorbell,
     /// The user armed a wake-up of its own (upstream DXNet: its writes into
     /// the send rings, `sys::write_watch`) that makes `fd` readable and rings

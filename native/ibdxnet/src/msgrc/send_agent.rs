@@ -32,8 +32,9 @@ const CALLER_ITERATIONS: u32 = 4;
 /// than this wake the send thread instead, which posts the stream in
 /// batches; and the send thread says it is idle only after this long
 /// without work, so that it keeps a stream whose messages come this close.
-/// Shorter than a round trip (≈ 10 µs on `sim` here), longer than the gap
-/// between a streaming sender's messages (≈ 0.3–1 µs).
+/// Shorter than a round trip (22–44 µs on `sim` here: results/2026-11-29-
+/// rtt-hops.txt), longer than the gap between a streaming sender's 64 B
+/// messages (1.4–2.5 M msg/s: 0.4–0.7 µs; -send-from-caller-16k-ab.txt).
 const STREAM_GAP: Duration = Duration::from_micros(5);
 
 /// The engine's send (or shared) thread's side.

@@ -80,7 +80,7 @@ pub(super) enum AnyEngine {
 /// racing it) loads the last values from live memory. That keeps the
 /// statistics (`EngineStats`, a few KiB with the timers' histograms) of
 /// every engine ever created. The send thread's sleeping word, which Java
-/// reads in place before `wakeSendThread`, is kept the same way (4 bytes),
+/// reads in place before `sendFromCaller`, is kept the same way (4 bytes),
 /// so a read racing `destroy` loads live memory too.
 pub(super) struct Slot {
     /// [`CLOSED`] | number of leases held.
