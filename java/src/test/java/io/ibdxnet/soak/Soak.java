@@ -35,6 +35,13 @@ public final class Soak {
     static final byte TYPE = 5;
     static final int THREADS = 2;
     static final long SLOT_MS = 50;
+    /**
+     * Churn: the senders spread their messages over at least this many slots
+     * (a sender ahead of it waits for the slot). Without it a fast host could
+     * send everything within a slot or two, to one destination per node: no
+     * connection to evict (a CI run saw 0 closes in 1.6 s).
+     */
+    static final int MIN_SLOTS = 16;
 
     /** A checked message. */
     public static final class Numbered extends Message {
@@ -97,6 +104,8 @@ public final class Soak {
         public long closesTimedOut;
         public long bytesResent;
         public long lossesReported;
+        /** Churn: the time slots the senders' messages spanned (destinations changed at each). */
+        public long slots;
         /**
          * The senders' {@code sendMessage} calls: the slowest, and how many took
          * 100 ms or more and 1 s or more. A call that had to connect (or
@@ -114,6 +123,7 @@ public final class Soak {
                     reordered, corrupted, faults)
                     + (closes == 0 ? "" : String.format("; %d connection closes by eviction (%d timed out), %d bytes"
                     + " resent after a close, %d losses reported", closes, closesTimedOut, bytesResent, lossesReported))
+                    + (slots == 0 ? "" : String.format("; %d time slots", slots))
                     + (slowestSendMs == 0 ? "" : String.format("; slowest send call %.1f ms, %d took >= 100 ms, %d >= 1 s",
                     slowestSendMs, sendsOver100Ms, sendsOver1S));
         }
@@ -216,6 +226,7 @@ public final class Soak {
         AtomicLong slowestSendNs = new AtomicLong();
         AtomicLong sendsOver100Ms = new AtomicLong();
         AtomicLong sendsOver1S = new AtomicLong();
+        AtomicLong lastSlot = new AtomicLong(-1);
         List<DXNet> nodes = new ArrayList<>();
         try {
             for (int id = 0; id < nodeCount; id++) {
@@ -255,6 +266,13 @@ public final class Soak {
                         long[] seqTo = new long[nodeCount];
                         try {
                             for (long i = 0; i < perThread; i++) {
+                                if (churn) {
+                                    long due = i * MIN_SLOTS / perThread;
+                                    while (slot(t0) < due) {
+                                        LockSupport.parkNanos(t0 + due * SLOT_MS * 1_000_000L - System.nanoTime());
+                                    }
+                                    lastSlot.accumulateAndGet(slot(t0), Math::max);
+                                }
                                 int dest = churn
                                         ? (int) ((from.nodeId() + 1 + (slot(t0) * fanout + rnd.nextInt(fanout)) % (nodeCount - 1))
                                                 % nodeCount)
@@ -320,6 +338,7 @@ public final class Soak {
         report.slowestSendMs = slowestSendNs.get() / 1e6;
         report.sendsOver100Ms = sendsOver100Ms.get();
         report.sendsOver1S = sendsOver1S.get();
+        report.slots = lastSlot.get() + 1;
         checker.report(report);
         return report;
     }

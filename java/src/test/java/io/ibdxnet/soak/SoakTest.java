@@ -30,6 +30,7 @@ public class SoakTest {
     /** 6 nodes with room for 2 connections each, destinations switched in shared time slots: constant eviction. */
     private static void churn(String transport) throws Exception {
         Soak.Report r = check(transport, Soak.run(transport, 6, 60_000, 43, true));
+        assertTrue("the messages spanned " + r.slots + " time slots", r.slots >= Soak.MIN_SLOTS);
         assertTrue("no connection was evicted", r.closes > 0);
         assertEquals("orderly closes that timed out", 0, r.closesTimedOut);
     }
