@@ -11,6 +11,8 @@
 #   caller posts, pool:  caller -> (wire) -> receive thread -> handler -> (wire)
 #   send thread, inline: caller -> send thread -> (wire) -> receive thread (handler) -> send thread
 #   caller posts, inline: caller -> (wire) -> receive thread (handler) -> (wire)
+# Then, per row, where one run's round trips spend their time (RttTrace:
+# nanoTime stamps at eight points on the threads that pass them).
 # Needs the bench classpath (gradle benchClasspathFile) and target/release.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,4 +41,14 @@ for r in $(seq 1 "$rounds"); do
 	row "aeron udp" --add-exports java.base/jdk.internal.misc=ALL-UNNAMED io.ibdxnet.bench.AeronPingPong --channel udp --messages "$messages"
 	row "aeron ipc" --add-exports java.base/jdk.internal.misc=ALL-UNNAMED io.ibdxnet.bench.AeronPingPong --channel ipc --messages "$messages"
 done
+trace() { # NAME ARGS...
+	local name=$1
+	shift
+	echo "## trace: $name (load $(cut -d' ' -f1 /proc/loadavg))"
+	"${jvm[@]}" io.ibdxnet.bench.RttTrace --messages "$messages" "$@" 2>/dev/null | grep -v '^#' || echo FAILED
+}
+trace "send thread, pool" --native send_from_caller=false --handleOnReceivingThread false
+trace "caller posts, pool" --native send_from_caller=true --handleOnReceivingThread false
+trace "send thread, inline" --native send_from_caller=false --handleOnReceivingThread true
+trace "caller posts, inline" --native send_from_caller=true --handleOnReceivingThread true
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

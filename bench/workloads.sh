@@ -228,6 +228,14 @@ elif [ $quick = 1 ]; then
 	run nio uni 64 1 1 2 "$NATIVE_STD" --processes 2
 	run nio rtt 64 1 1 2 "$NATIVE_STD" --processes 2
 	run ib rtt 64 1 1 2 "$NATIVE_STD" --receiveInline false
+	# Where a round trip's time goes (bench/rtt-hops.sh): the tool runs and every round trip passed its eight points.
+	printf 'ib       rtt-trace 200 round trips... ' >&2
+	if java "${heap[@]}" -cp "$CP" -Djava.library.path="$ROOT/target/release" io.ibdxnet.bench.RttTrace --messages 200 2>/dev/null | grep -q '^0>7 round trip'; then
+		echo ok >&2
+	else
+		echo FAILED >&2
+		failures=$((failures + 1))
+	fi
 	idle ib
 	idle nio ""
 	idle loopback ""
