@@ -3,6 +3,7 @@
 //! count); the queue pair and ring are released when the last handle goes.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::node::NodeId;
@@ -94,10 +95,13 @@ pub struct Connection<F: Fabric> {
     /// Send work requests posted and not yet completed (kept by the send
     /// thread; reserved before posting, see [`Connection::begin_posting`]).
     inflight: AtomicU32,
+    /// Its manager's count of state changes, bumped by every one
+    /// ([`ConManager::state_changes`](super::ConManager::state_changes)).
+    changes: Arc<AtomicU64>,
 }
 
 impl<F: Fabric> Connection<F> {
-    pub(crate) fn new(node: NodeId, qp: F::Qp, ring: SendRing<F>) -> Self {
+    pub(crate) fn new(node: NodeId, qp: F::Qp, ring: SendRing<F>, changes: Arc<AtomicU64>) -> Self {
         Connection {
             node,
             qp,
@@ -111,6 +115,7 @@ impl<F: Fabric> Connection<F> {
             established_ms: AtomicU64::new(u64::MAX),
             touched: AtomicBool::new(false),
             inflight: AtomicU32::new(0),
+            changes,
         }
     }
 
@@ -136,6 +141,8 @@ impl<F: Fabric> Connection<F> {
     }
     pub(crate) fn set_state(&self, s: ConState) {
         self.state.store(s as u8, Ordering::SeqCst);
+        // Release, after the store: whoever reads the new count sees the new state.
+        self.changes.fetch_add(1, Ordering::Release);
     }
     /// True if data may be posted.
     pub fn is_established(&self) -> bool {

@@ -91,6 +91,8 @@ pub struct ConManager<F: Fabric> {
     /// is not evicted before they got it.
     waiting: Mutex<HashMap<NodeId, u32>>,
     changed: (Mutex<u64>, Condvar),
+    /// State changes of its connections (every `Connection::set_state`).
+    state_changes: Arc<AtomicU64>,
     /// The send thread's doorbell (see [`ConManager::wake_on_change`]).
     on_change: std::sync::OnceLock<Arc<Doorbell>>,
     socket: UdpSocket,
@@ -172,6 +174,7 @@ impl<F: Fabric> ConManager<F> {
             create_requested: Mutex::new(HashSet::new()),
             waiting: Mutex::new(HashMap::new()),
             changed: (Mutex::new(0), Condvar::new()),
+            state_changes: Arc::new(AtomicU64::new(0)),
             on_change: std::sync::OnceLock::new(),
             socket,
             local_addr,
@@ -252,6 +255,13 @@ impl<F: Fabric> ConManager<F> {
     /// Nodes in the table.
     pub fn nodes(&self) -> Vec<(NodeId, SocketAddr)> {
         self.nodes.all()
+    }
+
+    /// How many state changes its connections went through: while this
+    /// reads the same, every connection is in the state it was in when it
+    /// last read it (Acquire: a new count comes with the new states).
+    pub fn state_changes(&self) -> u64 {
+        self.state_changes.load(Ordering::Acquire)
     }
 
     /// The established connection to `node`, if there is one. Never blocks

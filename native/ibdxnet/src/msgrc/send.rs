@@ -99,6 +99,14 @@ pub(crate) struct SendThread<F: Fabric, H: EngineHandler> {
     planned: Vec<InFlight>,
     wcs: Vec<WorkCompletion>,
     outstanding: u64,
+    /// The manager's `state_changes` when `reap_draining` last looked at
+    /// every connection, and whether one of ours failed since: without
+    /// either, the look is skipped (it touched every connection's state,
+    /// each iteration: dozens of cache lines with many nodes).
+    seen_changes: u64,
+    failed_since: bool,
+    /// Some connection may need a flush (`flush_pending`).
+    flush_wanted: bool,
 }
 
 impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
@@ -130,6 +138,9 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             planned: Vec::with_capacity(64),
             wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
             outstanding: 0,
+            seen_changes: 0,
+            failed_since: true,
+            flush_wanted: false,
         })
     }
 
@@ -266,6 +277,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
                 if !e.is_queue_full() {
                     log::error!("node {me}: posting to {node} failed: {e}; closing the connection");
                     ns.failed = true;
+                    self.failed_since = true;
                     self.mgr.close(node, true);
                 }
                 e.posted
@@ -286,6 +298,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
             let last_signaled = self.batch.wrs()[posted - 1].flags.contains(SendFlags::SIGNALED);
             ns.since_signal = if last_signaled { 0 } else { since };
             ns.needs_flush = !last_signaled;
+            self.flush_wanted |= ns.needs_flush;
         }
         self.outstanding += posted as u64;
         self.prev.bytes_posted = bytes;
@@ -301,11 +314,16 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
     /// Closing connections get theirs too: their close waits for every
     /// work request to complete.
     fn flush_pending(&mut self) -> usize {
+        if !self.flush_wanted {
+            return 0;
+        }
         let mut work = 0;
+        let mut left = false;
         let me = self.mgr.imm_source();
         let all = self.nodes.values_mut().chain(self.draining.iter_mut());
         for ns in all.filter(|n| n.needs_flush && !n.failed) {
             if ns.inflight.len() as u32 >= self.sq_size || !ns.conn.begin_posting(1, true) {
+                left = true;
                 continue;
             }
             let seq = ns.next_seq;
@@ -325,8 +343,10 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
                 work += 1;
             } else {
                 ns.conn.end_posting(1);
+                left = true;
             }
         }
+        self.flush_wanted = left;
         work
     }
 
@@ -398,6 +418,7 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
         }
         if !ns.failed {
             ns.failed = true;
+            self.failed_since = true;
             if wc.status != WcStatus::WrFlushErr {
                 log::error!("node {me}: send to {node} failed with {}; closing the connection", wc.status);
             }
@@ -415,6 +436,20 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
     /// Moves failed or closing connections to the draining list and drops
     /// those whose WRs have all completed (releasing queue pair and ring).
     fn reap_draining(&mut self) {
+        // Before the look (Acquire): a change after it bumps the count again.
+        let changes = self.mgr.state_changes();
+        if changes != self.seen_changes || self.failed_since {
+            self.seen_changes = changes;
+            self.failed_since = false;
+            self.move_stale_to_draining();
+        }
+        // A closing connection's WRs complete normally, a closed one's are
+        // flushed (its queue pair is in ERROR): either way they all come back.
+        self.draining.retain(|n| !n.inflight.is_empty());
+    }
+
+    /// Moves the state of failed and no longer established connections to `draining`.
+    fn move_stale_to_draining(&mut self) {
         let stale: Vec<NodeId> = self
             .nodes
             .iter()
@@ -426,9 +461,6 @@ impl<F: Fabric, H: EngineHandler> SendThread<F, H> {
                 self.draining.push(ns);
             }
         }
-        // A closing connection's WRs complete normally, a closed one's are
-        // flushed (its queue pair is in ERROR): either way they all come back.
-        self.draining.retain(|n| !n.inflight.is_empty());
     }
 }
 

@@ -158,8 +158,9 @@ impl CompletedList {
 
     /// Empties the list (cost proportional to its entries, not to 64 K nodes).
     pub fn clear(&mut self) {
-        let nodes: Vec<u16> = self.entries().iter().map(|e| e.node_id).collect();
-        for n in nodes {
+        // By index, without collecting: this runs in every send iteration.
+        for i in 0..self.entries().len() {
+            let n = self.entries()[i].node_id;
             self.slot_of[n as usize] = NO_SLOT;
         }
         self.header_mut().count = 0;

@@ -92,7 +92,7 @@ impl<F: Fabric> ConManager<F> {
         let made = (|| -> Result<Arc<Connection<F>>, FabricError> {
             let qp = q.fabric.create_qp(&q.send_cq, &q.recv_cq, &q.srq, q.caps)?;
             let ring = SendRing::new(&q.fabric, self.cfg.send_ring_size)?;
-            Ok(Arc::new(Connection::new(node, qp, ring)))
+            Ok(Arc::new(Connection::new(node, qp, ring, self.state_changes.clone())))
         })();
         match made {
             Ok(c) => {
