@@ -56,9 +56,9 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
      * wait or say {@link #FULL} with no test of their own (positions: < 2^62).
      */
     private static final long RELEASING = 1L << 62;
-    /** How long {@link #tryReserve} waits out the flag before it says {@link #FULL} (a release takes longer). */
+    /** {@link #tryReserve} waits out the flag (spins, then yields) up to this before it says {@link #FULL}. */
     private static final int MOVE_SPINS = 256;
-    private static final int MOVE_YIELDS = 16;
+    private static final long MOVE_WAIT_NANOS = 20_000_000L;
     /** How long a ring stays empty before the transports' housekeeping gives its pages back ({@link #releaseIfIdle}). */
     public static final long RELEASE_AFTER_NANOS = 1_000_000_000L;
     /** The memory when it can give its pages back (null: the caller's, e.g. the engine's registered ring). */
@@ -177,21 +177,28 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         if (length < ALIGN || size > capacity) {
             throw new IllegalArgumentException("cannot reserve " + length + " bytes in a ring of " + capacity);
         }
+        long waitingSince = 0;
         for (int spins = 0; ; ) {
             if (closed) {
                 return CLOSED;
             }
             long r = reserved;
             if (r + size - front > capacity) {
-                if ((r & RELEASING) != 0 && spins++ < MOVE_SPINS + MOVE_YIELDS) {
-                    // A move on (rewindIfEmpty) is a few stores, not a full ring; its
-                    // thread may have lost its CPU in between: yield to it after a while.
-                    if (spins > MOVE_SPINS) {
-                        Thread.yield();
-                    } else {
+                if ((r & RELEASING) != 0) {
+                    // A move on or a release, not a full ring; its thread may
+                    // have lost its CPU in between: yield to it after a while.
+                    if (spins++ < MOVE_SPINS) {
                         Thread.onSpinWait();
+                        continue;
                     }
-                    continue;
+                    long now = System.nanoTime();
+                    if (waitingSince == 0) {
+                        waitingSince = now | 1;
+                    }
+                    if (now - waitingSince < MOVE_WAIT_NANOS) {
+                        Thread.yield();
+                        continue;
+                    }
                 }
                 return FULL;
             }
