@@ -91,8 +91,7 @@ pub struct ConManager<F: Fabric> {
     /// is not evicted before they got it.
     waiting: Mutex<HashMap<NodeId, u32>>,
     changed: (Mutex<u64>, Condvar),
-    /// State changes of its connections (every `Connection::set_state`).
-    state_changes: Arc<AtomicU64>,
+    state_changes: Arc<AtomicU64>, // bumped by every `Connection::set_state`
     /// The send thread's doorbell (see [`ConManager::wake_on_change`]).
     on_change: std::sync::OnceLock<Arc<Doorbell>>,
     socket: UdpSocket,
@@ -257,9 +256,7 @@ impl<F: Fabric> ConManager<F> {
         self.nodes.all()
     }
 
-    /// How many state changes its connections went through: while this
-    /// reads the same, every connection is in the state it was in when it
-    /// last read it (Acquire: a new count comes with the new states).
+    /// State changes of its connections so far (Acquire: a new count comes with the new states).
     pub fn state_changes(&self) -> u64 {
         self.state_changes.load(Ordering::Acquire)
     }
@@ -437,8 +434,7 @@ impl<F: Fabric> ConManager<F> {
         self.notify();
     }
 
-    /// Wakes the callers waiting in [`ConManager::connect`], and the send
-    /// thread: a connection it has data for may be up now.
+    /// Wakes the callers in [`ConManager::connect`], and the send thread (its connection may be up now).
     fn notify(&self) {
         let (m, cv) = &self.changed;
         *lock(m) += 1;
@@ -448,14 +444,13 @@ impl<F: Fabric> ConManager<F> {
         }
     }
 
-    /// Rings `doorbell` (if its thread sleeps) at every change of a connection.
+    /// Rings `doorbell` (if its thread sleeps) at every change of a connection
+    /// (set once, by the engine; a second call changes nothing).
     pub fn wake_on_change(&self, doorbell: Arc<Doorbell>) {
-        // Set once, by the engine; a second call changes nothing.
         let _ = self.on_change.set(doorbell);
     }
 
-    /// Fault injection for tests: our immediate data claims to come from
-    /// `source` (None: from us, the default).
+    /// Fault injection for tests: our immediate data claims to come from `source` (None: us).
     pub fn set_forged_imm_source(&self, source: Option<NodeId>) {
         self.forged_imm_source.store(source.map_or(u32::MAX, |n| u32::from(n.0)), Ordering::Relaxed);
     }
@@ -477,8 +472,7 @@ impl<F: Fabric> ConManager<F> {
         self.drop_every.store(n, Ordering::Relaxed);
     }
 
-    /// The counters by name (`packets_in`, `dropped_malformed`, ...), as in
-    /// the engine's statistics map.
+    /// The counters by name (`packets_in`, `dropped_malformed`, ...), as in the engine's statistics map.
     pub fn stats_map(&self) -> Vec<(&'static str, u64)> {
         let mut m = vec![("connections", self.connection_count() as u64)];
         m.extend(self.stats.entries());
