@@ -55,9 +55,23 @@ pub fn start_sim(
 
 /// Starts `n` engines (config from `config(i)`) that know each other.
 pub fn start_nodes<F: Fabric>(n: u16, opts: StreamOptions, config: impl Fn(u16) -> EngineConfig) -> Vec<Node<F>> {
-    start_engines(n, |i| StreamHandler::new(NodeId(i), opts.clone()), config)
-        .into_iter()
-        .map(|(engine, handler)| {
+    let nodes = start_nodes_unlinked(n, opts, config);
+    link(nodes.iter().map(|n| &n.engine));
+    nodes
+}
+
+/// As `start_nodes`, but no node knows another yet (`link` adds them):
+/// a test can watch the wire before the first discovery.
+pub fn start_nodes_unlinked<F: Fabric>(
+    n: u16,
+    opts: StreamOptions,
+    config: impl Fn(u16) -> EngineConfig,
+) -> Vec<Node<F>> {
+    let _ = env_logger::Builder::from_default_env().is_test(true).try_init();
+    (0..n)
+        .map(|i| {
+            let handler = StreamHandler::new(NodeId(i), opts.clone());
+            let engine = Engine::<F>::start(config(i), handler.clone()).expect("engine start");
             handler.set_pool(engine.buffer_pool());
             Node { engine, handler }
         })
@@ -78,15 +92,20 @@ pub fn start_engines<F: Fabric, H: EngineHandler>(
             (Engine::<F>::start(config(i), h.clone()).expect("engine start"), h)
         })
         .collect();
-    let addrs: Vec<SocketAddr> = nodes.iter().map(|(e, _)| e.manager().local_addr()).collect();
-    for (i, (e, _)) in nodes.iter().enumerate() {
+    link(nodes.iter().map(|(e, _)| e));
+    nodes
+}
+
+/// Adds every engine (node id = its position) to every other's node table.
+pub fn link<'a, F: Fabric + 'a>(engines: impl Iterator<Item = &'a Engine<F>> + Clone) {
+    let addrs: Vec<SocketAddr> = engines.clone().map(|e| e.manager().local_addr()).collect();
+    for (i, e) in engines.enumerate() {
         for (j, a) in addrs.iter().enumerate() {
             if i != j {
                 e.add_node(NodeId(j as u16), *a).unwrap();
             }
         }
     }
-    nodes
 }
 
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
