@@ -259,6 +259,9 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
             } catch (InterruptedException e) {
                 return;
             }
+            if (b == null && !budgetWaiting && !afters.waiting()) {
+                continue; // a quiet second: taking the role would only turn a receiving thread's buffer to the pool
+            }
             role.lock();
             try {
                 resumeBudgetWaiters();
