@@ -52,11 +52,13 @@ final class IbEngineThreads implements EngineCallbacks {
         int pn = prev.nodeId();
         if (pn != PrevWorkResults.NO_NODE) {
             Connection c = t.connections.get(pn);
+            boolean more = false;
             if (c != null && c.connectionId == packageConnection) {
                 c.orb.posted(prev.bytesPosted());
+                more = c.orb.readyToPost() > 0; // a package stops at the ring window's end: the rest is next
             }
             t.confirmations.sent(pn, prev.fcPosted());
-            if (prev.bytesNotPosted() > 0 || prev.fcNotPosted() > 0) {
+            if (more || prev.bytesNotPosted() > 0 || prev.fcNotPosted() > 0) {
                 t.wim.pushData(pn); // send queue full or not connected yet: try again later
             }
         }
@@ -88,7 +90,7 @@ final class IbEngineThreads implements EngineCallbacks {
         if (c != null && c.orb.isClosed()) {
             c = null; // closed, its successor is on the way: no package from it
         }
-        long ready = c == null ? 0 : Math.min(c.orb.readyToPost(), c.orb.capacity());
+        long ready = c == null ? 0 : c.orb.postable(); // up to the ring window's end: the engine wraps at the ring's
         int offset = c == null ? 0 : c.orb.postOffset();
         int fc = t.confirmations.owed(node, NextWorkPackage.FC_DATA_MAX);
         if (ready > 0 || fc > 0) {

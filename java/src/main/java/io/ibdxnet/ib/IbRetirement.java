@@ -129,6 +129,7 @@ final class IbRetirement {
             try {
                 n = t.open(node);
                 n.installing = true;
+                n.orb.ensureWindow(stranded.length); // nothing is posted from it before it is installed
                 long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(t.connectTimeoutMs);
                 byte[] word = new byte[4];
                 for (int at = 0; at < stranded.length; ) {

@@ -341,7 +341,7 @@ public final class LoopbackTransport implements Transport {
             c.refused = null;
         }
         long ready;
-        while ((ready = c.orb.readyToPost()) > 0) {
+        while ((ready = c.orb.postable()) > 0) { // up to the window's end: the copy wraps at the capacity
             int id = to.pool.take();
             if (id < 0) {
                 return false;

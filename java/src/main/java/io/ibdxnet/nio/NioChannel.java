@@ -305,7 +305,7 @@ final class NioChannel extends RingConnection {
                 if (orb == null || (state != State.OPEN && state != State.CLOSING)) {
                     break;
                 }
-                writeLeft = orb.readyToPost();
+                writeLeft = orb.postable(); // up to the window's end: writeRing wraps at the capacity
                 if (writeLeft == 0) {
                     break;
                 }

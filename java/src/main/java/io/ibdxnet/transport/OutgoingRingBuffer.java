@@ -1,9 +1,6 @@
 package io.ibdxnet.transport;
 
 import io.ibdxnet.memory.Memory;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-
 /**
  * The outgoing ring buffer (ORB) of one connection, over the connection's
  * native send ring, extended with the <em>front posted</em> pointer (paper
@@ -38,40 +35,7 @@ import java.lang.invoke.VarHandle;
  * pages back only while {@code [front, reserved)} is empty and no
  * reservation can be made.
  */
-public final class OutgoingRingBuffer extends RingLayout.Pad3 {
-    /** What {@link #reserve} returns for a closed ring (positions are never negative). */
-    public static final long CLOSED = -1;
-    /** What {@link #tryReserve} returns when the record would have to wait for room. */
-    public static final long FULL = -2;
-
-    /** Records start at multiples of this. */
-    public static final int ALIGN = 4;
-    private static final VarHandle RESERVED;
-    private static final VarHandle FRONT_POSTED;
-    /** Producers waiting for room, woken when space is confirmed or the ring closes. */
-    private final WaitList waiters = new WaitList();
-    /**
-     * Set in {@code reserved} during a release ({@link #releaseIfIdle}): then
-     * {@code reserved + size - front} exceeds any capacity, so reservations
-     * wait or say {@link #FULL} with no test of their own (positions: < 2^62).
-     */
-    private static final long RELEASING = 1L << 62;
-    /** {@link #tryReserve} waits out the flag (spins, then yields) up to this before it says {@link #FULL}. */
-    private static final int MOVE_SPINS = 256;
-    private static final long MOVE_WAIT_NANOS = 20_000_000L;
-    /** How long a ring stays empty before the transports' housekeeping gives its pages back ({@link #releaseIfIdle}). */
-    public static final long RELEASE_AFTER_NANOS = 1_000_000_000L;
-    /** The memory when it can give its pages back (null: the caller's, e.g. the engine's registered ring). */
-    private final RingMemory memory;
-    /** Commits are made in multiples of this (a page of 4 KiB; on larger pages the kernel commits whole pages anyway). */
-    private static final int COMMIT_PAGE = 4096;
-    /** A commit takes at least this much, and as much as the ring committed since its last release, up to the max. */
-    static final int MIN_COMMIT = 16 << 10;
-    static final int MAX_COMMIT = 1 << 20;
-    /** Serialises {@link #commitFor}, the release of the pages and the memory's close. */
-    private final Object commitLock = new Object();
-    /** Where the memory committed since the last release starts (a position; guarded by commitLock). */
-    private long commitBase;
+public final class OutgoingRingBuffer extends RingProducerSide {
     // ---- send thread only: releaseIfIdle's view of the ring ----
     /** {@code reserved} when last seen idle, and since when; -1 when last seen busy. */
     private long idlePosition = -1;
@@ -79,20 +43,9 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
     /** {@code reserved} when the pages were last given back (a new ring has none to give). */
     private long releasedAt;
 
-    static {
-        try {
-            RESERVED = MethodHandles.lookup().findVarHandle(RingLayout.ProducerFields.class, "reserved", long.class);
-            FRONT_POSTED = MethodHandles.lookup().findVarHandle(RingLayout.ConsumerFields.class, "frontPosted", long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
     /** A ring over {@code capacity} zeroed bytes (a power of two) of native memory at {@code address}. */
     public OutgoingRingBuffer(long address, int capacity) {
-        super(address, checkedCapacity(capacity));
-        this.memory = null;
-        this.commitLimit = Long.MAX_VALUE;
+        super(address, capacity, null);
     }
 
     /**
@@ -101,192 +54,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
      * if it can, and committed ahead of the producers if it must be.
      */
     public OutgoingRingBuffer(RingMemory memory) {
-        super(memory.address, checkedCapacity(memory.size));
-        this.memory = memory;
-        this.commitLimit = memory.commitsAhead() ? 0 : Long.MAX_VALUE;
-    }
-
-    private static int checkedCapacity(int capacity) {
-        if (capacity < ALIGN || Integer.bitCount(capacity) != 1) {
-            throw new IllegalArgumentException("ring capacity " + capacity + " is not a power of two ≥ " + ALIGN);
-        }
-        return capacity;
-    }
-
-    public int capacity() {
-        return capacity;
-    }
-
-    /** Bytes a record of {@code length} occupies. */
-    public static int aligned(int length) {
-        return (length + ALIGN - 1) & -ALIGN;
-    }
-
-    /**
-     * Claims space for a record of {@code length} bytes (at least 4),
-     * waiting (spinning, then parking) while the ring is full. Returns the
-     * start position for {@link #write} and {@link #publish}, or
-     * {@link #CLOSED} once the ring is closed (an expected end, not an
-     * error). Fails if the record exceeds the capacity or
-     * {@code deadlineNanos} (a {@link System#nanoTime} value) passes first,
-     * and with {@link RingMemory.CommitFailed} (nothing reserved) if the
-     * ring's memory must be committed first and cannot be.
-     */
-    public long reserve(int length, long deadlineNanos) throws InterruptedException, java.util.concurrent.TimeoutException {
-        int size = aligned(length);
-        if (length < ALIGN || size > capacity) {
-            throw new IllegalArgumentException("cannot reserve " + length + " bytes in a ring of " + capacity);
-        }
-        IdleStrategy backoff = null;
-        while (true) {
-            if (closed) {
-                return CLOSED;
-            }
-            long r = reserved;
-            if (r + size - front <= capacity) {
-                if (r + size > commitLimit) {
-                    commitFor(r + size); // rare: see commitLimit
-                    continue;
-                }
-                if (RESERVED.compareAndSet(this, r, r + size)) {
-                    return r;
-                }
-                continue;
-            }
-            if (backoff == null) {
-                backoff = IdleStrategy.waiter();
-            }
-            if (backoff.parking()) {
-                if (Thread.interrupted()) {
-                    throw new InterruptedException();
-                }
-                if (System.nanoTime() - deadlineNanos > 0) {
-                    throw new java.util.concurrent.TimeoutException("send ring full: nothing confirmed in time");
-                }
-            }
-            backoff.idle(waiters, () -> closed || reserved + size - front <= capacity);
-        }
-    }
-
-    /**
-     * {@link #reserve} without waiting: the start position, {@link #CLOSED},
-     * or {@link #FULL} when the ring has no room for the record right now.
-     */
-    public long tryReserve(int length) {
-        int size = aligned(length);
-        if (length < ALIGN || size > capacity) {
-            throw new IllegalArgumentException("cannot reserve " + length + " bytes in a ring of " + capacity);
-        }
-        long waitingSince = 0;
-        for (int spins = 0; ; ) {
-            if (closed) {
-                return CLOSED;
-            }
-            long r = reserved;
-            if (r + size - front > capacity) {
-                if ((r & RELEASING) != 0) {
-                    // A move on or a release, not a full ring; its thread may
-                    // have lost its CPU in between: yield to it after a while.
-                    if (spins++ < MOVE_SPINS) {
-                        Thread.onSpinWait();
-                        continue;
-                    }
-                    long now = System.nanoTime();
-                    if (waitingSince == 0) {
-                        waitingSince = now | 1;
-                    }
-                    if (now - waitingSince < MOVE_WAIT_NANOS) {
-                        Thread.yield();
-                        continue;
-                    }
-                }
-                return FULL;
-            }
-            if (r + size > commitLimit) {
-                try {
-                    commitFor(r + size);
-                } catch (RingMemory.CommitFailed e) {
-                    return FULL; // the waiting path says why
-                }
-                continue;
-            }
-            if (RESERVED.compareAndSet(this, r, r + size)) {
-                return r;
-            }
-        }
-    }
-
-    /**
-     * Commits the ring's memory ({@link RingMemory#commit}) up to position
-     * {@code end} and beyond: as much as was committed since the last
-     * release, between {@link #MIN_COMMIT} and {@link #MAX_COMMIT}, so a
-     * streaming ring commits in a few doubling steps, then not again until a
-     * release. Called by a producer whose reservation would end beyond
-     * {@code commitLimit}, before its CAS.
-     *
-     * <p>Under {@code commitLock}, so commits, a release and the close never
-     * overlap; each commits only bytes not committed since the last release,
-     * from {@code commitLimit} up to one capacity past {@code commitBase}
-     * (then {@code commitLimit} becomes {@link Long#MAX_VALUE}). No producer
-     * touches a byte before it is committed: it reserves only below
-     * {@code commitLimit}, and a release (which lowers it) moves every
-     * position on ({@link #releaseIfIdle}), so a CAS against a
-     * {@code reserved} read before the release fails.
-     */
-    private void commitFor(long end) {
-        synchronized (commitLock) {
-            long c = commitLimit;
-            if (end <= c || closed) {
-                return;
-            }
-            long grow = Math.max(end - c, Math.min(Math.max(c - commitBase, MIN_COMMIT), MAX_COMMIT));
-            long to = c + ((grow + COMMIT_PAGE - 1) & -COMMIT_PAGE);
-            boolean all = to - commitBase >= capacity;
-            if (all) {
-                to = commitBase + capacity;
-            }
-            memory.commit(c & mask, to - c);
-            commitLimit = all ? Long.MAX_VALUE : to;
-        }
-    }
-
-    /** Copies {@code length} bytes of {@code src} from {@code offset} to ring position {@code position}. */
-    public void write(long position, byte[] src, int offset, int length) {
-        long index = position & mask;
-        int first = (int) Math.min(length, capacity - index);
-        // Safe: the caller's reservation, inside the ring, committed; no release before it is confirmed (class comment).
-        Memory.copy(src, offset, address + index, first);
-        if (first < length) {
-            Memory.copy(src, offset + first, address, length - first);
-        }
-    }
-
-    /**
-     * Publishes the record at {@code start}: stores its first word, the
-     * record length {@code length} (big-endian), after everything else the
-     * writer wrote. The record's bytes 0..3 must not have been written.
-     */
-    public void publish(long start, int length) {
-        Memory.putIntVolatile(address + (start & mask), bigEndian(length)); // safe: the record's own first word
-    }
-
-    /**
-     * Fails current and future reservations (the connection is gone). A
-     * file ring's file is closed (no commit or release can follow); the
-     * memory stays mapped for writers that reserved before.
-     */
-    public void close() {
-        closed = true;
-        waiters.signal();
-        if (memory != null) {
-            synchronized (commitLock) {
-                memory.close();
-            }
-        }
-    }
-
-    public boolean isClosed() {
-        return closed;
+        super(memory.address, memory.size, memory);
     }
 
     // ---- send thread only ----
@@ -298,7 +66,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
 
     /** Bytes published and not yet posted (walks newly published records). */
     public long readyToPost() {
-        long limit = reserved;
+        long limit = reserved & ~RELEASING; // flagged by a producer's grow: positions below map alike (tryGrow)
         while (back < limit) {
             int len = lengthAt(back);
             if (len == 0) {
@@ -307,6 +75,11 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
             back += aligned(len);
         }
         return back - frontPosted;
+    }
+
+    /** Bytes ready to post from {@link #postOffset} in one piece: up to the window's end. */
+    public long postable() {
+        return Math.min(readyToPost(), mask + 1 - postOffset());
     }
 
     /**
@@ -321,7 +94,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         int n = (int) (back - postRecordStart);
         byte[] out = new byte[n];
         long index = postRecordStart & mask;
-        int first = (int) Math.min(n, capacity - index);
+        int first = (int) Math.min(n, mask + 1 - index);
         // Safe: published records below back (reserved: committed); send thread only, never during a release.
         Memory.copy(address + index, out, 0, first);
         if (first < n) {
@@ -377,7 +150,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
             return;
         }
         long index = f & mask;
-        long first = Math.min(n, capacity - index);
+        long first = Math.min(n, mask + 1 - index);
         // Safe: confirmed bytes, below reserved (committed), whose writers have published; send thread only.
         Memory.fill(address + index, first, (byte) 0);
         if (first < n) {
@@ -477,6 +250,7 @@ public final class OutgoingRingBuffer extends RingLayout.Pad3 {
         }
         if (released) {
             releasedAt = next;
+            mask = startMask(); // its pages are gone: start small again (the ring is empty, all zero)
         }
         moveOn(next);
         return released;

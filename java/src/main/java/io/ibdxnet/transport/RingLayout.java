@@ -16,11 +16,20 @@ final class RingLayout {
 
     static final boolean BIG_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.BIG_ENDIAN;
 
-    /** Read by every thread, written once (closed). */
+    /** Read by every thread, written rarely (the window, closed). */
     abstract static class ColdFields {
         final long address;
         final int capacity;
-        final long mask;
+        /**
+         * The window's size minus one: positions map to ring indices
+         * {@code position & mask}, inside the first {@code mask + 1} bytes
+         * (a power of two ≤ capacity). Plain: written only while
+         * {@code reserved} carries the move-on flag and only when every
+         * position in use maps to the same index under the old and the new
+         * value (OutgoingRingBuffer#tryGrow); the volatile store that clears
+         * the flag publishes it to the next reservation.
+         */
+        long mask;
         volatile boolean closed;
 
         ColdFields(long address, int capacity) {
@@ -31,15 +40,17 @@ final class RingLayout {
 
         // The stores of a writer into its reserved record, by ring position
         // (OutgoingRingBuffer's, kept here: they need nothing but the ring).
+        // A record being written maps alike under both masks of a change (tryGrow).
         /** Stores {@code v} at ring position {@code position}. */
         public void putByte(long position, byte v) {
             Memory.putByte(address + (position & mask), v); // safe: as in write, the caller's reservation
         }
 
-        /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+        /** Stores {@code v} big-endian at {@code position}, wrapping around the window's end. */
         public void putShort(long position, short v) {
-            long index = position & mask;
-            if (index <= capacity - 2) {
+            long m = mask;
+            long index = position & m;
+            if (index <= m - 1) {
                 Memory.putShort(address + index, BIG_ENDIAN ? v : Short.reverseBytes(v)); // safe: see write
             } else {
                 putByte(position, (byte) (v >>> 8));
@@ -47,10 +58,11 @@ final class RingLayout {
             }
         }
 
-        /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+        /** Stores {@code v} big-endian at {@code position}, wrapping around the window's end. */
         public void putInt(long position, int v) {
-            long index = position & mask;
-            if (index <= capacity - 4) {
+            long m = mask;
+            long index = position & m;
+            if (index <= m - 3) {
                 Memory.putInt(address + index, bigEndian(v)); // safe: the caller's reservation (see write)
             } else {
                 for (int i = 0; i < 4; i++) {
@@ -59,10 +71,11 @@ final class RingLayout {
             }
         }
 
-        /** Stores {@code v} big-endian at {@code position}, wrapping around the ring's end. */
+        /** Stores {@code v} big-endian at {@code position}, wrapping around the window's end. */
         public void putLong(long position, long v) {
-            long index = position & mask;
-            if (index <= capacity - 8) {
+            long m = mask;
+            long index = position & m;
+            if (index <= m - 7) {
                 Memory.putLong(address + index, BIG_ENDIAN ? v : Long.reverseBytes(v)); // safe: see write
             } else {
                 for (int i = 0; i < 8; i++) {
