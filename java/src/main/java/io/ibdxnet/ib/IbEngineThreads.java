@@ -23,6 +23,8 @@ final class IbEngineThreads implements EngineCallbacks {
     private final IncomingRing ring = new IncomingRing();
     /** Send thread: the connection of the package handed out last. */
     private int packageConnection;
+    /** Send thread: that package stopped at its ring window's end with more ready behind it. */
+    private boolean packageCut;
 
     IbEngineThreads(IbTransport transport) {
         this.t = transport;
@@ -55,7 +57,7 @@ final class IbEngineThreads implements EngineCallbacks {
             boolean more = false;
             if (c != null && c.connectionId == packageConnection) {
                 c.orb.posted(prev.bytesPosted());
-                more = c.orb.readyToPost() > 0; // a package stops at the ring window's end: the rest is next
+                more = packageCut; // it stopped at the ring window's end: the rest is next
             }
             t.confirmations.sent(pn, prev.fcPosted());
             if (more || prev.bytesNotPosted() > 0 || prev.fcNotPosted() > 0) {
@@ -91,6 +93,9 @@ final class IbEngineThreads implements EngineCallbacks {
             c = null; // closed, its successor is on the way: no package from it
         }
         long ready = c == null ? 0 : c.orb.postable(); // up to the ring window's end: the engine wraps at the ring's
+        // Queue the node again only then: re-queued whenever more was ready, a node
+        // went out in smaller packages (64 nodes all to all: 0.44-0.69x the rate).
+        packageCut = ready > 0 && ready < c.orb.readyToPost();
         int offset = c == null ? 0 : c.orb.postOffset();
         int fc = t.confirmations.owed(node, NextWorkPackage.FC_DATA_MAX);
         if (ready > 0 || fc > 0) {
