@@ -39,38 +39,13 @@ final class RingRace {
      */
     static int run(OutgoingRingBuffer orb, Release release, int producers, int records, long stallNanos) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        List<Thread> threads = new ArrayList<>();
-        for (int p = 0; p < producers; p++) {
-            int id = p;
-            Thread t = new Thread(() -> {
-                try {
-                    ThreadLocalRandom rnd = ThreadLocalRandom.current();
-                    for (int seq = 0; seq < records; seq++) {
-                        int n = rnd.nextInt(0, 300);
-                        byte[] body = body(id, seq, n);
-                        long pos = orb.reserve(4 + body.length, deadline);
-                        assertTrue("reserved", pos >= 0);
-                        orb.write(pos + 4, body, 0, body.length);
-                        orb.publish(pos, 4 + body.length);
-                        if (rnd.nextInt(40) == 0) {
-                            LockSupport.parkNanos(rnd.nextInt(20_000, 300_000)); // a pause: the ring may go idle
-                        }
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            }, "producer-" + p);
-            t.setDaemon(true);
-            threads.add(t);
-            t.start();
-        }
+        Producers threads = new Producers(orb, producers, records, 300, true, deadline);
         int[] next = new int[producers];
         long received = 0;
         long lastProgress = System.nanoTime();
         int releases = 0;
         try {
-            while (received < (long) producers * records && failure.get() == null) {
+            while (received < (long) producers * records && threads.failure.get() == null) {
                 long now = System.nanoTime();
                 if (now - deadline > 0 || now - lastProgress > stallNanos) {
                     throw new AssertionError("received " + received + " of " + producers * records
@@ -105,15 +80,58 @@ final class RingRace {
                 lastProgress = System.nanoTime();
             }
         } finally {
-            orb.close(); // producers still waiting give up
+            threads.stop();
+        }
+        return releases;
+    }
+
+    /**
+     * Producers writing {@code records} numbered records each ({@link #body}
+     * with 0 to {@code maxBody} more bytes) to a ring, with a pause now and
+     * then if {@code pauses} (the ring may go idle); a failure is kept.
+     */
+    static final class Producers {
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+        private final OutgoingRingBuffer orb;
+        private final List<Thread> threads = new ArrayList<>();
+
+        Producers(OutgoingRingBuffer orb, int producers, int records, int maxBody, boolean pauses, long deadline) {
+            this.orb = orb;
+            for (int p = 0; p < producers; p++) {
+                int id = p;
+                Thread t = new Thread(() -> {
+                    try {
+                        ThreadLocalRandom rnd = ThreadLocalRandom.current();
+                        for (int seq = 0; seq < records; seq++) {
+                            byte[] body = body(id, seq, rnd.nextInt(0, maxBody));
+                            long pos = orb.reserve(4 + body.length, deadline);
+                            assertTrue("reserved", pos >= 0);
+                            orb.write(pos + 4, body, 0, body.length);
+                            orb.publish(pos, 4 + body.length);
+                            if (pauses && rnd.nextInt(40) == 0) {
+                                LockSupport.parkNanos(rnd.nextInt(20_000, 300_000)); // a pause: the ring may go idle
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                }, "producer-" + p);
+                t.setDaemon(true);
+                threads.add(t);
+                t.start();
+            }
+        }
+
+        /** Closes the ring (producers still waiting give up), joins them; fails if one failed. */
+        void stop() throws InterruptedException {
+            orb.close();
             for (Thread t : threads) {
                 t.join(10_000);
             }
+            if (failure.get() != null) {
+                throw new AssertionError("a producer failed", failure.get());
+            }
         }
-        if (failure.get() != null) {
-            throw new AssertionError("a producer failed", failure.get());
-        }
-        return releases;
     }
 
     /** Producer id, sequence number, then {@code n} bytes derived from both. */

@@ -9,11 +9,7 @@ import io.ibdxnet.memory.NativeBlocks;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.Timeout;
@@ -184,28 +180,7 @@ public class RingWindowTest {
             int producers = 3;
             int records = 40_000;
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            AtomicReference<Throwable> failure = new AtomicReference<>();
-            List<Thread> threads = new ArrayList<>();
-            for (int p = 0; p < producers; p++) {
-                int id = p;
-                Thread t = new Thread(() -> {
-                    try {
-                        ThreadLocalRandom rnd = ThreadLocalRandom.current();
-                        for (int seq = 0; seq < records; seq++) {
-                            byte[] body = RingRace.body(id, seq, rnd.nextInt(0, 600));
-                            long pos = orb.reserve(4 + body.length, deadline);
-                            assertTrue("reserved", pos >= 0);
-                            orb.write(pos + 4, body, 0, body.length);
-                            orb.publish(pos, 4 + body.length);
-                        }
-                    } catch (Throwable e) {
-                        failure.compareAndSet(null, e);
-                    }
-                }, "producer-" + p);
-                t.setDaemon(true);
-                threads.add(t);
-                t.start();
-            }
+            RingRace.Producers threads = new RingRace.Producers(orb, producers, records, 600, false, deadline);
             ByteArrayOutputStream stream = new ByteArrayOutputStream();
             ArrayDeque<Long> inFlight = new ArrayDeque<>();
             int[] next = new int[producers];
@@ -214,7 +189,7 @@ public class RingWindowTest {
             int windows = 0;
             int lastWindow = orb.window();
             try {
-                while (received < (long) producers * records && failure.get() == null) {
+                while (received < (long) producers * records && threads.failure.get() == null) {
                     assertTrue("received " + received + " records in time", System.nanoTime() - deadline < 0);
                     long n = orb.postable();
                     if (n > 0) {
@@ -260,13 +235,7 @@ public class RingWindowTest {
                     }
                 }
             } finally {
-                orb.close();
-                for (Thread t : threads) {
-                    t.join(10_000);
-                }
-            }
-            if (failure.get() != null) {
-                throw new AssertionError("a producer failed", failure.get());
+                threads.stop();
             }
             System.out.println("RingWindowTest: " + received + " records, the window grew " + windows + " times to "
                     + orb.window() + " bytes");
