@@ -130,6 +130,11 @@ pub trait CompletionQueue: Send + Sync + std::fmt::Debug {
     /// Consumes the wake-ups delivered so far (call after `wake_fd` was
     /// readable, before arming again).
     fn clear_wake(&self) -> Result<(), FabricError>;
+    /// Takes back an `arm` no completion has answered yet, where the queue
+    /// can (sim, simhost: the next completion then costs its poster no
+    /// signal); verbs cannot (a request for notification stays until a
+    /// completion answers it), so there it does nothing.
+    fn disarm(&self) {}
 }
 
 /// A shared receive queue feeding the receive side of many queue pairs.

@@ -125,6 +125,11 @@ impl<Q: SendSlots> SimCqCore<Q> {
         self.armed.store(true, Ordering::SeqCst);
     }
 
+    /// Takes back an `arm` that no completion has taken yet.
+    pub fn disarm(&self) {
+        self.armed.store(false, Ordering::SeqCst);
+    }
+
     /// The descriptor the next completion after `arm` makes readable.
     pub fn wake_fd(&self) -> std::os::fd::RawFd {
         self.wake.raw_fd()

@@ -258,8 +258,10 @@ struct RoleCell(RoleState);
 // write `next`). The send cell is lent: a user's thread that holds the send
 // state (`msgrc::send_owner`, exclusive, acquire/release) puts its own `env`
 // in, makes the send up-calls, and puts the thread's back before letting go
-// (`lend_send_role`); the send thread makes no up-call meanwhile. No two
-// threads read or write a cell at once.
+// (`lend_send_role`); the send thread makes no up-call meanwhile. The
+// receive cell is lent the same way to a user's thread that holds the
+// receive state while it waits for a response (`lend_recv_role`,
+// `msgrc::recv_agent`). No two threads read or write a cell at once.
 unsafe impl Sync for RoleCell {}
 // SAFETY: the handler moves to the engine's threads at start; a JNIEnv in it
 // is only ever used by the thread that stored it (see the `Sync` impl), and
@@ -351,10 +353,16 @@ impl EngineHandler for JniHandler {
         me.env.replace(token as *mut jni::sys::JNIEnv) as usize
     }
 
+    fn lend_recv_role(&self, token: usize) -> usize {
+        // SAFETY: called by the holder of the receive state only (see `RoleCell`).
+        let me = unsafe { self.recv.get() };
+        me.env.replace(token as *mut jni::sys::JNIEnv) as usize
+    }
+
     fn received(&self, ring: &IncomingRing) -> u32 {
         let args = [JValue::Long(ring.address() as i64).as_jni()];
-        // SAFETY: this is the receive thread (or the shared thread), the
-        // cell's owner (the engine calls received on that thread only).
+        // SAFETY: this is the holder of the receive state: the receive (or
+        // shared) thread, or a waiting user's thread it was lent to.
         let env = unsafe { self.recv.get() }.env.get();
         // SAFETY: `env` is this thread's (or null); `callbacks` implements
         // EngineCallbacks, whose received(J)I the ID names; one long.

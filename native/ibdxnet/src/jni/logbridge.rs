@@ -56,6 +56,7 @@ pub const TARGETS: &[&str] = &[
     "ibdxnet::msgrc::agent",
     "ibdxnet::msgrc::engine",
     "ibdxnet::msgrc::recv",
+    "ibdxnet::msgrc::recv_agent",
     "ibdxnet::msgrc::send",
     "ibdxnet::msgrc::send_agent",
     "ibdxnet::msgrc::stats_print",

@@ -35,6 +35,9 @@ macro_rules! with_native {
     };
 }
 
+mod caller;
+use caller::{receive_begin, receive_end, receive_from_caller, send_from_caller, wake_send_thread};
+
 fn node(id: jint) -> Result<NodeId, Throw> {
     u16::try_from(id).ok().and_then(NodeId::new).ok_or_else(|| Throw::arg(format!("node id {id} is not in 0..65534")))
 }
@@ -269,26 +272,6 @@ extern "system" fn send_sleep_word<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, hand
     guarded(&mut env, 0, |_| Ok(Arc::as_ptr(&slot(handle)?.send_sleep_word) as jlong))
 }
 
-extern "system" fn wake_send_thread<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong) {
-    guarded(&mut env, (), |_| {
-        with_native!(engine(handle)?, |n| n.engine.wake_send());
-        Ok(())
-    })
-}
-
-/// After Java published data on its own thread (the send thread's word was
-/// not 0): posts it on this thread if the send thread is idle or asleep
-/// and `bytes` (the record's) are few, else leaves it to the send thread
-/// (`Engine::send_from_caller`). The
-/// up-calls on the way use this thread's `env`.
-extern "system" fn send_from_caller<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, bytes: jint) {
-    let token = env.get_raw() as usize;
-    guarded(&mut env, (), |_| {
-        with_native!(engine(handle)?, |n| n.engine.send_from_caller(token, bytes.max(0) as u32));
-        Ok(())
-    })
-}
-
 extern "system" fn close_connection<'l>(mut env: JNIEnv<'l>, _c: JClass<'l>, handle: jlong, id: jint, force: jboolean) {
     guarded(&mut env, (), |_| {
         let id = node(id)?;
@@ -483,6 +466,9 @@ pub(crate) fn register(env: &mut JNIEnv) -> jni::errors::Result<()> {
         m("sendSleepWord", "(J)J", send_sleep_word as *mut c_void),
         m("wakeSendThread", "(J)V", wake_send_thread as *mut c_void),
         m("sendFromCaller", "(JI)V", send_from_caller as *mut c_void),
+        m("receiveBegin", "(J)Z", receive_begin as *mut c_void),
+        m("receiveFromCaller", "(J)I", receive_from_caller as *mut c_void),
+        m("receiveEnd", "(J)V", receive_end as *mut c_void),
         m("closeConnection", "(JIZ)V", close_connection as *mut c_void),
         m("closeQueuePair", "(JII)Z", close_queue_pair as *mut c_void),
         m("setHandledOnLeave", "(JIIJ)V", set_handled_on_leave as *mut c_void),

@@ -38,6 +38,12 @@ pub(crate) trait Agent {
     /// Announces sleep on the thread's doorbell, arms what can wake it, looks
     /// for work once more, and blocks if there is none (`sys::doorbell`).
     fn sleep(&mut self) -> Sleep;
+    /// Someone else does its work for now (waiting callers poll the receive
+    /// side): after an idle iteration it sleeps at once instead of idling
+    /// through the parking phases beside them.
+    fn covered(&self) -> bool {
+        false
+    }
 }
 
 /// What arming an agent's own wake-ups gave ([`Sleeper::arm`]).
@@ -198,7 +204,8 @@ pub(crate) fn agent_loop<A: Agent>(
         if count % 1024 == 0 {
             publish(count);
         }
-        if park.idle(agent.do_work()) {
+        let work = agent.do_work();
+        if park.idle(work) || (work == 0 && agent.covered()) {
             publish(count);
             match agent.sleep() {
                 Sleep::Slept(false) => {}

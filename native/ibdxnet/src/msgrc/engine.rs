@@ -14,6 +14,7 @@ use super::agent::{agent_loop, Both};
 use super::config::{ConfigError, EngineConfig, EngineThreads};
 use super::handler::{EngineHandler, ThreadRole};
 use super::recv::RecvThread;
+use super::recv_agent::{CallerPoll, RecvAgent, WaitingCaller};
 use super::recv_pool::{RecvPool, ReturnError};
 use super::send::SendThread;
 use super::send_agent::SendAgent;
@@ -125,6 +126,8 @@ pub struct Engine<F: Fabric> {
     threads: Vec<JoinHandle<()>>,
     /// Runs the send work on a user's thread (`send_from_caller`).
     caller_send: Box<dyn Fn(usize) + Send + Sync>,
+    /// Runs the receive work on a user's thread waiting for a response (`recv_from_caller`).
+    caller_recv: Box<dyn WaitingCaller>,
     /// The statistics print thread (`stats_print_interval_ms` > 0), stopped
     /// after the engine threads so that its final print has their last counts.
     printer: Option<StatsPrinter>,
@@ -195,8 +198,8 @@ impl<F: Fabric> Engine<F> {
         pool.wake_on_return(recv_doorbell.clone());
         let send = SendThread::new(&cfg, mgr.clone(), handler.clone(), stats.clone())?;
         let (send, caller) = SendAgent::new(send, handler.clone(), send_doorbell.clone(), mgr.clone(), stats.clone());
-        let recv =
-            RecvThread::new(&cfg, mgr.clone(), handler.clone(), pool.clone(), stats.clone(), recv_doorbell.clone())?;
+        let recv = RecvThread::new(&cfg, mgr.clone(), handler.clone(), pool.clone(), stats.clone())?;
+        let (recv, waiting) = RecvAgent::new(recv, handler.clone(), recv_doorbell.clone(), mgr.clone(), stats.clone());
         let mut engine = Engine {
             cfg: cfg.clone(),
             mgr: mgr.clone(),
@@ -207,6 +210,7 @@ impl<F: Fabric> Engine<F> {
             recv_doorbell,
             threads: Vec::new(),
             caller_send: Box::new(move |token| caller.run(token)),
+            caller_recv: Box::new(waiting),
             printer: None,
         };
         let (node, pins) = (cfg.node_id, cfg.pin_threads);
@@ -238,7 +242,7 @@ impl<F: Fabric> Engine<F> {
                 Box::new(move || {
                     agent_loop(&r, p, &mut both, &[&st.send_iterations, &st.recv_iterations]);
                     both.send.stop();
-                    both.recv.drain();
+                    both.recv.stop();
                 }),
             )?);
         } else {
@@ -256,7 +260,7 @@ impl<F: Fabric> Engine<F> {
                 ThreadRole::Recv,
                 Box::new(move || {
                     agent_loop(&r, p, &mut recv, &[&st.recv_iterations]);
-                    recv.drain();
+                    recv.stop();
                 }),
             )?);
         }
@@ -325,6 +329,35 @@ impl<F: Fabric> Engine<F> {
     pub fn wake_send(&self) {
         self.send_doorbell.wake_if_sleeping();
     }
+    /// A user's thread starts waiting for a response and will poll the
+    /// receive side itself ([`Engine::recv_from_caller`]) until it calls
+    /// [`Engine::recv_end`], if the receive thread sleeps (or others poll
+    /// already); it sleeps on meanwhile. False (and nothing to end) if the
+    /// thread is awake, or with `recv_from_caller=false`.
+    pub fn recv_begin(&self) -> bool {
+        self.cfg.recv_from_caller && self.caller_recv.begin()
+    }
+
+    /// One receive iteration on this thread, between [`Engine::recv_begin`]
+    /// and [`Engine::recv_end`]: the handler's `received` comes on this
+    /// thread (`token`: see [`EngineHandler::lend_recv_role`]).
+    pub fn recv_from_caller(&self, token: usize) -> CallerPoll {
+        self.caller_recv.poll(token)
+    }
+
+    /// The waiting ends (once per true [`Engine::recv_begin`]); the last
+    /// waiter hands the watch of the receive queue back to the thread.
+    pub fn recv_end(&self, token: usize) {
+        self.caller_recv.end(token);
+    }
+
+    /// Tests only (the negative control of `tests/recv_from_caller.rs`):
+    /// the last waiter leaves without handing the watch back.
+    #[doc(hidden)]
+    pub fn test_recv_end_without_arming(&self, skip: bool) {
+        self.caller_recv.skip_arm_on_leave(skip);
+    }
+
     /// After the user published data, on its own thread: if the send thread
     /// is idle or asleep, this thread runs the send work itself (posting the
     /// data without waking it), else the send thread sees the data. `token`

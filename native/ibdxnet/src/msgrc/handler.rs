@@ -71,6 +71,13 @@ pub trait EngineHandler: Send + Sync + 'static {
     fn lend_send_role(&self, token: usize) -> usize {
         token
     }
+    /// The same for the receive thread's part (`Engine::recv_from_caller`:
+    /// a thread waiting for a response polls the receive side itself), so
+    /// `received` may come on that thread. Called only by the holder of the
+    /// receive state.
+    fn lend_recv_role(&self, token: usize) -> usize {
+        token
+    }
     /// Whether `next_data_to_send` acknowledges each hand-over itself (see
     /// there); false: every return counts as applied in full.
     fn acknowledges_handover(&self) -> bool {
@@ -81,8 +88,9 @@ pub trait EngineHandler: Send + Sync + 'static {
     fn arm_send_wakeup(&self) -> SendWakeup {
         SendWakeup::Doorbell
     }
-    /// Receive thread: new entries in `ring`; returns how many entries, from
-    /// the front, were consumed (their buffers are returned later).
+    /// Receive thread (or a waiting caller it was lent to): new entries in
+    /// `ring`; returns how many entries, from the front, were consumed
+    /// (their buffers are returned later).
     fn received(&self, ring: &IncomingRing) -> u32;
     /// Job thread: a node was discovered, invalidated or disconnected.
     fn node_event(&self, event: NodeEvent);

@@ -12,6 +12,8 @@ pub mod engine;
 pub mod handler;
 pub mod imm;
 pub mod recv;
+pub(crate) mod recv_agent;
+pub use recv_agent::CallerPoll;
 pub mod recv_pool;
 pub mod send;
 pub(crate) mod send_agent;

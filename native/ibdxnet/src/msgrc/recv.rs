@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::agent::{sleep_together, Agent, Armed, Sleep, Sleeper};
+use super::agent::Armed;
 use super::config::EngineConfig;
 use super::handler::EngineHandler;
 use super::imm;
@@ -19,7 +19,6 @@ use super::timers::Clock;
 use crate::abi::{IncomingEntry, NO_BUFFER};
 use crate::con::ConManager;
 use crate::fabric::{CompletionQueue, Fabric, RecvBatch, Sge, SharedReceiveQueue, WcStatus, WorkCompletion};
-use crate::sys::doorbell::Doorbell;
 
 /// The receive thread's state.
 pub(crate) struct RecvThread<F: Fabric, H: EngineHandler> {
@@ -42,7 +41,6 @@ pub(crate) struct RecvThread<F: Fabric, H: EngineHandler> {
     wcs: Vec<WorkCompletion>,
     /// The queue pair last closed for a protocol violation.
     violator: u32,
-    doorbell: Arc<Doorbell>,
     /// Receive requests kept posted: starts at `initial_target`, doubles
     /// (up to `srq_size`) when a quarter of it or more was consumed between
     /// two refills, halves after [`IDLE`] without that.
@@ -73,7 +71,6 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
         handler: Arc<H>,
         pool: Arc<RecvPool<F>>,
         stats: Arc<EngineStats>,
-        doorbell: Arc<Doorbell>,
     ) -> Result<Self, crate::fabric::FabricError> {
         let srq = mgr.queues().srq.max_wr().min(cfg.srq_size);
         let sges = cfg.recv_sges_per_wr.max(1);
@@ -101,7 +98,6 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             wcs: vec![WorkCompletion::default(); cfg.poll_batch as usize],
             violator: 0,
             clock: Clock { on: cfg.stats_timers },
-            doorbell,
             mgr,
             handler,
             pool,
@@ -110,7 +106,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
     }
 
     /// One loop iteration; returns the amount of work done (0 = idle).
-    fn iterate(&mut self) -> usize {
+    pub(crate) fn iterate(&mut self) -> usize {
         let room = (self.ring.free() / self.sges_per_wr.max(1)) as usize;
         let want = room.min(self.wcs.len());
         let polled = if want > 0 {
@@ -387,29 +383,16 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
     }
 }
 
-impl<F: Fabric, H: EngineHandler> Agent for RecvThread<F, H> {
-    fn do_work(&mut self) -> usize {
-        self.iterate()
+// The thread's and the waiting callers' sides of sleeping: `recv_agent`.
+impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
+    /// Entries the user left in the ring: while any are, the thread must
+    /// keep calling (it takes them at a later up-call), not sleep.
+    pub(crate) fn ring_used(&self) -> u32 {
+        self.ring.used()
     }
 
-    /// Wakes on a receive completion or a returned buffer (the pool rings).
-    fn sleep(&mut self) -> Sleep {
-        sleep_together(&mut [self])
-    }
-}
-
-impl<F: Fabric, H: EngineHandler> Sleeper for RecvThread<F, H> {
-    fn doorbell(&self) -> &Arc<Doorbell> {
-        &self.doorbell
-    }
-
-    /// Not while the user has left entries in the ring: it takes them at a
-    /// later up-call, so this thread must keep calling.
-    fn may_sleep(&self) -> bool {
-        self.ring.used() == 0
-    }
-
-    fn arm(&mut self) -> Armed {
+    /// Asks the receive completion queue for a wake-up at its next completion.
+    pub(crate) fn arm_cq(&self) -> Armed {
         let cq = &self.mgr.queues().recv_cq;
         match cq.arm() {
             Ok(true) => Armed::Watch(cq.wake_fd()),
@@ -422,22 +405,14 @@ impl<F: Fabric, H: EngineHandler> Sleeper for RecvThread<F, H> {
         }
     }
 
-    /// Entries the user left in the ring count as work (see `may_sleep`).
-    fn last_look(&mut self) -> usize {
+    /// The last look before sleeping: entries the user left in the ring
+    /// count as work.
+    pub(crate) fn last_look(&mut self) -> usize {
         let work = self.iterate();
         if work > 0 || self.ring.used() > 0 {
             work.max(1)
         } else {
             0
         }
-    }
-
-    fn woke(&mut self, watched: bool) {
-        if watched {
-            if let Err(e) = self.mgr.queues().recv_cq.clear_wake() {
-                log::error!("node {}: clearing the receive completion queue's wake-up failed: {e}", self.mgr.node_id());
-            }
-        }
-        self.stats.recv_sleeps.fetch_add(1, Ordering::Relaxed);
     }
 }

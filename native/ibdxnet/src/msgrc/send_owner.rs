@@ -1,4 +1,5 @@
-//! Who runs the send work (issue 31: fewer hand-offs per round trip). The
+//! Who runs the send (and the receive) work (issue 31: fewer hand-offs per
+//! round trip; the receive side: `recv_agent`, over the same lock). The
 //! send thread's state sits behind a combining lock: whoever holds it runs
 //! iterations. A user thread that publishes data while the send thread is
 //! idle takes the lock and posts its own work requests instead of waking the
@@ -144,6 +145,12 @@ impl<S> Owned<S> {
     /// The send thread's end: waits for a caller to let go, then keeps the
     /// lock for good and drops the state (its connections and rings).
     pub(crate) fn stop(&self) {
+        self.stop_with(|_| {});
+    }
+
+    /// As [`Owned::stop`], running `last` on the state before it is dropped
+    /// (the receive thread gives back the buffers it holds).
+    pub(crate) fn stop_with(&self, last: impl FnOnce(&mut S)) {
         while self.state.compare_exchange(FREE, STOPPED, SeqCst, SeqCst).is_err() {
             if self.state.load(SeqCst) == STOPPED {
                 return;
@@ -152,7 +159,9 @@ impl<S> Owned<S> {
         }
         // SAFETY: STOPPED is never left and no run starts any more: ours alone.
         let state = unsafe { &mut *self.cell.get() };
-        drop(state.take());
+        if let Some(mut s) = state.take() {
+            last(&mut s);
+        }
     }
 }
 

@@ -54,6 +54,8 @@ pub struct EngineStats {
     pub recv_sleeps: CounterSlot,
     /// Receive buffers in the pool (set once at start).
     pub receive_buffers: CounterSlot,
+    /// Receive iterations run on a waiting user's thread that found work.
+    pub recv_caller_runs: CounterSlot,
     /// The connection manager's counters ([`CON_COUNTERS`]); its
     /// `ConManager::stats` is this part.
     pub con: ConStats,
@@ -129,6 +131,7 @@ pub static COUNTERS: &[Counter] = &[
     counter!(recv_iterations, "loop iterations of the receive thread"),
     counter!(recv_sleeps, "times the receive thread blocked until woken"),
     counter!(gauge receive_buffers, "receive buffers in the pool (fixed at start)"),
+    counter!(recv_caller_runs, "receive iterations run on a user's thread waiting for a response that found work (its response, or others' data)"),
 ];
 
 impl Holds<ConStats> for EngineStats {
@@ -178,7 +181,7 @@ const _: () = assert!(std::mem::offset_of!(EngineStats, timers) == TABLE_SLOTS *
 
 /// Number of slots in the shared table (checked by a test against
 /// [`table_slots`]).
-pub const TABLE_SLOTS: usize = 14 + 20 + 7;
+pub const TABLE_SLOTS: usize = 15 + 20 + 7;
 
 /// One timed operation: its name, the thread that times it, what it covers,
 /// and its keys in the statistics map (`timer_<name>_<figure>`, in the order
@@ -395,7 +398,7 @@ mod tests {
             assert_eq!(lines[i + 1], format!("counter {i} {} {} {}", d.name, d.kind.word(), d.doc));
         }
         assert!(text.contains("counter 13 receive_buffers gauge "), "{text}");
-        assert!(text.contains("counter 20 connections_created counter "), "{text}");
+        assert!(text.contains("counter 21 connections_created counter "), "{text}");
         // A ConManager counting into the table writes these very slots.
         let shared = std::sync::Arc::new(EngineStats::default());
         let con: crate::sys::counter::Part<ConStats> = crate::sys::counter::Part::of(shared.clone());

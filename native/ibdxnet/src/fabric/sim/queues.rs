@@ -57,6 +57,10 @@ impl CompletionQueue for SimCq {
         self.0.cq.wake_fd()
     }
 
+    fn disarm(&self) {
+        self.0.cq.disarm();
+    }
+
     fn clear_wake(&self) -> Result<(), FabricError> {
         self.0.cq.clear_wake();
         Ok(())

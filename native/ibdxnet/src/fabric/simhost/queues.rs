@@ -55,6 +55,10 @@ impl CompletionQueue for SimHostCq {
         self.0.cq.wake_fd()
     }
 
+    fn disarm(&self) {
+        self.0.cq.disarm();
+    }
+
     fn clear_wake(&self) -> Result<(), FabricError> {
         self.0.cq.clear_wake();
         Ok(())

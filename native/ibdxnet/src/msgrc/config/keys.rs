@@ -418,6 +418,8 @@ pub static KEYS: &[Key] = &[
         "a user's thread that publishes data while the send thread is idle or asleep posts it itself (one hand-off less per message); `false`: it always wakes the send thread"),
     key!("send_from_caller_max_bytes", U32, send_from_caller_max_bytes, "4096", Int(0, 1 << 30),
         "… for records up to this many bytes; a larger one is left to the send thread, which posts it while the user writes the next (on `sim` a post copies the data)"),
+    key!("recv_from_caller", Bool, recv_from_caller, "true", Any,
+        "a user's thread waiting for a response polls the receive side itself while it waits (the receive thread sleeps meanwhile): the response reaches it without two wake-ups; `false`: it waits for the receive thread"),
     key!("stats_timers", Bool, stats_timers, "false", Any,
         "time the send and receive threads' operations (post, poll, up-call: count, total, best, worst, percentiles) for the statistics map and the print thread; off by default: ≈ 60 ns per timed operation, up to ~5 % of the engine's CPU time with small work requests"),
     key!("stats_print_interval_ms", Millis, stats_print_interval, "0", Int(0, MAX_INTERVAL_MS),

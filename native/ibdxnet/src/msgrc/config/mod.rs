@@ -101,6 +101,8 @@ pub struct EngineConfig {
     pub send_from_caller: bool,
     /// (`send_from_caller_max_bytes`)
     pub send_from_caller_max_bytes: u32,
+    /// (`recv_from_caller`)
+    pub recv_from_caller: bool,
     /// (`stats_timers`)
     pub stats_timers: bool,
     /// (`stats_print_interval_ms`; zero: no print thread)
@@ -162,6 +164,7 @@ impl EngineConfig {
             engine_threads: EngineThreads::Dedicated,
             send_from_caller: true,
             send_from_caller_max_bytes: 0,
+            recv_from_caller: true,
             stats_timers: false,
             evict_at_limit: true,
             stats_print_interval: Duration::ZERO,

@@ -11,6 +11,7 @@ import io.ibdxnet.internal.IncomingPath;
 import io.ibdxnet.internal.MessageSender;
 import io.ibdxnet.internal.MessageTypes;
 import io.ibdxnet.internal.PendingRequests;
+import io.ibdxnet.internal.ResponseWait;
 import io.ibdxnet.internal.Transports;
 import io.ibdxnet.metrics.NodeMetrics;
 import io.ibdxnet.transport.IncomingBuffer;
@@ -143,7 +144,7 @@ final class NodeCore {
                     }, deferred::receivingThreadSendsWaiting, this::failed);
             this.sender = new MessageSender(config, transport, incoming);
             this.sends = new NodeSends(config, counters, warnings, requests, sender, deferred, incoming, losses,
-                    () -> running);
+                    new ResponseWait(transport), () -> running);
             this.stats = new NodeStats(counters, requests, ibq, handlers, sender, incoming);
             requests.onClose(deferred::shutdown);
         } catch (RuntimeException | Error e) {

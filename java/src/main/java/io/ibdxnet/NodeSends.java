@@ -12,7 +12,7 @@ import io.ibdxnet.internal.IncomingPath;
 import io.ibdxnet.internal.MessageSender;
 import io.ibdxnet.internal.PendingRequests;
 import io.ibdxnet.internal.ResponseTypes;
-import io.ibdxnet.transport.IdleStrategy;
+import io.ibdxnet.internal.ResponseWait;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.function.BooleanSupplier;
@@ -33,12 +33,13 @@ final class NodeSends {
     private final DeferredSends deferred;
     private final IncomingPath incoming;
     private final LossReports losses;
+    private final ResponseWait responses;
     /** False once the node is closing: nothing more is sent. */
     private final BooleanSupplier running;
 
     NodeSends(DXNetConfig config, CoreCounters counters, RateLimitedLog warnings, PendingRequests requests,
             MessageSender sender, DeferredSends deferred, IncomingPath incoming, LossReports losses,
-            BooleanSupplier running) {
+            ResponseWait responses, BooleanSupplier running) {
         this.config = config;
         this.counters = counters;
         this.warnings = warnings;
@@ -47,6 +48,7 @@ final class NodeSends {
         this.deferred = deferred;
         this.incoming = incoming;
         this.losses = losses;
+        this.responses = responses;
         this.running = running;
     }
 
@@ -105,7 +107,7 @@ final class NodeSends {
             throw e;
         }
         CompletableFuture<Response> f = p.future;
-        IdleStrategy.until(f::isDone); // a parked requester costs its response a wake-up
+        responses.await(f, !HandlerDispatch.onHandlerThread());
         try {
             @SuppressWarnings("unchecked") // the receive path completes it only with an instance of p.expected, R's class
             R r = (R) f.get();

@@ -14,7 +14,7 @@ import org.HdrHistogram.Histogram;
  * DXNet-style end-to-end workloads (paper §9.1–§9.2): {@code uni} (node 0 →
  * node 1), {@code bi} (both ways), {@code all} (all-to-all among
  * {@code --nodes}), {@code rtt} (requests from node 0 to node 1, every round
- * trip recorded), all nodes in this JVM; or {@code --processes N}: one node
+ * trip recorded; {@code --gap-us}: a pause after each), all nodes in this JVM; or {@code --processes N}: one node
  * per process ({@link Processes}), {@code uni}, {@code bi} and {@code rtt}
  * with N = 2, {@code all} with N nodes. Prints one {@code RESULT key=value
  * ...} line ({@link Results}): with several processes the CPU time and the
@@ -255,6 +255,9 @@ public final class Workload {
                             long s = System.nanoTime();
                             from.sendSync(new BytesRequest(1, payload), 60_000);
                             mine.recordValue(System.nanoTime() - s);
+                            if (row.gapUs > 0) {
+                                java.util.concurrent.locks.LockSupport.parkNanos(row.gapUs * 1000);
+                            }
                         } else {
                             from.sendMessage(new BytesMessage(dest, payload));
                         }

@@ -137,6 +137,22 @@ public final class IbTransport implements Transport {
         }
     }
 
+    /** The native receive work on a thread waiting for a response (engine key {@code recv_from_caller}). */
+    @Override
+    public boolean beginReceivingOnCaller() {
+        return engine.receiveBegin();
+    }
+
+    @Override
+    public int receiveOnCaller() {
+        return engine.receiveOnCaller();
+    }
+
+    @Override
+    public void endReceivingOnCaller() {
+        engine.receiveEnd();
+    }
+
     /** The device the engine runs on (e.g. {@code rxe0}, {@code sim2}). */
     @Override
     public String name() {

@@ -69,6 +69,23 @@ final class IbdxnetNative {
      */
     static native void sendFromCaller(long handle, int bytes);
 
+    /**
+     * This thread starts waiting for a response and polls the receive side itself
+     * ({@link #receiveFromCaller}) until {@link #receiveEnd}; the receive thread sleeps
+     * meanwhile. False with {@code recv_from_caller=false} (then nothing to end).
+     */
+    static native boolean receiveBegin(long handle);
+
+    /**
+     * One receive iteration on this thread: the work it did (>= 0; {@link
+     * EngineCallbacks#received} came on this thread if data was there), -1 while another thread
+     * runs the receive work, -2 once the engine stopped.
+     */
+    static native int receiveFromCaller(long handle);
+
+    /** The waiting ends, once per true {@link #receiveBegin}. */
+    static native void receiveEnd(long handle);
+
     static native void closeConnection(long handle, int nodeId, boolean force);
 
     /** Closes the connection to {@code nodeId} at once if its queue pair is {@code qpn}; true if it was. */

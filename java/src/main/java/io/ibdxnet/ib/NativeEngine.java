@@ -71,6 +71,42 @@ public final class NativeEngine implements AutoCloseable {
         }
     }
 
+    /**
+     * This thread starts waiting (for a response) and will poll the receive side itself
+     * ({@link #receiveOnCaller}); false if the engine does not let it ({@code recv_from_caller}
+     * off, or closed): then nothing to end.
+     */
+    public boolean receiveBegin() {
+        long h = handle;
+        try {
+            return h != 0 && IbdxnetNative.receiveBegin(h);
+        } catch (EngineClosedException e) {
+            return false;
+        }
+    }
+
+    /** One receive iteration on this thread: see {@link IbdxnetNative#receiveFromCaller}. */
+    public int receiveOnCaller() {
+        long h = handle;
+        try {
+            return h == 0 ? -2 : IbdxnetNative.receiveFromCaller(h);
+        } catch (EngineClosedException e) {
+            return -2;
+        }
+    }
+
+    /** Ends a {@link #receiveBegin} that returned true. */
+    public void receiveEnd() {
+        long h = handle;
+        try {
+            if (h != 0) {
+                IbdxnetNative.receiveEnd(h);
+            }
+        } catch (EngineClosedException e) {
+            // closed meanwhile: no thread to hand the watch back to
+        }
+    }
+
     /** Every configuration key with its native default. */
     public static Map<String, String> defaults() {
         Map<String, String> out = new LinkedHashMap<>();

@@ -192,7 +192,7 @@ public final class IncomingPath implements MessageSender.LocalDelivery {
                 // source's waits in the queue: this one is next in its stream.
                 if (running && ibq.idle(src) && handlers.hasRoom(src)) {
                     inlineBuffers.incrementAndGet();
-                    boolean here = config.handleOnReceivingThread && handlers.idle(src)
+                    boolean here = config.handleOnReceivingThread && handlers.idle(src) && !ResponseWait.polling()
                             && !receivingThreadSendsWaiting.getAsBoolean();
                     if (handle(b, here) == WAITS) {
                         ibq.offerHeld(b); // the rest waits for the node budget, first in its lane

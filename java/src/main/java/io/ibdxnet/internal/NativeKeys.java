@@ -25,7 +25,7 @@ public final class NativeKeys {
             "recv_sges_per_wr", "recv_buffer_count", "recv_slab_buffers", "incoming_ring_size", "signal_interval", "max_inline",
             "poll_batch", "exchange_retry_ms", "discovery_interval_ms", "parking_yield_after_ms",
             "parking_park_after_ms", "parking_park_for_ns", "parking_sleep_after_us", "pin_threads", "engine_threads", "send_from_caller",
-            "send_from_caller_max_bytes", "stats_timers",
+            "send_from_caller_max_bytes", "recv_from_caller", "stats_timers",
             "evict_at_limit",
             "stats_print_interval_ms")));
 

@@ -82,6 +82,30 @@ public interface Transport extends AutoCloseable {
     }
 
     /**
+     * The calling thread starts waiting for data (a response) and may run the
+     * transport's receive work itself meanwhile ({@link #receiveOnCaller}),
+     * sparing a hand-off to it; until {@link #endReceivingOnCaller}. The
+     * listener's {@code onBuffer} may then come on this thread. False if this
+     * transport does not (the default): then nothing to end.
+     */
+    default boolean beginReceivingOnCaller() {
+        return false;
+    }
+
+    /**
+     * One receive iteration on the calling thread, between {@link
+     * #beginReceivingOnCaller} and {@link #endReceivingOnCaller}: the work it
+     * did (0: nothing came), or below 0 when another thread receives now or
+     * the transport closed.
+     */
+    default int receiveOnCaller() {
+        return -1;
+    }
+
+    /** Ends a {@link #beginReceivingOnCaller} that returned true. */
+    default void endReceivingOnCaller() {}
+
+    /**
      * Called by the core once {@code buffer}'s bytes may be confirmed to their
      * sender (flow control): after the handlers of the messages that completed
      * in it returned (on a handler thread, or on the receiving thread), at
