@@ -183,6 +183,15 @@ pub enum CallerPoll {
     Stopped,
 }
 
+/// Stops the state also when the thread unwinds from a panic, before its
+/// handler's `thread_stopping` clears the receive role: no caller holds the
+/// role (its up-call token lent) after that.
+impl<F: Fabric, H: EngineHandler> Drop for RecvAgent<F, H> {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// A waiting user's thread's side: what `Engine::recv_from_caller` runs.
 pub(crate) struct CallerRecv<F: Fabric, H: EngineHandler> {
     shared: Arc<Shared<F, H>>,
@@ -243,12 +252,23 @@ impl<F: Fabric, H: EngineHandler> CallerRecv<F, H> {
         if s.skip_arm_on_leave.load(Relaxed) {
             return;
         }
-        let mut must_wake = false;
+        // Armed before the lock is tried, not under it: a holder that answers
+        // our mark runs its own closure (the thread's last look only polls),
+        // and a caller that began after us and took an arm back (`disarm`)
+        // must find its own arm after it.
+        let cq = &s.mgr.queues().recv_cq;
+        let mut must_wake = match cq.arm() {
+            Ok(armed) => !armed,
+            Err(e) => {
+                log::error!("node {}: arming the receive completion queue failed: {e}", s.mgr.node_id());
+                s.stats.errors.fetch_add(1, Relaxed);
+                true
+            }
+        };
         let ran = s.owned.run(Holder::Caller, true, |r| {
             let _lent = Lent::new(&*self.handler, token);
-            let armed = r.arm_cq();
             let work = r.iterate();
-            must_wake = armed == Armed::NotNow || r.ring_used() > 0;
+            must_wake |= r.ring_used() > 0;
             work
         });
         match ran {

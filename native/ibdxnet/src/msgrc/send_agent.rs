@@ -152,6 +152,14 @@ impl<F: Fabric, H: EngineHandler> Sleeper for SendAgent<F, H> {
     }
 }
 
+/// Stops the state also when the thread unwinds from a panic, before its
+/// handler's `thread_stopping` clears the send role (see `RecvAgent`'s `Drop`).
+impl<F: Fabric, H: EngineHandler> Drop for SendAgent<F, H> {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// The send role lent to a user's thread, given back when dropped (also
 /// on a panic, so that the send thread never makes an up-call with a token
 /// of another thread).

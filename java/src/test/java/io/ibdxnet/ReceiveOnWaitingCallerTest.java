@@ -58,8 +58,8 @@ public class ReceiveOnWaitingCallerTest {
 
     /**
      * Node 0 sends requests after pauses (its receive thread falls asleep);
-     * node 1 sends node 0 two messages before each answer, which arrive
-     * while node 0's requester waits. Returns node 0's counters.
+     * node 1 sends node 0 a message before each answer, which arrives while
+     * node 0's requester waits, and one after. Returns node 0's counters.
      */
     private Map<String, Long> requestsAfterPauses(boolean onReceivingThread, String recvFromCaller) throws Exception {
         List<DXNet> n = start(onReceivingThread, recvFromCaller);
@@ -79,14 +79,14 @@ public class ReceiveOnWaitingCallerTest {
         AtomicLong sent = new AtomicLong();
         n.get(1).register(BytesRequest.class, req -> {
             try {
-                for (int i = 0; i < 2; i++) {
-                    int s = (int) sent.getAndIncrement();
-                    n.get(1).sendMessage(new DataMessage(0, 1, s, s % 500));
-                }
+                send(n.get(1), sent);
+                n.get(1).reply(req, BytesResponse.echo(req));
+                // After the answer: it comes while the requester ends its wait
+                // (its last look may receive it) or after.
+                send(n.get(1), sent);
             } catch (NetworkException e) {
                 problem.compareAndSet(null, e.toString());
             }
-            n.get(1).reply(req, BytesResponse.echo(req));
         });
         requesters.put(Thread.currentThread().getName(), true);
         for (int i = 0; i < 150; i++) {
@@ -101,6 +101,11 @@ public class ReceiveOnWaitingCallerTest {
         Map<String, Long> st = n.get(0).transportStats();
         closeAll();
         return st;
+    }
+
+    private static void send(DXNet from, AtomicLong sent) throws NetworkException {
+        int s = (int) sent.getAndIncrement();
+        from.sendMessage(new DataMessage(0, 1, s, s % 500));
     }
 
     @Test

@@ -31,7 +31,7 @@ import java.util.Locale;
  * round trips after as many for warm-up, and the round trip's; exits with
  * status 1 (no table) if a round trip missed a point.
  *
- * <pre>--transport ib|nio|loopback (ib) --messages N (20000) --handleOnReceivingThread true|false (true)
+ * <pre>--transport ib|nio|loopback (ib) --messages N (20000) --gap-us US (0: a pause after each round trip) --handleOnReceivingThread true|false (true)
  * --native KEY=VALUE (engine settings, repeatable; fabric=sim unless given)</pre>
  */
 public final class RttTrace {
@@ -124,6 +124,7 @@ public final class RttTrace {
     public static void main(String[] args) throws Exception {
         String transport = "ib";
         int messages = 20_000;
+        long gapUs = 0;
         boolean inline = true;
         java.util.Map<String, String> natives = new java.util.LinkedHashMap<>();
         natives.put("fabric", "sim");
@@ -131,6 +132,7 @@ public final class RttTrace {
             switch (args[i]) {
                 case "--transport": transport = args[i + 1]; break;
                 case "--messages": messages = Integer.parseInt(args[i + 1]); break;
+                case "--gap-us": gapUs = Long.parseLong(args[i + 1]); break;
                 case "--handleOnReceivingThread": inline = Boolean.parseBoolean(args[i + 1]); break;
                 case "--native": {
                     String[] kv = args[i + 1].split("=", 2);
@@ -170,6 +172,9 @@ public final class RttTrace {
                     stamp(i, 0);
                     nodes[0].sendSync(new Ask(1, i), 60_000);
                     stamp(i, 7);
+                    if (gapUs > 0) {
+                        java.util.concurrent.locks.LockSupport.parkNanos(gapUs * 1000);
+                    }
                 }
             }
         } finally {
@@ -179,23 +184,23 @@ public final class RttTrace {
                 }
             }
         }
-        System.out.printf(Locale.ROOT, "# rtt-trace: %s, %d round trips, handleOnReceivingThread=%s, native %s%n",
-                transport, messages, inline, natives);
+        System.out.printf(Locale.ROOT, "# rtt-trace: %s, %d round trips, gap %d µs, handleOnReceivingThread=%s, native %s%n",
+                transport, messages, gapUs, inline, natives);
         long missing = Arrays.stream(stamps).filter(t -> t == 0).count();
         if (missing > 0) {
             // A point some round trip did not pass (a message exported twice, or not at all): no table.
             System.out.printf(Locale.ROOT, "rtt-trace: %d of %d stamps missing%n", missing, stamps.length);
             System.exit(1);
         }
-        System.out.printf(Locale.ROOT, "%-58s %9s %9s%n", "hop", "p50 µs", "p90 µs");
+        System.out.printf(Locale.ROOT, "%-58s %9s %9s %9s%n", "hop", "p50 µs", "p90 µs", "p99 µs");
         for (int h = 0; h < HOPS.length; h++) {
             long[] d = new long[messages];
             for (int i = 0; i < messages; i++) {
                 d[i] = stamps[i * POINTS + SPANS[h][1]] - stamps[i * POINTS + SPANS[h][0]];
             }
             Arrays.sort(d);
-            System.out.printf(Locale.ROOT, "%-58s %9.2f %9.2f%n", HOPS[h], d[messages / 2] / 1e3,
-                    d[messages * 9 / 10] / 1e3);
+            System.out.printf(Locale.ROOT, "%-58s %9.2f %9.2f %9.2f%n", HOPS[h], d[messages / 2] / 1e3,
+                    d[messages * 9 / 10] / 1e3, d[messages * 99 / 100] / 1e3);
         }
     }
 }

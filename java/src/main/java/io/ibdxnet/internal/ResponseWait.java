@@ -44,14 +44,19 @@ public final class ResponseWait {
         if (f.isDone()) {
             return;
         }
-        if (mayPoll && transport.beginReceivingOnCaller()) {
-            boolean[] here = POLLING.get();
+        boolean[] here = POLLING.get();
+        // Not nested: a completion stage run by this thread's poll that waits
+        // again would find the receive side held by its own outer frame.
+        if (mayPoll && !here[0] && transport.beginReceivingOnCaller()) {
             here[0] = true;
             try {
                 poll(f);
             } finally {
-                here[0] = false;
-                transport.endReceivingOnCaller();
+                try {
+                    transport.endReceivingOnCaller(); // may receive once more: still no handlers here
+                } finally {
+                    here[0] = false;
+                }
             }
         }
         IdleStrategy.until(f::isDone); // a parked requester costs its response a wake-up
