@@ -163,6 +163,7 @@ const WRONG_TYPE: &[Case] = &[
     ("evict_at_limit", "no", &[]),
     ("send_from_caller", "on", &[]),
     ("send_from_caller_max_bytes", "4KiB", &[]),
+    ("recv_from_caller", "yes", &[]),
     ("stats_print_interval_ms", "1s", &[]),
 ];
 
@@ -274,7 +275,9 @@ fn the_tables_cover_every_key() {
             assert!(WRONG_TYPE.iter().any(|(k, ..)| *k == key), "no wrong-type case for '{key}'");
         }
         // Every fabric name, every boolean and both threading modes are in range.
-        if !["fabric", "stats_timers", "evict_at_limit", "engine_threads", "send_from_caller"].contains(&key) {
+        if !["fabric", "stats_timers", "evict_at_limit", "engine_threads", "send_from_caller", "recv_from_caller"]
+            .contains(&key)
+        {
             assert!(OUT_OF_RANGE.iter().any(|(k, ..)| *k == key), "no out-of-range case for '{key}'");
         }
     }

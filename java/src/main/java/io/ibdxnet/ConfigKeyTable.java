@@ -61,7 +61,8 @@ final class ConfigKeyTable {
             c -> c.receiveInline, (c, v) -> c.receiveInline = v),
         ConfigKey.ofBoolean("handleOnReceivingThread", false, "where a buffer is taken inline (`receiveInline`) and "
             + "none of its source's messages waits for the handler pool, the receiving thread runs their handlers "
-            + "itself (one thread hand-off less; for short handlers: nothing else is received meanwhile). There "
+            + "itself (one thread hand-off less; for short handlers: nothing else is received meanwhile), except "
+            + "what a thread waiting in `sendSync` receives (ib's `recv_from_caller`): the pool handles that. There "
             + "`sendSync` throws IllegalStateException and a send that would wait for ring or window room is "
             + "deferred like an async send; false: always the handler pool",
             c -> c.handleOnReceivingThread, (c, v) -> c.handleOnReceivingThread = v),

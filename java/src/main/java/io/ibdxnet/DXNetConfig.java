@@ -76,9 +76,10 @@ public final class DXNetConfig {
      * Key {@code handleOnReceivingThread}: where a buffer is taken inline ({@code receiveInline})
      * and none of its source's messages waits for the handler pool, the receiving thread runs their
      * handlers itself (one thread hand-off less; for short handlers: nothing else is received
-     * meanwhile). There {@code sendSync} throws IllegalStateException and a send that would wait
-     * for ring or window room is deferred like an async send; false: always the handler pool. Type:
-     * true or false; default: {@code false}.
+     * meanwhile), except what a thread waiting in {@code sendSync} receives (ib's
+     * {@code recv_from_caller}): the pool handles that. There {@code sendSync} throws
+     * IllegalStateException and a send that would wait for ring or window room is deferred like an
+     * async send; false: always the handler pool. Type: true or false; default: {@code false}.
      */
     public boolean handleOnReceivingThread;
     /**
