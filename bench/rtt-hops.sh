@@ -18,18 +18,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=${1:-3}
 messages=${RTT_MESSAGES:-20000}
-CP=$(cat "$ROOT/build/bench-classpath.txt")
-jvm=(java -Xms1g -Xmx1g -cp "$CP" -Djava.library.path="$ROOT/target/release")
-echo "# bench/rtt-hops.sh $rounds ($messages round trips per run), $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "# machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(java -version 2>&1 | head -1)"
-echo "# git: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)')"
-echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-row() { # NAME ARGS...
-	local name=$1 line
-	shift
-	line=$("${jvm[@]}" "$@" 2>/dev/null | grep '^RESULT ') || line="FAILED"
-	printf '%-28s %s\n' "$name" "$(echo "$line" | tr ' ' '\n' | grep -E '^(cpu_ns_per_msg|rtt_p50_us|rtt_p99_us)=' | paste -sd' ')"
-}
+. "$ROOT/bench/rtt-lib.sh"
+rtt_header "bench/rtt-hops.sh $rounds ($messages round trips per run)"
+row() { rtt_row 28 "$@"; }
 ib=(io.ibdxnet.bench.Workload --transport ib --pattern rtt --nodes 2 --size 64 --messages "$messages" --threads 1 --handlers 1)
 for r in $(seq 1 "$rounds"); do
 	echo "## round $r (load $(cut -d' ' -f1 /proc/loadavg))"

@@ -10,18 +10,13 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=${1:-3}
-CP=$(cat "$ROOT/build/bench-classpath.txt")
-jvm=(java -Xms1g -Xmx1g -cp "$CP" -Djava.library.path="$ROOT/target/release")
-echo "# bench/rtt-waiting.sh $rounds, $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "# machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(java -version 2>&1 | head -1)"
-echo "# git: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)')"
-echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-row() { # NAME ARGS...
-	local name=$1 line
+. "$ROOT/bench/rtt-lib.sh"
+rtt_header "bench/rtt-waiting.sh $rounds"
+row() { # NAME WORKLOAD_ARGS...
+	local name=$1
 	shift
-	line=$("${jvm[@]}" io.ibdxnet.bench.Workload --transport ib --pattern rtt --nodes 2 --size 64 --threads 1 \
-		--handlers 1 "$@" 2>/dev/null | grep '^RESULT ') || line="FAILED"
-	printf '%-44s %s\n' "$name" "$(echo "$line" | tr ' ' '\n' | grep -E '^(cpu_ns_per_msg|rtt_p50_us|rtt_p99_us)=' | paste -sd' ')"
+	rtt_row 44 "$name" io.ibdxnet.bench.Workload --transport ib --pattern rtt --nodes 2 --size 64 --threads 1 \
+		--handlers 1 "$@"
 }
 for r in $(seq 1 "$rounds"); do
 	echo "## round $r (load $(cut -d' ' -f1 /proc/loadavg))"

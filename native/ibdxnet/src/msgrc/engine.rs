@@ -241,8 +241,7 @@ impl<F: Fabric> Engine<F> {
                 ThreadRole::Shared,
                 Box::new(move || {
                     agent_loop(&r, p, &mut both, &[&st.send_iterations, &st.recv_iterations]);
-                    both.send.stop();
-                    both.recv.stop();
+                    drop(both); // stops their states (as a panic would): send, then receive
                 }),
             )?);
         } else {
@@ -251,7 +250,7 @@ impl<F: Fabric> Engine<F> {
                 ThreadRole::Send,
                 Box::new(move || {
                     agent_loop(&r, p, &mut send, &[&st.send_iterations]);
-                    send.stop();
+                    drop(send); // stops its state (after a caller's last run)
                 }),
             )?);
             let (r, st) = (running.clone(), stats.clone());
@@ -260,7 +259,7 @@ impl<F: Fabric> Engine<F> {
                 ThreadRole::Recv,
                 Box::new(move || {
                     agent_loop(&r, p, &mut recv, &[&st.recv_iterations]);
-                    recv.stop();
+                    drop(recv); // stops its state: the buffers it holds go back to the pool
                 }),
             )?);
         }

@@ -99,3 +99,35 @@ pub trait EngineHandler: Send + Sync + 'static {
     /// Called last on each engine thread.
     fn thread_stopping(&self, _role: ThreadRole) {}
 }
+
+/// An engine thread's role (its up-call token) lent to a user's thread that
+/// holds the role's state (`send_from_caller`, `recv_from_caller`), given
+/// back when dropped: also on a panic, so that the engine's thread never
+/// makes an up-call with a token of another thread.
+pub(crate) struct Lent<'a, H: EngineHandler> {
+    handler: &'a H,
+    lend: fn(&H, usize) -> usize,
+    before: usize,
+}
+
+impl<'a, H: EngineHandler> Lent<'a, H> {
+    /// The send role ([`EngineHandler::lend_send_role`]).
+    pub(crate) fn send(handler: &'a H, token: usize) -> Self {
+        Self::lend(handler, H::lend_send_role, token)
+    }
+
+    /// The receive role ([`EngineHandler::lend_recv_role`]).
+    pub(crate) fn recv(handler: &'a H, token: usize) -> Self {
+        Self::lend(handler, H::lend_recv_role, token)
+    }
+
+    fn lend(handler: &'a H, lend: fn(&H, usize) -> usize, token: usize) -> Self {
+        Lent { handler, lend, before: lend(handler, token) }
+    }
+}
+
+impl<H: EngineHandler> Drop for Lent<'_, H> {
+    fn drop(&mut self) {
+        (self.lend)(self.handler, self.before);
+    }
+}

@@ -393,16 +393,7 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
 
     /// Asks the receive completion queue for a wake-up at its next completion.
     pub(crate) fn arm_cq(&self) -> Armed {
-        let cq = &self.mgr.queues().recv_cq;
-        match cq.arm() {
-            Ok(true) => Armed::Watch(cq.wake_fd()),
-            Ok(false) => Armed::NotNow,
-            Err(e) => {
-                log::error!("node {}: arming the receive completion queue failed: {e}", self.mgr.node_id());
-                self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                Armed::NotNow
-            }
-        }
+        arm_recv_cq(&self.mgr, &self.stats)
     }
 
     /// The last look before sleeping: entries the user left in the ring
@@ -413,6 +404,21 @@ impl<F: Fabric, H: EngineHandler> RecvThread<F, H> {
             work.max(1)
         } else {
             0
+        }
+    }
+}
+
+/// Asks `mgr`'s receive completion queue for a wake-up at its next
+/// completion (the receive thread, or the last waiting caller for it).
+pub(crate) fn arm_recv_cq<F: Fabric>(mgr: &ConManager<F>, stats: &EngineStats) -> Armed {
+    let cq = &mgr.queues().recv_cq;
+    match cq.arm() {
+        Ok(true) => Armed::Watch(cq.wake_fd()),
+        Ok(false) => Armed::NotNow,
+        Err(e) => {
+            log::error!("node {}: arming the receive completion queue failed: {e}", mgr.node_id());
+            stats.errors.fetch_add(1, Ordering::Relaxed);
+            Armed::NotNow
         }
     }
 }

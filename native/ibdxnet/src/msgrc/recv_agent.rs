@@ -28,8 +28,8 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering::*};
 use std::sync::Arc;
 
 use super::agent::{sleep_together, Agent, Armed, Sleep, Sleeper};
-use super::handler::EngineHandler;
-use super::recv::RecvThread;
+use super::handler::{EngineHandler, Lent};
+use super::recv::{arm_recv_cq, RecvThread};
 use super::send_owner::{Holder, Outcome, Owned};
 use super::stats::EngineStats;
 use crate::con::ConManager;
@@ -79,7 +79,7 @@ impl<F: Fabric, H: EngineHandler> RecvAgent<F, H> {
 
     /// The thread's end: after a caller's last poll, the buffers still held
     /// go back to the pool and no caller runs the state any more.
-    pub(crate) fn stop(&self) {
+    fn stop(&self) {
         self.shared.owned.stop_with(|s| s.drain());
     }
 
@@ -152,26 +152,6 @@ impl<F: Fabric, H: EngineHandler> Sleeper for RecvAgent<F, H> {
     }
 }
 
-/// The receive role lent to a user's thread, given back when dropped (also
-/// on a panic, so that the receive thread never makes an up-call with a
-/// token of another thread).
-struct Lent<'a, H: EngineHandler> {
-    handler: &'a H,
-    before: usize,
-}
-
-impl<'a, H: EngineHandler> Lent<'a, H> {
-    fn new(handler: &'a H, token: usize) -> Self {
-        Lent { handler, before: handler.lend_recv_role(token) }
-    }
-}
-
-impl<H: EngineHandler> Drop for Lent<'_, H> {
-    fn drop(&mut self) {
-        self.handler.lend_recv_role(self.before);
-    }
-}
-
 /// What a poll by a waiting caller found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallerPoll {
@@ -222,7 +202,7 @@ impl<F: Fabric, H: EngineHandler> CallerRecv<F, H> {
     /// [`EngineHandler::lend_recv_role`]), if nobody else runs one now.
     pub(crate) fn poll(&self, token: usize) -> CallerPoll {
         let ran = self.shared.owned.run(Holder::Caller, false, |s| {
-            let _lent = Lent::new(&*self.handler, token);
+            let _lent = Lent::recv(&*self.handler, token);
             s.iterate()
         });
         match ran {
@@ -256,17 +236,9 @@ impl<F: Fabric, H: EngineHandler> CallerRecv<F, H> {
         // our mark runs its own closure (the thread's last look only polls),
         // and a caller that began after us and took an arm back (`disarm`)
         // must find its own arm after it.
-        let cq = &s.mgr.queues().recv_cq;
-        let mut must_wake = match cq.arm() {
-            Ok(armed) => !armed,
-            Err(e) => {
-                log::error!("node {}: arming the receive completion queue failed: {e}", s.mgr.node_id());
-                s.stats.errors.fetch_add(1, Relaxed);
-                true
-            }
-        };
+        let mut must_wake = arm_recv_cq(&s.mgr, &s.stats) == Armed::NotNow;
         let ran = s.owned.run(Holder::Caller, true, |r| {
-            let _lent = Lent::new(&*self.handler, token);
+            let _lent = Lent::recv(&*self.handler, token);
             let work = r.iterate();
             must_wake |= r.ring_used() > 0;
             work

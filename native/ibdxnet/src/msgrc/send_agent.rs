@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::agent::{sleep_together, Agent, Armed, Sleep, Sleeper, SLEEP_TIMEOUT};
-use super::handler::EngineHandler;
+use super::handler::{EngineHandler, Lent};
 use super::send::SendThread;
 use super::send_owner::{Holder, Outcome, Owned};
 use super::stats::EngineStats;
@@ -75,7 +75,7 @@ impl<F: Fabric, H: EngineHandler> SendAgent<F, H> {
 
     /// The thread's end: after a caller's last run, the state (its
     /// connections, rings and queue pairs) is dropped and no caller runs it.
-    pub(crate) fn stop(&self) {
+    fn stop(&self) {
         self.owned.stop();
         self.doorbell.mark_idle(false);
     }
@@ -160,26 +160,6 @@ impl<F: Fabric, H: EngineHandler> Drop for SendAgent<F, H> {
     }
 }
 
-/// The send role lent to a user's thread, given back when dropped (also
-/// on a panic, so that the send thread never makes an up-call with a token
-/// of another thread).
-struct Lent<'a, H: EngineHandler> {
-    handler: &'a H,
-    before: usize,
-}
-
-impl<'a, H: EngineHandler> Lent<'a, H> {
-    fn new(handler: &'a H, token: usize) -> Self {
-        Lent { handler, before: handler.lend_send_role(token) }
-    }
-}
-
-impl<H: EngineHandler> Drop for Lent<'_, H> {
-    fn drop(&mut self) {
-        self.handler.lend_send_role(self.before);
-    }
-}
-
 /// A user's thread's side: what `Engine::send_from_caller` runs.
 pub(crate) struct CallerSend<F: Fabric, H: EngineHandler> {
     owned: Arc<Owned<SendThread<F, H>>>,
@@ -212,7 +192,7 @@ impl<F: Fabric, H: EngineHandler> CallerSend<F, H> {
         let mut iterations = 0u32;
         let mut cut_short = false;
         let ran = self.owned.run(Holder::Caller, true, |s| {
-            let _lent = Lent::new(&*self.handler, token);
+            let _lent = Lent::send(&*self.handler, token);
             let mut work = 0;
             for _ in 0..CALLER_ITERATIONS {
                 iterations += 1;
