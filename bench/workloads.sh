@@ -62,7 +62,7 @@ heap=(-Xms1g -Xmx1g)
 	echo "# command: bench/workloads.sh $([ $quick = 1 ] && echo --quick)$([ $scale = 1 ] && echo --scale) $*"
 	echo "# machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(uname -r), $(java -version 2>&1 | head -1)"
 	echo "# git: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)'), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "impl,pattern,nodes,size,senders,handlers,messages,seconds,msg_per_s,mb_per_s,cpu_ns_per_msg,rtt_avg_us,rtt_p50_us,rtt_p95_us,rtt_p99_us,rtt_p999_us,processes,native,mesh_ms,peak_rss_mb,bytes_per_connection,heap_committed_mb,gap_us"
+	echo "impl,pattern,nodes,size,senders,handlers,messages,seconds,msg_per_s,mb_per_s,cpu_ns_per_msg,rtt_avg_us,rtt_p50_us,rtt_p95_us,rtt_p99_us,rtt_p999_us,processes,native,mesh_ms,peak_rss_mb,bytes_per_connection,heap_committed_mb,gap_us,fanout,active"
 } >"$csv"
 {
 	grep '^#' "$csv"

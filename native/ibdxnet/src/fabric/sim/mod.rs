@@ -17,6 +17,7 @@
 //!   receiver, remote-invalid-request on the sender, both QPs to ERROR;
 //! * an empty SRQ is receiver-not-ready: the message waits (retried without
 //!   limit, like `rnr_retry = 7`) and nothing after it on that QP overtakes it;
+//!   each receive request posted releases the oldest waiting queue pair;
 //! * a peer that is gone, not connected or in ERROR, or a cut link: the
 //!   pending request completes with retry-exceeded, the rest are flushed;
 //!   a cut link only once it has been down longer than the network's retry

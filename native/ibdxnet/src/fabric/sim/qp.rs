@@ -53,6 +53,9 @@ pub(crate) struct QpCore {
     srq: Arc<SrqCore>,
     state: AtomicU8,
     destroyed: AtomicBool,
+    /// In its peer's SRQ's `waiters`; read and written under that SRQ's lock
+    /// only (atomic for `Sync`).
+    pub rnr_waiting: AtomicBool,
     /// Send queue slots in use (posted, completion not yet polled).
     pub sq_outstanding: AtomicU32,
     tx: Mutex<TxState>,
@@ -202,10 +205,11 @@ impl QpCore {
         if let Some(r) = srq.wrs.pop_front() {
             return Some(r);
         }
-        if !srq.waiters.iter().any(|w| w.ptr_eq(&self.me)) {
-            srq.waiters.push(self.me.clone());
+        if !self.rnr_waiting.swap(true, Ordering::Relaxed) {
+            srq.waiters.push_back(self.me.clone());
         }
         drop(srq);
+        peer.srq.refusals.fetch_add(1, Ordering::Relaxed);
         // Also retry on a timer: the peer may vanish while we wait.
         self.arm_timer(tx, Instant::now() + RNR_RETRY_INTERVAL);
         None
@@ -336,6 +340,7 @@ impl SimQp {
             srq: srq.0.clone(),
             state: AtomicU8::new(ST_RESET),
             destroyed: AtomicBool::new(false),
+            rnr_waiting: AtomicBool::new(false),
             sq_outstanding: AtomicU32::new(0),
             tx: Mutex::new(TxState::default()),
         });

@@ -63,6 +63,10 @@ final class Results {
         int processes = 1;
         /** rtt: the pause after each round trip, µs (--gap-us; 0: none). */
         long gapUs;
+        /** all: the destinations of each sender, the nodes after its own (--fanout; 0: every other node). */
+        int fanout;
+        /** all: how many nodes send, the first by id (--active; 0: every node). */
+        int active;
         /** The engine settings given with --native, as {@code k=v;k=v}, or "-". */
         String nativeSettings = "-";
         long total;
@@ -93,6 +97,8 @@ final class Results {
             r.handlers = handlers;
             r.messages = messages;
             r.gapUs = gapUs;
+            r.fanout = fanout;
+            r.active = active;
             r.processes = processes;
             r.nativeSettings = nativeSettings;
             return r;
@@ -120,13 +126,13 @@ final class Results {
                     "RESULT impl=%s pattern=%s nodes=%d size=%d senders=%d handlers=%d messages=%d seconds=%.4f"
                             + " msg_per_s=%.0f mb_per_s=%.2f cpu_ns_per_msg=%.0f rtt_avg_us=%s rtt_p50_us=%s"
                             + " rtt_p95_us=%s rtt_p99_us=%s rtt_p999_us=%s processes=%d native=%s mesh_ms=%s peak_rss_mb=%s"
-                            + " bytes_per_connection=%s heap_committed_mb=%s gap_us=%d",
+                            + " bytes_per_connection=%s heap_committed_mb=%s gap_us=%d fanout=%d active=%d",
                     impl, pattern, nodes, size, senders, handlers, total, seconds, rate, rate * size / 1e6,
                     cpuNanosPerMessage, rtt == null ? "-" : String.format(Locale.ROOT, "%.2f", rtt.getMean() / 1e3),
                     us(rtt, 50), us(rtt, 95), us(rtt, 99), us(rtt, 99.9), processes, nativeSettings,
                     meshMs < 0 ? "-" : Long.toString(meshMs),
                     mib(peakRssBytes),
-                    bytesPerConnection < 0 ? "-" : Long.toString(bytesPerConnection), mib(heapCommittedBytes), gapUs);
+                    bytesPerConnection < 0 ? "-" : Long.toString(bytesPerConnection), mib(heapCommittedBytes), gapUs, fanout, active);
         }
     }
 }

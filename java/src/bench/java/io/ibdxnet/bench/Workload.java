@@ -81,10 +81,12 @@ public final class Workload {
                 warm.messages = Math.min(row.messages, 20_000);
             }
             run(nodes, procs, warm, false);
+            java.util.Map<String, Long> before = engineCounters(nodes);
             run(nodes, procs, row, true);
             row.bytesPerConnection = bytesPerConnection(o, nodes.get(0));
             if (row.impl.equals("ib")) {
                 engineMemory(nodes);
+                printEngineCounters(before, engineCounters(nodes));
             }
             long rss = Results.peakRssBytes();
             Processes.Usage children = procs == null ? new Processes.Usage(0, 0, 0) : procs.childUsage();
@@ -101,6 +103,32 @@ public final class Workload {
             }
         }
         System.out.println(row.line());
+    }
+
+    /** The engine counters {@link #printEngineCounters} shows. */
+    private static final List<String> ENGINE_COUNTERS = List.of("wrs_sent", "messages_received", "send_iterations",
+            "send_sleeps", "send_caller_runs", "send_caller_left", "recv_iterations", "recv_sleeps", "recv_caller_runs");
+
+    /** {@link #ENGINE_COUNTERS} summed over the nodes of this JVM (0 for a transport without them). */
+    private static java.util.Map<String, Long> engineCounters(List<DXNet> nodes) {
+        java.util.Map<String, Long> sum = new java.util.LinkedHashMap<>();
+        for (String k : ENGINE_COUNTERS) {
+            long v = 0;
+            for (DXNet n : nodes) {
+                v += n.transportStats().getOrDefault(k, 0L);
+            }
+            sum.put(k, v);
+        }
+        return sum;
+    }
+
+    /** The engines' counters over the measured run (stderr): how many posts, receives, iterations and sleeps it took. */
+    private static void printEngineCounters(java.util.Map<String, Long> before, java.util.Map<String, Long> after) {
+        StringBuilder b = new StringBuilder("engine counters over the measured run (sums over the nodes of this JVM):");
+        for (String k : ENGINE_COUNTERS) {
+            b.append(' ').append(k).append('=').append(after.get(k) - before.get(k));
+        }
+        System.err.println(b);
     }
 
     /**
@@ -208,14 +236,17 @@ public final class Workload {
         return (done - t0) / 1_000_000;
     }
 
-    /** Whether node {@code node} sends in {@code row}'s pattern: node 0 alone for uni and rtt, every node for bi and all. */
+    /** Whether node {@code node} sends in {@code row}'s pattern: node 0 alone for uni and rtt, every node for bi and all (all with {@code --active K}: the first K). */
     static boolean sends(Results.Row row, int node) {
-        return node == 0 || !row.pattern.matches("uni|rtt");
+        return node == 0 || !row.pattern.matches("uni|rtt") && (row.active == 0 || node < row.active);
     }
 
     /** The nodes {@code from} sends to in turn: the next {@code targets} nodes by id (all: every other, else one). */
     private static int targets(Results.Row row) {
-        return row.pattern.equals("all") ? row.nodes - 1 : 1;
+        if (!row.pattern.equals("all")) {
+            return 1;
+        }
+        return row.fanout > 0 ? Math.min(row.fanout, row.nodes - 1) : row.nodes - 1;
     }
 
     /**

@@ -12,7 +12,7 @@ import java.util.Map;
 /** {@link Workload}'s command line, and the node configuration every role derives from it. */
 final class WorkloadOptions {
     static final String USAGE = "--transport ib|nio|loopback|none --fabric sim|auto|verbs --pattern uni|bi|all|rtt|idle"
-            + " --nodes N --size BYTES --messages PER_SENDER_THREAD --gap-us US (rtt) --threads SENDERS --handlers H"
+            + " --nodes N --size BYTES --messages PER_SENDER_THREAD --gap-us US (rtt) --fanout K --active K (all) --threads SENDERS --handlers H"
             + " --orderPerSender true|false --receiveInline true|false --native KEY=VALUE (repeatable) --processes N"
             + " --seconds S --settle-ms MS (idle)";
 
@@ -55,6 +55,8 @@ final class WorkloadOptions {
                 case "--size": row.size = Integer.parseInt(v); break;
                 case "--messages": row.messages = Long.parseLong(v); break;
                 case "--gap-us": row.gapUs = Long.parseLong(v); break;
+                case "--fanout": row.fanout = Integer.parseInt(v); break;
+                case "--active": row.active = Integer.parseInt(v); break;
                 case "--threads": row.senders = Integer.parseInt(v); break;
                 case "--handlers": row.handlers = Integer.parseInt(v); break;
                 case "--orderPerSender": o.orderPerSender = Boolean.parseBoolean(v); break;
