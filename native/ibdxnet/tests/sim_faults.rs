@@ -68,6 +68,26 @@ fn delay_holds_messages_until_due_and_keeps_order() {
 }
 
 #[test]
+fn a_delayed_message_wakes_an_armed_queue_without_any_poll() {
+    // The hardware delivers on its own: with a message on its way (a timer
+    // pending), the receiver may arm its queue and sleep on the descriptor,
+    // and the message wakes it although nothing polls any queue meanwhile.
+    let (a, b) = pair();
+    a.fabric.set_delay(Duration::from_millis(100));
+    b.post_recvs(&[(1, &[(0, 64)])]);
+    let t0 = Instant::now();
+    a.post_sends(&[(1, &[(0, 8)], Some(7), S)]).unwrap();
+    assert!(b.recv_cq.arm().unwrap(), "arming refused while a delivery is pending");
+    let mut p = libc::pollfd { fd: b.recv_cq.wake_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    let woken = unsafe { libc::poll(&mut p, 1, 5_000) } == 1;
+    assert!(woken, "the delayed message did not wake the armed queue within 5 s");
+    assert!(t0.elapsed() >= Duration::from_millis(100), "delivered before its delay");
+    let r = poll_n(&b.recv_cq, 1)[0];
+    assert_eq!((r.status, r.imm_data), (WcStatus::Success, Some(7)));
+}
+
+#[test]
 fn throttle_bounds_bandwidth() {
     let (a, b) = pair();
     let rate = 20 * 1024 * 1024; // 20 MiB/s

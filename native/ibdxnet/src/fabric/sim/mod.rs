@@ -26,13 +26,15 @@
 //! * a completion queue that overflows reports [`FabricError::CqOverrun`].
 //!
 //! Time-based behaviour (injected delay, bandwidth throttling, RNR retries)
-//! advances whenever any completion queue of the network is polled.
+//! advances on the network's own thread when due, and whenever any completion
+//! queue of the network is polled (`timers.rs`).
 //!
 //! Lock order: QP send state → SRQ → CQ → network timers. Nothing takes a
 //! QP's send state while holding an SRQ or CQ lock.
 
 mod qp;
 mod queues;
+mod timers;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -46,6 +48,7 @@ use super::simparts::{check_port_mtu, MrMap, MrTable, Registration};
 use super::{DeviceInfo, Fabric, FabricConfig, FabricError, FabricKind, Gid, LinkLayer, MemoryRegion, QpCaps};
 use crate::util::lock;
 use qp::QpCore;
+use timers::Timers;
 
 /// Device limits of the simulator (in the range of a ConnectX HCA).
 pub const SIM_MAX_QP_WR: u32 = 32_768;
@@ -70,8 +73,7 @@ pub struct SimNetwork {
     id: u64,
     next_addr: AtomicU64,
     devices: Mutex<HashMap<u64, Weak<SimDevice>>>,
-    timers: Mutex<Vec<(Instant, Weak<QpCore>)>>,
-    has_timers: AtomicBool,
+    timers: Arc<Timers>,
     /// How long a message waits for a cut link before retry-exceeded (ns).
     retry_budget_ns: AtomicU64,
 }
@@ -80,7 +82,13 @@ impl SimNetwork {
     /// A new, empty network (tests use one each to stay independent).
     pub fn new() -> Arc<SimNetwork> {
         let id = (u64::from(crate::util::random_u32()) << 32 | u64::from(crate::util::random_u32())).max(1);
-        Arc::new(SimNetwork { id, next_addr: AtomicU64::new(1), ..Default::default() })
+        Arc::new(SimNetwork {
+            id,
+            next_addr: AtomicU64::new(1),
+            devices: Mutex::default(),
+            timers: Arc::default(),
+            retry_budget_ns: AtomicU64::new(0),
+        })
     }
 
     /// This network's id (random, never 0), carried in every endpoint.
@@ -117,34 +125,18 @@ impl SimNetwork {
 
     /// Arms a timer: `qp` is pumped again once `at` has passed.
     fn arm_timer(&self, at: Instant, qp: Weak<QpCore>) {
-        lock(&self.timers).push((at, qp));
-        self.has_timers.store(true, Ordering::Release);
+        self.timers.arm(at, qp);
     }
 
     /// Runs due timers: delayed, throttled and receiver-not-ready messages.
     fn progress(&self) {
-        if !self.has_timers.load(Ordering::Acquire) {
-            return;
-        }
-        let now = Instant::now();
-        let due: Vec<Weak<QpCore>> = {
-            let mut timers = lock(&self.timers);
-            let mut due = Vec::new();
-            timers.retain(|(at, qp)| {
-                if *at <= now {
-                    due.push(qp.clone());
-                    false
-                } else {
-                    true
-                }
-            });
-            self.has_timers.store(!timers.is_empty(), Ordering::Release);
-            due
-        };
-        for qp in due.iter().filter_map(Weak::upgrade) {
-            qp.timer_fired();
-            qp.pump();
-        }
+        self.timers.progress();
+    }
+}
+
+impl Drop for SimNetwork {
+    fn drop(&mut self) {
+        self.timers.close();
     }
 }
 
