@@ -121,8 +121,9 @@ pub trait CompletionQueue: Send + Sync + std::fmt::Debug {
     /// Asks to be woken at the next completion: after this call the first
     /// completion added makes [`wake_fd`](Self::wake_fd) readable. One that
     /// came before is not signalled, so poll once more after arming. False
-    /// when the queue cannot promise a wake-up now (sim: deliveries are due
-    /// that only polling moves on): keep polling instead of sleeping.
+    /// when the queue cannot promise a wake-up now (sim: timed deliveries are
+    /// pending and its timer thread is not running, so only polling moves
+    /// them on): keep polling instead of sleeping.
     fn arm(&self) -> Result<bool, FabricError>;
     /// The descriptor an armed queue makes readable (verbs: its completion
     /// channel); readable until [`clear_wake`](Self::clear_wake).

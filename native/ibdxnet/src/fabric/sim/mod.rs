@@ -17,7 +17,8 @@
 //!   receiver, remote-invalid-request on the sender, both QPs to ERROR;
 //! * an empty SRQ is receiver-not-ready: the message waits (retried without
 //!   limit, like `rnr_retry = 7`) and nothing after it on that QP overtakes it;
-//!   each receive request posted releases the oldest waiting queue pair;
+//!   each receive request posted releases the oldest waiting queue pair (a
+//!   retry due at that moment may come first);
 //! * a peer that is gone, not connected or in ERROR, or a cut link: the
 //!   pending request completes with retry-exceeded, the rest are flushed;
 //!   a cut link only once it has been down longer than the network's retry
@@ -62,7 +63,10 @@ pub const SIM_MAX_SRQ_SGE: u32 = 32;
 pub const SIM_MAX_CQE: u32 = 4_194_303;
 /// Maximum inline bytes per send request.
 pub const SIM_MAX_INLINE: u32 = 512;
-/// Interval at which a receiver-not-ready message is retried.
+/// Interval at which a message over a cut link is retried.
+const LINK_RETRY_INTERVAL: Duration = Duration::from_micros(200);
+/// Default interval at which a receiver-not-ready message is retried
+/// ([`SimNetwork::set_rnr_retry_interval`]).
 const RNR_RETRY_INTERVAL: Duration = Duration::from_micros(200);
 
 /// A set of simulated devices that can reach each other.
@@ -76,6 +80,8 @@ pub struct SimNetwork {
     timers: Arc<Timers>,
     /// How long a message waits for a cut link before retry-exceeded (ns).
     retry_budget_ns: AtomicU64,
+    /// Receiver-not-ready retry interval (ns).
+    rnr_retry_ns: AtomicU64,
 }
 
 impl SimNetwork {
@@ -88,6 +94,7 @@ impl SimNetwork {
             devices: Mutex::default(),
             timers: Arc::default(),
             retry_budget_ns: AtomicU64::new(0),
+            rnr_retry_ns: AtomicU64::new(RNR_RETRY_INTERVAL.as_nanos() as u64),
         })
     }
 
@@ -113,6 +120,19 @@ impl SimNetwork {
     /// The retry budget (see [`SimNetwork::set_retry_budget`]).
     pub fn retry_budget(&self) -> Duration {
         Duration::from_nanos(self.retry_budget_ns.load(Ordering::Relaxed))
+    }
+
+    /// How often a message waiting for a receive request (receiver not
+    /// ready) is tried again besides being released by the receiver's next
+    /// posted request (default 200 µs); the retry notices a peer that went
+    /// away meanwhile, and may take a request before an older waiter.
+    pub fn set_rnr_retry_interval(&self, every: Duration) {
+        self.rnr_retry_ns.store(every.as_nanos().clamp(1, u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+    }
+
+    /// The receiver-not-ready retry interval (see [`SimNetwork::set_rnr_retry_interval`]).
+    pub fn rnr_retry_interval(&self) -> Duration {
+        Duration::from_nanos(self.rnr_retry_ns.load(Ordering::Relaxed))
     }
 
     fn device(&self, addr: u64) -> Option<Arc<SimDevice>> {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use super::queues::{CqCore, CqEntry, SimCq, SimSrq, SrqCore};
-use super::{with_mrs, SimDevice, RNR_RETRY_INTERVAL};
+use super::{with_mrs, SimDevice, LINK_RETRY_INTERVAL};
 use crate::fabric::simparts::{check_qp_create, check_remote, endpoint, in_range, prepare_send, Payload, PostedRecv};
 use crate::fabric::{
     FabricError, PostError, QpCaps, QpEndpoint, QpState, QueuePair, SendBatch, SendFlags, Sge, WcOpcode, WcStatus,
@@ -165,7 +165,7 @@ impl QpCore {
                         tx.cut_since = None;
                         self.fail_head(&mut tx, WcStatus::RetryExcErr);
                     } else {
-                        self.arm_timer(&mut tx, deadline.min(now + RNR_RETRY_INTERVAL));
+                        self.arm_timer(&mut tx, deadline.min(now + LINK_RETRY_INTERVAL));
                     }
                     break;
                 }
@@ -211,7 +211,7 @@ impl QpCore {
         drop(srq);
         peer.srq.refusals.fetch_add(1, Ordering::Relaxed);
         // Also retry on a timer: the peer may vanish while we wait.
-        self.arm_timer(tx, Instant::now() + RNR_RETRY_INTERVAL);
+        self.arm_timer(tx, Instant::now() + self.dev.net.rnr_retry_interval());
         None
     }
 }

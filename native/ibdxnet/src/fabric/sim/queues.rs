@@ -45,8 +45,11 @@ impl CompletionQueue for SimCq {
     }
 
     fn arm(&self) -> Result<bool, FabricError> {
-        // Timed deliveries (delays, retries) go on without polls: the
-        // network's timer thread runs them.
+        // Timed deliveries (delays, retries) go on without polls while the
+        // network's timer thread runs; without it only polls move them.
+        if self.0.dev.net.timers.need_polls() {
+            return Ok(false);
+        }
         self.0.cq.arm();
         Ok(true)
     }

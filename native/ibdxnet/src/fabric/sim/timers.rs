@@ -5,7 +5,8 @@
 //! timer, ended with the network) runs them when they are due, as a host
 //! channel adapter retries on its own; a poll of any completion queue runs the
 //! due ones as well. So a completion queue may be armed, and its thread
-//! sleep, while timers are pending: before the thread existed, no engine
+//! sleep, while timers are pending (and the thread runs: without it, arming
+//! fails as long as any timer is pending): before the thread existed, no engine
 //! thread of the process could sleep while any queue pair of it waited on a
 //! timer (at 64 nodes in one process, almost always).
 
@@ -25,6 +26,9 @@ pub(crate) struct Timers {
     ring: Condvar,
     /// Whether `list` holds any timer (a poll's fast path).
     any: AtomicBool,
+    /// Whether the thread runs (false before the first timer, if it could
+    /// not start, or after it ended).
+    running: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -45,14 +49,24 @@ impl Timers {
         if !l.started {
             l.started = true;
             let me = self.clone();
-            // A thread that cannot start leaves the timers to the polls (as
-            // before it existed); `started` stays set: no retry per timer.
-            let _ = std::thread::Builder::new().name("sim-timers".into()).spawn(move || me.run());
+            // Running from here on: the thread's guard clears it when it ends.
+            // One that cannot start leaves the timers to the polls (as before
+            // it existed); `started` stays set: no retry per timer.
+            self.running.store(true, Ordering::Release);
+            if std::thread::Builder::new().name("sim-timers".into()).spawn(move || me.run()).is_err() {
+                self.running.store(false, Ordering::Release);
+            }
         }
         if l.next.is_none_or(|n| at < n) {
             l.next = Some(at);
             self.ring.notify_one();
         }
+    }
+
+    /// Whether only polls move the pending timers on (the thread is not
+    /// running): then a completion queue must not be armed to sleep on.
+    pub fn need_polls(&self) -> bool {
+        self.any.load(Ordering::Acquire) && !self.running.load(Ordering::Acquire)
     }
 
     /// Runs the due timers (a poll's share of the work).
@@ -90,6 +104,15 @@ impl Timers {
     /// taken as it is: every change to the list is whole before anything
     /// that could panic.
     fn run(self: Arc<Self>) {
+        /// Clears `running` however the thread ends (a panic in a pump too).
+        struct Ended<'a>(&'a AtomicBool);
+        impl Drop for Ended<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _ended = Ended(&self.running);
+        unpin();
         let mut l = lock(&self.list);
         loop {
             if l.closed {
@@ -113,6 +136,22 @@ impl Timers {
                 None => l = self.ring.wait(l).unwrap_or_else(PoisonError::into_inner),
             }
         }
+    }
+}
+
+/// Lets the thread run on any CPU: it inherits the mask of the thread that
+/// armed the first timer, which may be an engine thread pinned to one core.
+fn unpin() {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within
+    // it (every index below CPU_SETSIZE), and sched_setaffinity reads it. The
+    // kernel keeps only the CPUs this thread may use; on failure the thread
+    // keeps the inherited mask.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 
