@@ -97,9 +97,7 @@ impl SimSrq {
         let state = Mutex::new(SrqState::default());
         Ok(SimSrq(Arc::new(SrqCore { dev, max_wr, max_sge, state, refusals: AtomicU64::new(0) })))
     }
-}
 
-impl SimSrq {
     /// How many times a sender found this SRQ without a receive request
     /// (receiver not ready): each is a retry the hardware would make.
     pub fn refusals(&self) -> u64 {

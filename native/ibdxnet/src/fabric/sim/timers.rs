@@ -139,19 +139,19 @@ impl Timers {
     }
 }
 
-/// Lets the thread run on any CPU: it inherits the mask of the thread that
-/// armed the first timer, which may be an engine thread pinned to one core.
+/// Gives the thread the process's CPUs (its first thread's mask, what
+/// `taskset` set): it inherits the mask of the thread that armed the first
+/// timer, which may be an engine thread pinned to one core.
 fn unpin() {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within
-    // it (every index below CPU_SETSIZE), and sched_setaffinity reads it. The
-    // kernel keeps only the CPUs this thread may use; on failure the thread
-    // keeps the inherited mask.
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, and both calls read or
+    // write exactly one of its size; on failure the thread keeps the mask it
+    // inherited.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for cpu in 0..libc::CPU_SETSIZE as usize {
-            libc::CPU_SET(cpu, &mut set);
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(libc::getpid(), size, &mut set) == 0 {
+            libc::sched_setaffinity(0, size, &set);
         }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 

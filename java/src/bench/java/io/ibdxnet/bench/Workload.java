@@ -112,12 +112,11 @@ public final class Workload {
     /** {@link #ENGINE_COUNTERS} summed over the nodes of this JVM (0 for a transport without them). */
     private static java.util.Map<String, Long> engineCounters(List<DXNet> nodes) {
         java.util.Map<String, Long> sum = new java.util.LinkedHashMap<>();
-        for (String k : ENGINE_COUNTERS) {
-            long v = 0;
-            for (DXNet n : nodes) {
-                v += n.transportStats().getOrDefault(k, 0L);
+        for (DXNet n : nodes) {
+            java.util.Map<String, Long> stats = n.transportStats();
+            for (String k : ENGINE_COUNTERS) {
+                sum.merge(k, stats.getOrDefault(k, 0L), Long::sum);
             }
-            sum.put(k, v);
         }
         return sum;
     }
