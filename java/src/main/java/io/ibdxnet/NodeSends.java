@@ -54,14 +54,28 @@ final class NodeSends {
 
     /** {@code DXNet.sendMessage}. */
     void sendMessage(Message message) throws NetworkException {
-        send(message, 0, 0, sender.sendDeadline());
+        sendPlain(message);
+    }
+
+    /**
+     * A message or a reply: at once if nothing is deferred ahead of it and it
+     * needs no wait ({@link MessageSender#sendNow}: no clock read), else the
+     * waiting path with its deadline, from then: the send timeout bounds the
+     * wait, which starts there.
+     */
+    private void sendPlain(Message m) throws NetworkException {
+        if (running.getAsBoolean() && !HandlerDispatch.onReceivingThread() && deferred.clear(m.getDestination())
+                && sender.sendNow(m, 0)) {
+            return;
+        }
+        send(m, 0, 0, sender.sendDeadline());
     }
 
     /** {@code DXNet.reply}. */
     <R extends Response> boolean reply(Request<R> request, R response) {
         response.answer(request);
         try {
-            send(response, 0, 0, sender.sendDeadline());
+            sendPlain(response);
             return true;
         } catch (NetworkException e) {
             if (e.reason() == FailureReason.TOO_LARGE) {

@@ -3,10 +3,12 @@ package io.ibdxnet;
 import static io.ibdxnet.DataMessage.DATA;
 import static io.ibdxnet.DataMessage.TYPE;
 import static io.ibdxnet.TestSupport.waitFor;
+import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.Rule;
 import org.junit.Test;
@@ -75,6 +77,50 @@ public class DXNetFlowControlTest extends DXNetSuite {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         assertTrue("took " + ms + " ms: a frame waited for window space", ms < 5_000);
         assertTrue(n.get(0).maxFrameSize() <= (64 << 10) - (64 << 10) / 10);
+    }
+
+    /**
+     * A message that finds the window full takes the waiting path (a send
+     * with room goes out without one, and without a deadline): it waits its
+     * send timeout and fails with TIMEOUT, not at once; the messages before
+     * it went out. The receiver's only handler is held until the end.
+     */
+    @Test
+    public void aMessageThatFindsTheWindowFullWaitsOutItsSendTimeout() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        List<DXNet> n = start(2, "100", c -> {
+            c.flowControlWindow = 64 << 10;
+            c.sendTimeoutMs = 600;
+            c.handlerQueueSize = 4;
+            c.ibqMaxBuffers = 4;
+        });
+        n.get(1).register(TYPE, DATA, m -> {
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try {
+            int sent = 0;
+            long failedAfterMs = -1;
+            FailureReason reason = null;
+            while (reason == null && sent < 10_000) { // 10 MB: far beyond the window
+                long t0 = System.nanoTime();
+                try {
+                    n.get(0).sendMessage(new DataMessage(1, 0, sent, 1024).declare(0)); // in place: the path without a wait
+                    sent++;
+                } catch (NetworkException e) {
+                    reason = e.reason();
+                    failedAfterMs = (System.nanoTime() - t0) / 1_000_000;
+                }
+            }
+            assertEquals("after " + sent + " messages", FailureReason.TIMEOUT, reason);
+            assertTrue("failed after " + failedAfterMs + " ms: it did not wait its send timeout (600 ms)", failedAfterMs >= 550);
+            assertTrue("only " + sent + " messages went out before the window was full", sent >= 16);
+        } finally {
+            release.countDown();
+        }
     }
 
     @Test
