@@ -65,7 +65,7 @@ final class NodeSends {
      */
     private void sendPlain(Message m) throws NetworkException {
         if (running.getAsBoolean() && !HandlerDispatch.onReceivingThread() && deferred.clear(m.getDestination())
-                && sender.sendNow(m, 0)) {
+                && sender.sendNow(m)) {
             return;
         }
         send(m, 0, 0, sender.sendDeadline());

@@ -17,7 +17,8 @@ import org.junit.rules.Timeout;
 /**
  * The messaging suite's flow control, over every transport: a slow handler
  * holds the sender back, a message larger than the window is not stuck
- * behind a small one, and a bad flow-control setting is refused by name.
+ * behind a small one, a message that finds the window full waits out its
+ * send timeout, and a bad flow-control setting is refused by name.
  */
 public class DXNetFlowControlTest extends DXNetSuite {
     @Rule

@@ -129,14 +129,15 @@ public final class MessageSender {
     }
 
     /**
-     * Sends {@code m} (kind {@code kindFlags}) in place if it goes out with no
-     * wait at all — connection up, room in ring and window — and returns
-     * true; else false with nothing sent, and the caller takes {@link #send}
-     * with its deadline. So a send that needs no wait needs no deadline, and no
-     * clock read: one costs about a tenth of a 64-byte message's CPU here.
+     * Sends {@code m} (a message, or a response to its request) in place if
+     * it goes out with no wait at all — connection up, room in ring and
+     * window — and returns true; else false with nothing sent, and the caller
+     * takes {@link #send} with its deadline. So a send that needs no wait
+     * needs no deadline, and no clock read: one costs about a tenth of a
+     * 64-byte message's CPU here.
      */
-    public boolean sendNow(Message m, int kindFlags) throws NetworkException {
-        return attempt(m, kindFlags, 0, 0, NOW) == null;
+    public boolean sendNow(Message m) throws NetworkException {
+        return attempt(m, 0, 0, 0, NOW) == null;
     }
 
     /** {@code m} serialised for {@link #sendDeferred} without trying to send it (something is deferred ahead of it). */
