@@ -59,14 +59,14 @@ public final class TestSupport {
      * (one per JVM, README "The native log") is not a node's.
      */
     public static void awaitNodeThreadsGone() throws InterruptedException {
-        List<String> left = new ArrayList<>();
+        List<Thread> left = new ArrayList<>();
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         do {
             left.clear();
             for (Thread t : Thread.getAllStackTraces().keySet()) {
                 String n = t.getName();
                 if ((n.startsWith("dxnet-") || n.startsWith("ibdxnet-")) && !n.equals("ibdxnet-native-log") && t.isAlive()) {
-                    left.add(n);
+                    left.add(t);
                 }
             }
             if (left.isEmpty()) {
@@ -74,7 +74,14 @@ public final class TestSupport {
             }
             Thread.sleep(5);
         } while (System.nanoTime() < end);
-        fail("threads left 10 s after close: " + left);
+        StringBuilder stacks = new StringBuilder();
+        for (Thread t : left) {
+            stacks.append("\n\"").append(t.getName()).append("\" ").append(t.getState());
+            for (StackTraceElement e : t.getStackTrace()) {
+                stacks.append("\n    at ").append(e);
+            }
+        }
+        fail("threads left 10 s after close:" + stacks);
     }
 
     /** Every thread's name, state and stack (for a test that found a stall). */
