@@ -86,6 +86,8 @@ public final class Workload {
             row.bytesPerConnection = bytesPerConnection(o, nodes.get(0));
             if (row.impl.equals("ib")) {
                 engineMemory(nodes);
+            }
+            if (!row.impl.equals("loopback")) {
                 printEngineCounters(before, engineCounters(nodes));
             }
             long rss = Results.peakRssBytes();
@@ -107,7 +109,8 @@ public final class Workload {
 
     /** The engine counters {@link #printEngineCounters} shows. */
     private static final List<String> ENGINE_COUNTERS = List.of("wrs_sent", "messages_received", "send_iterations",
-            "send_sleeps", "send_caller_runs", "send_caller_left", "recv_iterations", "recv_sleeps", "recv_caller_runs");
+            "send_sleeps", "send_caller_runs", "send_caller_left", "recv_iterations", "recv_sleeps", "recv_caller_runs",
+            "writes_by_sender");
 
     /** {@link #ENGINE_COUNTERS} summed over the nodes of this JVM (0 for a transport without them). */
     private static java.util.Map<String, Long> engineCounters(List<DXNet> nodes) {
@@ -121,7 +124,11 @@ public final class Workload {
         return sum;
     }
 
-    /** The engines' counters over the measured run (stderr): how many posts, receives, iterations and sleeps it took. */
+    /**
+     * The engines' counters over the measured run (stderr): how many posts,
+     * receives, iterations and sleeps it took (ib); how many writes senders
+     * made themselves (nio). Of the nodes in this JVM only.
+     */
     private static void printEngineCounters(java.util.Map<String, Long> before, java.util.Map<String, Long> after) {
         StringBuilder b = new StringBuilder("engine counters over the measured run (sums over the nodes of this JVM):");
         for (String k : ENGINE_COUNTERS) {

@@ -253,7 +253,11 @@ public final class MessageSender {
                 aborted.increment();
             }
             API.release(out);
-            transport.publish(record);
+            if ((kindFlags & (Frame.REQUEST | Frame.RESPONSE)) != 0) {
+                transport.publishAwaited(record); // a round trip's frame: written at once where the transport can
+            } else {
+                transport.publish(record);
+            }
         }
     }
 

@@ -131,6 +131,8 @@ public final class StatsKeys {
         new Key("connections", "gauge: outgoing connections open now"),
         new Key("bytes_sent", "bytes written to the sockets"),
         new Key("bytes_received", "bytes read from the sockets"),
+        new Key("writes_by_sender", "socket writes a sender made itself: its frame found the connection idle "
+            + "and left without a hand-off to the selector thread"),
         new Key("rejected", "incoming connections refused: the sum of the `hellos_refused_*` counters, "
             + "`accepts_refused_unknown_address` and `handshakes_displaced`"),
         new Key("failures", "connections that failed (not closed on purpose, not ended by the peer's shutdown)"),

@@ -14,6 +14,7 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * One TCP connection of the NIO transport. Outgoing channels (opened by this
@@ -24,7 +25,11 @@ import java.util.concurrent.CompletableFuture;
  * (CONNECTING → HANDSHAKE → OPEN → CLOSING → CLOSED; an incoming channel
  * starts in HANDSHAKE), so each transition does everything it implies in
  * one place. Everything but {@link #state()}, {@link #lastUse} and the ring
- * belongs to the selector thread.
+ * belongs to the selector thread, except the sending side of an outgoing
+ * channel (the ring's send-thread side, {@code writeLeft}, {@link #lastWrite}
+ * and the socket's writes), which belongs to whoever holds its write lock:
+ * the selector thread, or a sender writing its own frame at once
+ * ({@link #writeNow}).
  */
 final class NioChannel extends RingConnection {
     enum State { CONNECTING, HANDSHAKE, OPEN, CLOSING, CLOSED }
@@ -36,6 +41,11 @@ final class NioChannel extends RingConnection {
     /** Connect or handshake deadline. */
     long deadline;
     long lastRead;
+    /**
+     * When bytes last went out: set under the write lock (by a sender's
+     * {@link #writeNow} too), read by senders without it (opaque: a stale
+     * value only decides who writes the next frame).
+     */
     long lastWrite;
     /** Last send (any thread; coarse, for least-recently-used eviction). */
     volatile long lastUse;
@@ -75,6 +85,19 @@ final class NioChannel extends RingConnection {
 
     private final ByteBuffer[] ringViews;
     private long writeLeft;
+    /** Held while the sending side is used: the selector thread waits for it, a sender only tries. */
+    private final AtomicBoolean writeLock = new AtomicBoolean();
+    /** What {@link #fullyWritten} says: computed under the lock by the last {@link #flush}. */
+    private boolean flushedAll = true;
+    private static final java.lang.invoke.VarHandle LAST_WRITE;
+
+    static {
+        try {
+            LAST_WRITE = java.lang.invoke.MethodHandles.lookup().findVarHandle(NioChannel.class, "lastWrite", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private NioChannel(int id, int node, boolean outgoing, SocketChannel socket, InetAddress remote, RingMemory memory,
             FlowWindow flow, State state) {
@@ -227,10 +250,13 @@ final class NioChannel extends RingConnection {
         if (key != null) {
             key.cancel();
         }
+        lockWrites(); // a sender's writeNow ends first; later ones see CLOSED
         try {
             socket.close();
         } catch (IOException e) {
             // closing anyway
+        } finally {
+            unlockWrites();
         }
         if (outgoing) {
             orb.close();
@@ -281,7 +307,12 @@ final class NioChannel extends RingConnection {
 
     /** True when nothing is half-written (control words may go out only between records). */
     boolean betweenRecords() {
-        return writeLeft == 0;
+        lockWrites();
+        try {
+            return writeLeft == 0;
+        } finally {
+            unlockWrites();
+        }
     }
 
     /**
@@ -290,6 +321,15 @@ final class NioChannel extends RingConnection {
      * says whether the socket took everything.
      */
     long flush(long now) throws IOException {
+        lockWrites();
+        try {
+            return flushLocked(now);
+        } finally {
+            unlockWrites();
+        }
+    }
+
+    private long flushLocked(long now) throws IOException {
         long total = 0;
         while (true) {
             if (writeLeft == 0 && control.position() > 0) {
@@ -317,8 +357,9 @@ final class NioChannel extends RingConnection {
             }
         }
         if (total > 0) {
-            lastWrite = now;
+            LAST_WRITE.setOpaque(this, now);
         }
+        flushedAll = writeLeft == 0 && control.position() == 0 && (orb == null || orb.readyToPost() == 0);
         return total;
     }
 
@@ -345,9 +386,83 @@ final class NioChannel extends RingConnection {
         return n;
     }
 
-    /** True if nothing is left to write right now. */
+    /** True if the last {@link #flush} left nothing to write (selector thread). */
     boolean fullyWritten() {
-        return writeLeft == 0 && control.position() == 0 && (orb == null || orb.readyToPost() == 0);
+        return flushedAll;
+    }
+
+    /**
+     * A sender writes what its ring holds now, on its own thread, if nobody
+     * else writes (the selector thread, another sender): the frame it just
+     * published leaves without a hand-off. Ring data only: control words stay
+     * the selector thread's (it writes them between records). True if the
+     * ring was written out in full; false if the selector thread must go on
+     * (the lock was taken, the channel is not open, the socket is or was
+     * full, or it failed: the selector thread finds out on its own write).
+     */
+    boolean writeNow(java.util.concurrent.atomic.AtomicLong bytesSent) {
+        if (state != State.OPEN || !writeLock.compareAndSet(false, true)) {
+            return false;
+        }
+        try {
+            if (state != State.OPEN || writeLeft != 0) {
+                return false; // a record half-written: the socket was full, the selector thread waits for room
+            }
+            long total = 0;
+            while (true) {
+                if (writeLeft == 0) {
+                    writeLeft = orb.postable();
+                    if (writeLeft == 0) {
+                        break;
+                    }
+                }
+                total += writeRing();
+                if (writeLeft > 0) {
+                    break;
+                }
+            }
+            if (total > 0) {
+                LAST_WRITE.setOpaque(this, System.nanoTime());
+                bytesSent.addAndGet(total);
+            }
+            return writeLeft == 0;
+        } catch (IOException e) {
+            return false;
+        } finally {
+            writeLock.setRelease(false);
+        }
+    }
+
+    /** Nobody writes on this channel now, nor wrote within {@code gapNanos}: a sender may {@link #writeNow}. */
+    boolean idleFor(long gapNanos) {
+        return !writeLock.get() && System.nanoTime() - (long) LAST_WRITE.getOpaque(this) > gapNanos;
+    }
+
+    /** An idle ring gives its pages back (housekeeping) unless a sender writes from it right now. */
+    void releaseRingIfIdle(long now, long idleNanos) {
+        if (writeLock.compareAndSet(false, true)) {
+            try {
+                orb.releaseIfIdle(now, idleNanos);
+            } finally {
+                writeLock.setRelease(false);
+            }
+        }
+    }
+
+    /** Selector thread: waits out a sender's {@link #writeNow} (one non-blocking write). */
+    private void lockWrites() {
+        int spins = 0;
+        while (!writeLock.compareAndSet(false, true)) {
+            if (++spins < 100) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
+    }
+
+    private void unlockWrites() {
+        writeLock.setRelease(false);
     }
 
     /** Asks the selector for writability exactly while something is left to write. */

@@ -7,6 +7,8 @@ import java.util.concurrent.atomic.AtomicLong;
 final class NioCounters {
     final AtomicLong bytesSent = new AtomicLong();
     final AtomicLong bytesReceived = new AtomicLong();
+    /** Socket writes a sender made itself ({@link NioChannel#writeNow}). */
+    final AtomicLong writesBySender = new AtomicLong();
     final AtomicLong failures = new AtomicLong();
     /** Connections whose peer shut down on purpose (LEAVING / FINAL), not counted as failures. */
     final AtomicLong peerShutdowns = new AtomicLong();
@@ -17,6 +19,7 @@ final class NioCounters {
     void putTraffic(Map<String, Long> m) {
         m.put("bytes_sent", bytesSent.get());
         m.put("bytes_received", bytesReceived.get());
+        m.put("writes_by_sender", writesBySender.get());
     }
 
     /** Puts the connection-ending counters under their stats names. */

@@ -72,7 +72,7 @@ final class NioHousekeeping {
                         reactor.flush(c, now);
                     }
                     if (c.outgoing && c.orb != null) {
-                        c.orb.releaseIfIdle(now, OutgoingRingBuffer.RELEASE_AFTER_NANOS); // an idle ring's pages
+                        c.releaseRingIfIdle(now, OutgoingRingBuffer.RELEASE_AFTER_NANOS); // an idle ring's pages
                     }
             }
         }

@@ -70,6 +70,12 @@ final class NioReactor {
     private final ConcurrentLinkedQueue<Drop> toDrop = new ConcurrentLinkedQueue<>();
     private volatile boolean running = true;
     private volatile boolean sleeping;
+    /**
+     * In its idle wait (polling, yielding or blocked in select): a sender may
+     * write its own frame. Stored with release semantics (no fence on the
+     * loop's path; a late view only decides who writes).
+     */
+    private final java.util.concurrent.atomic.AtomicBoolean idle = new java.util.concurrent.atomic.AtomicBoolean();
     /** {@link #pauseForTest}. */
     private volatile long pauseMs;
 
@@ -133,6 +139,11 @@ final class NioReactor {
     void connect(NioChannel c) {
         toConnect.add(c);
         selector.wakeup();
+    }
+
+    /** The selector thread waits for work (see {@link #idle}). */
+    boolean isIdle() {
+        return idle.getAcquire();
     }
 
     /** Wakes the selector thread if it blocks (a wakeup costs a system call). */
@@ -200,6 +211,9 @@ final class NioReactor {
                 // then block in select (a sender's wakeup costs a system call).
                 int ready = selector.selectNow();
                 idleWait.reset();
+                if (ready == 0 && wim.isEmpty()) {
+                    idle.setRelease(true);
+                }
                 while (ready == 0 && !stalled && toConnect.isEmpty() && wim.isEmpty() && idleWait.idle()) {
                     ready = selector.selectNow();
                 }
@@ -209,6 +223,9 @@ final class NioReactor {
                         selector.select(stalled ? 1 : HOUSEKEEPING_NANOS / 1_000_000);
                     }
                     sleeping = false;
+                }
+                if (idle.getPlain()) {
+                    idle.setRelease(false); // written on a change only: senders read it
                 }
                 Iterator<SelectionKey> it = selector.selectedKeys().iterator();
                 while (it.hasNext()) {

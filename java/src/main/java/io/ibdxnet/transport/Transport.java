@@ -62,6 +62,16 @@ public interface Transport extends AutoCloseable {
     void publish(RingRecord record);
 
     /**
+     * {@link #publish} for a frame somebody waits for (a request or a
+     * response): the transport may write it out at once on this thread, if
+     * its connection is idle, instead of handing it to its own thread (a
+     * wake-up on the round trip's path). Never blocks. The default publishes.
+     */
+    default void publishAwaited(RingRecord record) {
+        publish(record);
+    }
+
+    /**
      * Whether a refused {@link TransportListener#onBuffer} holds back only
      * that buffer's source (true: the transport stops reading it and offers
      * the buffer again later). False where refusing stops every source (a
