@@ -504,7 +504,9 @@ public final class DXNet implements AutoCloseable {
      * the message creation coordinator up to 5 s to hand on what was received
      * and the handlers up to {@code requestTimeoutMs} to finish it; then the
      * peers are told what was handled, so their unconfirmed messages are not
-     * reported lost. From one of this node's handlers it does not wait for the
+     * reported lost. Handlers still running then are not interrupted: a
+     * warning names how many, and their threads end when they return. From
+     * one of this node's handlers it does not wait for the
      * handlers (nor tell that count); from a handler on the transport's
      * receiving thread it returns at once and another thread closes. Requests
      * still waiting, queued async ones included, fail with a {@link NetworkException}.

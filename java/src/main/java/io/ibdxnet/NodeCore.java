@@ -247,7 +247,14 @@ final class NodeCore {
         // the tasks queued behind it); the node then closes without that count.
         boolean fromOwnHandler = handlers.isOwnThread();
         try {
-            exact = exact && !fromOwnHandler && handlers.awaitIdle(config.requestTimeoutMs);
+            if (exact && !fromOwnHandler && !handlers.awaitIdle(config.requestTimeoutMs)) {
+                exact = false;
+                // Their threads outlive the node until the handlers return: say so once, with the count.
+                log.warning("node " + config.nodeId + ": closing with " + handlers.queued() + " message handler "
+                        + "task(s) unfinished after " + config.requestTimeoutMs + " ms (requestTimeoutMs; a handler that "
+                        + "blocks?); their threads end when the handlers return, and the peers are not told exactly "
+                        + "what was handled");
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             exact = false;
