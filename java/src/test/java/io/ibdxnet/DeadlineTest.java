@@ -220,11 +220,14 @@ public class DeadlineTest {
     @Test
     public void sendAsyncToANodeWhoseWindowIsFullReturnsAtOnce() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
-        DXNet a = heldPair(release, c -> {});
-        int first = 2_000; // 2 000 × 1 KiB: eight windows
+        // A window smaller than a send ring starts (RingProducerSide.START_WINDOW): the window is what fills.
+        // A ring grows only while its sends are posted and not confirmed; with the receiver held early it may
+        // stay small, and fill before a larger window does (CI saw 139 384 of 262 144 bytes for 20 s on loopback).
+        long window = 32 << 10;
+        DXNet a = heldPair(release, c -> c.flowControlWindow = window);
+        int first = 2_000; // 2 000 × 1 KiB: sixty windows
         int more = 200; // sent once the window is seen full: each of these finds it full
         int count = first + more;
-        long window = 256 << 10;
         List<CompletableFuture<BytesResponse>> futures = new ArrayList<>();
         long[] us = new long[count];
         long full = 0;
