@@ -330,9 +330,23 @@ final class NioChannel extends RingConnection {
     }
 
     private long flushLocked(long now) throws IOException {
+        long total = writeOut(true);
+        if (total > 0) {
+            LAST_WRITE.setOpaque(this, now);
+        }
+        flushedAll = writeLeft == 0 && control.position() == 0 && (orb == null || orb.readyToPost() == 0);
+        return total;
+    }
+
+    /**
+     * Writes published ring data, and with {@code withControl} the pending
+     * control words between records, until the socket is full or nothing is
+     * left (write lock held). The bytes written.
+     */
+    private long writeOut(boolean withControl) throws IOException {
         long total = 0;
         while (true) {
-            if (writeLeft == 0 && control.position() > 0) {
+            if (withControl && writeLeft == 0 && control.position() > 0) {
                 control.flip();
                 total += socket.write(control);
                 boolean done = !control.hasRemaining();
@@ -356,10 +370,6 @@ final class NioChannel extends RingConnection {
                 break; // the socket is full
             }
         }
-        if (total > 0) {
-            LAST_WRITE.setOpaque(this, now);
-        }
-        flushedAll = writeLeft == 0 && control.position() == 0 && (orb == null || orb.readyToPost() == 0);
         return total;
     }
 
@@ -408,19 +418,7 @@ final class NioChannel extends RingConnection {
             if (state != State.OPEN || writeLeft != 0) {
                 return false; // a record half-written: the socket was full, the selector thread waits for room
             }
-            long total = 0;
-            while (true) {
-                if (writeLeft == 0) {
-                    writeLeft = orb.postable();
-                    if (writeLeft == 0) {
-                        break;
-                    }
-                }
-                total += writeRing();
-                if (writeLeft > 0) {
-                    break;
-                }
-            }
+            long total = writeOut(false);
             if (total > 0) {
                 LAST_WRITE.setOpaque(this, System.nanoTime());
                 bytesSent.addAndGet(total);

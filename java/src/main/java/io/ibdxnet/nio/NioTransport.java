@@ -140,8 +140,7 @@ public final class NioTransport implements Transport {
                 continue; // evicted before we wrote: the next connection takes the frame
             }
             used(c);
-            reactor.wim.pushData(node);
-            reactor.wake();
+            handOff(node);
             return;
         }
     }
@@ -178,8 +177,7 @@ public final class NioTransport implements Transport {
             return false;
         }
         used(c);
-        reactor.wim.pushData(node);
-        reactor.wake();
+        handOff(node);
         return true;
     }
 
@@ -187,8 +185,7 @@ public final class NioTransport implements Transport {
     public void publish(RingRecord record) {
         RingConnection c = record.connection();
         c.publish(record);
-        reactor.wim.pushData(c.node);
-        reactor.wake();
+        handOff(c.node);
     }
 
     /**
@@ -211,7 +208,12 @@ public final class NioTransport implements Transport {
             reactor.counters.writesBySender.incrementAndGet();
             return;
         }
-        reactor.wim.pushData(c.node);
+        handOff(c.node);
+    }
+
+    /** The selector thread writes what {@code node}'s connection holds (woken if it blocks). */
+    private void handOff(int node) {
+        reactor.wim.pushData(node);
         reactor.wake();
     }
 
